@@ -1,0 +1,1 @@
+"""ngcbuild: NGC-style PyTorch container images from one manifest per release."""

@@ -1,0 +1,165 @@
+"""Build a rendered release with the Docker SDK's low-level API and record what was built.
+
+The context sent to the engine is the rendered build/R/ plus this machine's build inputs (a CA
+bundle, the wheels the release pins from a wheelhouse), added to the tar in memory so they never
+enter build/R/ or the context hash. Tags are applied only after the build succeeded.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import ensure_base
+from .engine import connect
+from .errors import BuildFailed, UserError
+from .events import TAIL_LINES, BuildStream
+from .project import Project
+from .record import write_record
+from .render import INPUTS_DIR, Rendered, render_pip_conf, render_release
+from .wheelhouse import default_wheelhouse, select_wheels
+
+DEFAULT_REGISTRY = "nvcr.io"
+CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    registry: str = DEFAULT_REGISTRY
+    ca_bundle: Path | None = None
+    wheelhouse: Path | None = None
+    no_cache: bool = False
+
+
+def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
+                 environ=os.environ) -> BuildOptions:
+    """Command-line values, with the defaults a machine behind a proxy expects."""
+    ca = Path(ca_bundle) if ca_bundle else next((Path(environ[v]) for v in CA_ENV_VARS if environ.get(v)), None)
+    if ca is not None and not ca.is_file():
+        raise UserError(f"--ca-bundle {ca}: no such file")
+    house = Path(wheelhouse) if wheelhouse else default_wheelhouse(environ)
+    registry = (registry or DEFAULT_REGISTRY).rstrip("/")
+    if "/" in registry or not registry:
+        raise UserError(f"--registry {registry!r}: expected HOST[:PORT] such as localhost:5000")
+    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache)
+
+
+def image_repository(registry: str, release) -> str:
+    return f"{registry}/{release.image.repository}"
+
+
+def build_release(project: Project, name: str, options: BuildOptions, out=sys.stdout) -> dict:
+    """Render, build, tag and record `name`. Returns the record."""
+    rendered = render_release(project, name)
+    release = rendered.plan.release
+    client = connect()
+    say = _printer(out)
+    ensure_base(client, release, log=say)
+
+    wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, _python_tag(release)) \
+        if options.wheelhouse else []
+    say(f"building {release.release} from {rendered.directory} "
+        f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
+        f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'})")
+    started = time.monotonic()
+    stream = BuildStream()
+    with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
+        _write_context(context, project, rendered, options, wheels)
+        context.seek(0)
+        events = client.build(
+            fileobj=context, custom_context=True, encoding=None, decode=True,
+            rm=True, forcerm=True, nocache=options.no_cache, pull=False,
+            platform=release.build.platform, labels={CONTEXT_HASH_LABEL: rendered.context_hash},
+        )
+        for event in events:
+            for line in stream.feed(event):
+                say(line)
+    duration = time.monotonic() - started
+    if stream.error or not stream.image_id:
+        tail = "\n".join(f"  | {line}" for line in stream.tail)
+        raise BuildFailed(
+            f"build of {release.release} failed at {stream.failed_step}\n"
+            f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}\n"
+            "no tag was moved")
+
+    repository = image_repository(options.registry, release)
+    tags = [f"{repository}:{release.tag}"]
+    for ref in tags:
+        repo, tag = ref.rsplit(":", 1)
+        client.tag(stream.image_id, repo, tag, force=True)
+    image = client.inspect_image(stream.image_id)
+    record = {
+        "release": release.release,
+        "image_id": stream.image_id,
+        "tags": tags,
+        "registry": options.registry,
+        "size_bytes": image["Size"],
+        "layers": len(image["RootFS"]["Layers"]),
+        "duration_s": round(duration, 1),
+        "steps": stream.steps,
+        "cached_steps": stream.cached_steps,
+        "context_sha256": rendered.context_hash,
+        "platform": release.build.platform,
+        "base_image": release.base.image,
+        "ca_bundle_used": options.ca_bundle is not None,
+        "wheels": [w.name for w in wheels],
+        "source_revision": _git_revision(project),
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "pushed": {},
+    }
+    path = write_record(rendered.directory, record)
+    say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
+        f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
+    return record
+
+
+def _write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:
+    """The tar the engine builds from: rendered files, then this machine's build inputs over them."""
+    files = dict(rendered.files)
+    if options.ca_bundle or options.wheelhouse:
+        files[f"{INPUTS_DIR}/pip.conf"] = render_pip_conf(
+            project, rendered.plan, ca_bundle=options.ca_bundle is not None, extra_indexes=not wheels)
+    if options.ca_bundle:
+        files[f"{INPUTS_DIR}/ca.pem"] = options.ca_bundle.read_bytes()
+    with tarfile.open(fileobj=fileobj, mode="w") as tar:
+        for rel, data in sorted(files.items()):
+            info = _tarinfo(rel, len(data), 0o755 if rel in rendered.executable else 0o644)
+            tar.addfile(info, io.BytesIO(data))
+        for wheel in wheels:
+            info = _tarinfo(f"{INPUTS_DIR}/wheels/{wheel.name}", wheel.stat().st_size, 0o644)
+            with wheel.open("rb") as handle:
+                tar.addfile(info, handle)
+
+
+def _tarinfo(name: str, size: int, mode: int) -> tarfile.TarInfo:
+    # Fixed owner and mtime: the engine's COPY cache depends on them.
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime, info.uid, info.gid = size, mode, 0, 0, 0
+    return info
+
+
+def _python_tag(release) -> str:
+    return "cp" + release.python.version.replace(".", "")
+
+
+def _git_revision(project: Project) -> str | None:
+    try:
+        result = subprocess.run(["git", "-C", str(project.root), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def _printer(out):
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+    return say

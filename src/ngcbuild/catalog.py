@@ -1,0 +1,57 @@
+"""Component metadata, declared once in templates/components.yaml.
+
+How the release notes name a component, which env vars and label carry its version in the image,
+its pip package, and how many numeric parts a full version of it has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ManifestError
+from .project import Project
+from .types import EnvName, LabelKey, PackageName, Text
+
+
+class CatalogEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    display: Text
+    env: list[EnvName] = Field(default_factory=list)
+    label: LabelKey | None = None
+    pip_package: PackageName | None = None
+    version_parts: int = 3
+    example: Text = "1.2.3"
+
+
+@dataclass(frozen=True)
+class Catalog:
+    path: Path
+    entries: dict[str, CatalogEntry] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, project: Project) -> "Catalog":
+        path = project.templates / "components.yaml"
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ManifestError(path, "", f"cannot read the component catalog: {exc}") from None
+        entries = {}
+        for name, raw in data.items():
+            try:
+                entries[name] = CatalogEntry.model_validate(raw)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                key = ".".join(str(p) for p in (name, *first["loc"]))
+                raise ManifestError(path, key, first["msg"]) from None
+        return cls(path, entries)
+
+    def get(self, name: str) -> CatalogEntry | None:
+        return self.entries.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)

@@ -1,0 +1,28 @@
+"""Glue between invoke tasks and the library: user errors become one message and an exit status."""
+
+from __future__ import annotations
+
+import functools
+
+from docker.errors import DockerException
+from invoke.exceptions import Exit
+
+from .errors import NgcbuildError
+
+
+def guarded(function):
+    """Run `function`; an NgcbuildError becomes its message on stderr and its exit status (2 for bad
+    input, 1 for failures), with no traceback. Ctrl-C exits 130."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except NgcbuildError as exc:
+            raise Exit(f"ngcbuild: {exc}", code=exc.exit_code) from None
+        except DockerException as exc:
+            raise Exit(f"ngcbuild: the Docker engine failed: {exc}", code=1) from None
+        except KeyboardInterrupt:
+            raise Exit("ngcbuild: interrupted", code=130) from None
+
+    return wrapper

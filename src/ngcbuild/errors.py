@@ -1,0 +1,54 @@
+"""Errors that reach the user as one clear message (no traceback).
+
+`UserError` is bad input (exit status 2); `OperationError` is a failure of the outside world or of a
+build step (exit status 1). tasks.py turns both into a message and an exit status.
+"""
+
+
+class NgcbuildError(Exception):
+    exit_code = 1
+
+
+class UserError(NgcbuildError):
+    """Bad input: a manifest, a constraints file, a command-line argument."""
+
+    exit_code = 2
+
+
+def shown_path(path) -> str:
+    """A path as the user typed it: relative to the current directory when it is inside it."""
+    import os
+
+    text = str(path)
+    try:
+        relative = os.path.relpath(text)
+    except ValueError:
+        return text
+    return text if relative.startswith("..") else relative
+
+
+class ManifestError(UserError):
+    def __init__(self, path, key: str, expected: str):
+        self.path, self.key, self.expected = shown_path(path), key, expected
+        where = f"{self.path}: {key}: " if key else f"{self.path}: "
+        super().__init__(where + expected)
+
+
+class OperationError(NgcbuildError):
+    """The engine, the registry or a build step failed."""
+
+
+class EngineUnavailable(OperationError):
+    pass
+
+
+class BuildFailed(OperationError):
+    pass
+
+
+class PushFailed(OperationError):
+    pass
+
+
+class SmokeFailed(OperationError):
+    pass

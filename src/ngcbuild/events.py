@@ -1,0 +1,112 @@
+"""Parsers for the Docker engine's JSON event streams (build and push).
+
+Pure logic, no engine: unit tests feed them recorded streams. Both fail on `error` *and*
+`errorDetail`, since the engine reports a failure inside a stream that otherwise looks successful.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+
+_STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+_ID_RE = re.compile(r"^Successfully built ([0-9a-f]{12,64})$")
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+# dpkg's percentage counter: one line per 5%, worth nothing in a log.
+_NOISE_RE = re.compile(r"^\(Reading database \.\.\. \d+%$")
+TAIL_LINES = 40
+
+
+def _error_of(event: dict) -> str | None:
+    detail = event.get("errorDetail")
+    if event.get("error") or detail:
+        message = event.get("error") or (detail or {}).get("message") or str(detail)
+        return str(message).strip()
+    return None
+
+
+@dataclass
+class BuildStream:
+    """Follows a classic-builder event stream: steps, log lines, the image id, the error."""
+
+    tail: deque = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    step: int = 0
+    steps: int = 0
+    instruction: str = ""
+    image_id: str | None = None
+    error: str | None = None
+    cached_steps: int = 0
+    step_log: list = field(default_factory=list)  # (step, instruction, cached)
+
+    def feed(self, event: dict) -> list[str]:
+        """Consume one event; return the lines to show the user."""
+        error = _error_of(event)
+        if error:
+            self.error = error
+            self.tail.append(error)
+            return [f"ERROR: {error}"]
+        aux = event.get("aux")
+        if isinstance(aux, dict) and aux.get("ID"):
+            self.image_id = aux["ID"]
+        shown = []
+        text = event.get("stream")
+        if not isinstance(text, str):
+            return shown
+        for line in _ANSI_RE.sub("", text).splitlines():
+            line = line.rstrip()
+            if not line or _NOISE_RE.match(line.strip()):
+                continue
+            self.tail.append(line)
+            step = _STEP_RE.match(line)
+            if step:
+                self.step, self.steps, self.instruction = int(step[1]), int(step[2]), step[3]
+                self.step_log.append([self.step, self.instruction, False])
+                shown.append(f"[{self.step}/{self.steps}] {self.instruction}")
+                continue
+            if line.strip() == "---> Using cache" and self.step_log:
+                self.step_log[-1][2] = True
+                self.cached_steps += 1
+            built = _ID_RE.match(line)
+            if built and not self.image_id:
+                self.image_id = built[1]
+            shown.append(f"    {line}")
+        return shown
+
+    @property
+    def failed_step(self) -> str:
+        return f"step {self.step}/{self.steps}: {self.instruction}" if self.steps else "before the first step"
+
+
+@dataclass
+class PushStream:
+    """Follows a push event stream: per-layer progress, the pushed digest, the error."""
+
+    digest: str | None = None
+    size: int | None = None
+    error: str | None = None
+    layers: dict = field(default_factory=dict)  # layer id -> last status
+    uploaded_bytes: dict = field(default_factory=dict)  # layer id -> bytes pushed
+
+    def feed(self, event: dict) -> list[str]:
+        error = _error_of(event)
+        if error:
+            self.error = error
+            return [f"ERROR: {error}"]
+        aux = event.get("aux")
+        if isinstance(aux, dict) and aux.get("Digest"):
+            self.digest, self.size = aux["Digest"], aux.get("Size")
+            return [f"    pushed {aux.get('Tag', '')} {self.digest}"]
+        status, layer = event.get("status"), event.get("id")
+        if not status:
+            return []
+        if layer:
+            previous = self.layers.get(layer)
+            self.layers[layer] = status
+            detail = event.get("progressDetail") or {}
+            if status == "Pushing" and isinstance(detail.get("current"), int):
+                self.uploaded_bytes[layer] = detail["current"]
+            if status != previous and status not in ("Pushing", "Preparing", "Waiting"):
+                return [f"    {layer}: {status}"]
+            return []
+        return [f"    {status}"]

@@ -1,0 +1,239 @@
+"""Load a release manifest: read YAML, resolve `extends`, validate into a `Release`.
+
+Every problem becomes one `ManifestError` naming the file, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types as pytypes
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .catalog import Catalog
+from .constraints import Constraints, load_constraints
+from .errors import ManifestError, UserError, shown_path
+from .model import Release
+from .project import Project
+from .types import release_parts
+
+MAX_MANIFEST_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class LoadedRelease:
+    """A validated release with what it was made from."""
+
+    release: Release
+    path: Path
+    chain: tuple[Path, ...]  # the files merged, parent first
+    constraints: Constraints | None
+
+
+def release_names(project: Project) -> list[str]:
+    """Every release with a manifest (shared parts under manifests/parts/ are not releases)."""
+    return sorted(p.stem for p in project.manifests.glob("*.yaml"))
+
+
+def load_release(project: Project, name: str) -> LoadedRelease:
+    path = project.manifests / f"{name}.yaml"
+    if not path.is_file():
+        known = release_names(project)
+        hint = _did_you_mean(name, known)
+        raise UserError(f"{shown_path(path)}: no such manifest; known releases: {', '.join(known) or 'none'}{hint}")
+    data, chain = _resolve(project, path, ())
+    data["release"] = name
+    release = _validate(path, data, chain)
+    catalog = Catalog.load(project)
+    _check_components(path, release, catalog)
+    constraints = None
+    if release.status == "buildable":
+        constraints = load_constraints(project.constraints / f"{name}.txt", manifest=path)
+        _check_pins_agree(path, release, catalog, constraints)
+    return LoadedRelease(release, path, chain, constraints)
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ManifestError(path, "", "file not found") from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ManifestError(path, "", f"file is {len(raw)} bytes; a manifest is expected under {MAX_MANIFEST_BYTES}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ManifestError(path, "", f"invalid YAML: {where}{problem}") from None
+    if data is None:
+        raise ManifestError(path, "", "file is empty; expected a mapping of manifest keys")
+    if not isinstance(data, dict):
+        raise ManifestError(path, "", f"expected a mapping of manifest keys at the top, got {type(data).__name__}")
+    return data
+
+
+def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict, tuple[Path, ...]]:
+    """Read `path` and merge it over its parents. Returns the merged mapping and the file chain."""
+    if path in seen:
+        cycle = " -> ".join(p.name for p in (*seen, path))
+        raise ManifestError(seen[-1], "extends", f"cycle: {cycle}")
+    data = _read_yaml(path)
+    parents = data.pop("extends", None)
+    if parents is None:
+        return data, (path,)
+    if isinstance(parents, str):
+        parents = [parents]
+    if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
+        raise ManifestError(path, "extends", "expected a manifest name or a list of names (e.g. parts/debian)")
+    merged: dict = {}
+    chain: tuple[Path, ...] = ()
+    for parent in parents:
+        parent_path = (project.manifests / f"{parent}.yaml").resolve()
+        if project.manifests.resolve() not in parent_path.parents:
+            raise ManifestError(path, "extends", f"{parent!r} is outside {project.manifests}")
+        if not parent_path.is_file():
+            raise ManifestError(path, "extends", f"parent {parent!r} not found ({parent_path} does not exist)")
+        parent_data, parent_chain = _resolve(project, parent_path, (*seen, path))
+        merged = deep_merge(merged, parent_data)
+        chain += parent_chain
+    return deep_merge(merged, data), (*chain, path)
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Mappings merge key by key; anything else in `override` replaces what `base` had.
+
+    A null in the child removes the parent's value (so a release can drop a component)."""
+    out = dict(base)
+    for key, value in override.items():
+        if value is None and key in out:
+            del out[key]
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _validate(path: Path, data: dict, chain: tuple[Path, ...]) -> Release:
+    try:
+        return Release.model_validate(data)
+    except ValidationError as exc:
+        # A misspelt key also leaves the right one missing: report the misspelling.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        key, expected = describe_error(Release, errors[0])
+        if len(chain) > 1:
+            expected += f" (after extends: {', '.join(p.stem for p in chain[:-1])})"
+        raise ManifestError(path, key, expected) from None
+
+
+def describe_error(model: type[BaseModel], error: dict) -> tuple[str, str]:
+    """Turn one pydantic error into (key path, what was expected)."""
+    loc = tuple(error["loc"])
+    # pydantic adds the validator's name to the path for constrained types; drop non-keys
+    loc = tuple(part for part in loc if not (isinstance(part, str) and part.startswith("function-")))
+    key = ".".join(str(p) for p in loc)
+    kind = error["type"]
+    value = error.get("input")
+    if kind == "extra_forbidden":
+        allowed = sorted(_fields_at(model, loc[:-1]))
+        name = str(loc[-1])
+        return key, f"unknown key{_did_you_mean(name, allowed)}; expected one of: {', '.join(allowed)}"
+    if kind == "missing":
+        return key, "required key is missing"
+    if kind in ("string_type", "int_type", "bool_type", "list_type", "dict_type", "model_type",
+                "model_attributes_type", "literal_error", "float_type"):
+        what = {"string_type": "a string", "bool_type": "true or false", "list_type": "a list",
+                "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
+                "int_type": "an integer", "float_type": "a number"}.get(kind)
+        if kind == "literal_error":
+            what = "one of " + error["ctx"]["expected"]
+        hint = ""
+        if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            hint = f" (YAML read {value!r} as a number: quote it, '{value}')"
+        return key, f"expected {what}, got {_show(value)}{hint}"
+    return key, error["msg"]
+
+
+def _show(value) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)
+
+
+def _fields_at(model: type[BaseModel], loc: tuple) -> set[str]:
+    """The keys allowed at `loc` (a path into `model`), for "did you mean"."""
+    annotation: object = model
+    for part in loc:
+        annotation = _unwrap(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            field = annotation.model_fields.get(str(part))
+            if field is None:
+                return set()
+            annotation = field.annotation
+        else:  # dict[K, V] value or list[V] item
+            args = typing.get_args(annotation)
+            annotation = args[-1] if args else None
+    annotation = _unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return set(annotation.model_fields)
+    return set()
+
+
+def _unwrap(annotation):
+    """Optional[X] -> X."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, pytypes.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return args[0] if len(args) == 1 else annotation
+    return annotation
+
+
+def _did_you_mean(name: str, choices) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _check_components(path: Path, release: Release, catalog: Catalog) -> None:
+    for name, component in release.components.items():
+        entry = catalog.get(name)
+        if entry is None:
+            raise ManifestError(path, f"components.{name}",
+                                f"unknown component{_did_you_mean(name, catalog.names())}; "
+                                f"known: {', '.join(catalog.names())}")
+        parts = release_parts(component.version)
+        if parts < entry.version_parts:
+            raise ManifestError(path, f"components.{name}.version",
+                                f"{component.version!r} is not a full version "
+                                f"(expected at least {entry.version_parts} numeric parts, e.g. {entry.example})")
+
+
+def _check_pins_agree(path: Path, release: Release, catalog: Catalog, constraints: Constraints) -> None:
+    """A pip-installed component and the constraints file must pin the same version."""
+    for name, component in release.components.items():
+        if component.install != "pip":
+            continue
+        package = component.package or catalog.get(name).pip_package
+        if package is None:
+            raise ManifestError(path, f"components.{name}.package",
+                                "install: pip needs a package name (none in templates/components.yaml)")
+        pin = constraints.get(package)
+        if pin is None:
+            raise ManifestError(constraints.path, package,
+                                f"not pinned, but {path.name} installs component {name!r} with pip; "
+                                f"expected a line {package}=={component.version}")
+        if pin.version != component.version:
+            raise ManifestError(path, f"components.{name}.version",
+                                f"{component.version!r} conflicts with {constraints.path.name} "
+                                f"line {pin.line}: {pin.name}=={pin.version}")

@@ -1,0 +1,35 @@
+"""Where a project's inputs and outputs live. Passed explicitly; there is no global config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+
+    @classmethod
+    def at(cls, root: str | Path = ".") -> "Project":
+        return cls(Path(root).resolve())
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def constraints(self) -> Path:
+        return self.root / "constraints"
+
+    @property
+    def templates(self) -> Path:
+        return self.root / "templates"
+
+    @property
+    def build(self) -> Path:
+        return self.root / "build"
+
+    def out(self, release: str) -> Path:
+        """build/R/: the rendered context and the records of a release."""
+        return self.build / release

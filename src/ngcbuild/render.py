@@ -1,0 +1,132 @@
+"""Render a release into its build context: build/R/ with the Dockerfile and every file it COPYs.
+
+Output is a pure function of the manifest, the constraints file and the templates: byte-identical on
+every run and every machine. What differs per machine (a CA bundle, a wheelhouse) is added by the
+build step to the context it sends, never written here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from .catalog import Catalog
+from .errors import ManifestError, UserError
+from .manifest import LoadedRelease, load_release
+from .plan import ImagePlan, plan_image
+from .project import Project
+
+# Files of build/R/ that belong to the rendered context; anything else there (records, JUnit,
+# notes) is output of later steps and never enters the context or its hash.
+ENTRYPOINT_DIR = "entrypoint"
+INPUTS_DIR = "build-inputs"
+# What an ordinary online machine needs: no extra CA, the manifest's package indexes.
+DEFAULT_INPUTS = {"ca_bundle": False, "extra_indexes": True}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    release: str
+    directory: Path
+    files: dict[str, bytes]  # relative path -> content, sorted
+    plan: ImagePlan
+
+    @property
+    def context_hash(self) -> str:
+        digest = hashlib.sha256()
+        for rel, data in self.files.items():
+            digest.update(rel.encode() + b"\0" + hashlib.sha256(data).hexdigest().encode() + b"\n")
+        return digest.hexdigest()
+
+    @property
+    def executable(self) -> set[str]:
+        return {rel for rel in self.files if rel.endswith(".sh")}
+
+
+def environment(project: Project) -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(project.templates)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def render_release(project: Project, name: str) -> Rendered:
+    """Load, validate and render `name` into build/<name>/."""
+    loaded = load_release(project, name)
+    rendered = render_files(project, loaded)
+    write(rendered)
+    return rendered
+
+
+def render_files(project: Project, loaded: LoadedRelease) -> Rendered:
+    release = loaded.release
+    if release.status == "archived":
+        raise UserError(f"{loaded.path}: status: release {release.release} is archived (documentation only: "
+                        "its base images are gone); render and build refuse it, notes/matrix/diff include it")
+    plan = plan_image(loaded, Catalog.load(project))
+    env = environment(project)
+    _check_partials(project, loaded, plan)
+    context = {"release": release, "plan": plan, "inputs": DEFAULT_INPUTS}
+
+    files = {
+        "Dockerfile": _render(env, "Dockerfile.j2", context),
+        "constraints.txt": loaded.constraints.text(),
+        f"{INPUTS_DIR}/pip.conf": _render(env, "pip.conf.j2", context),
+        f"{INPUTS_DIR}/wheels/README": "Wheels from --wheelhouse are added here by `invoke build`.\n",
+        f"{ENTRYPOINT_DIR}/nvidia_entrypoint.sh": _render(env, "entrypoint/nvidia_entrypoint.sh", context),
+        "expected.json": json.dumps(plan.expected(), indent=2, sort_keys=True) + "\n",
+    }
+    for snippet in sorted((project.templates / "entrypoint" / "entrypoint.d").iterdir()):
+        target = f"{ENTRYPOINT_DIR}/entrypoint.d/{snippet.name.removesuffix('.j2')}"
+        files[target] = _render(env, f"entrypoint/entrypoint.d/{snippet.name}", context)
+    encoded = {rel: text.encode("utf-8") for rel, text in sorted(files.items())}
+    return Rendered(release.release, project.out(release.release), encoded, plan)
+
+
+def render_pip_conf(project: Project, plan: ImagePlan, *, ca_bundle: bool, extra_indexes: bool) -> bytes:
+    """pip.conf for a build with machine-specific inputs (see build.py)."""
+    inputs = {"ca_bundle": ca_bundle, "extra_indexes": extra_indexes}
+    context = {"release": plan.release, "plan": plan, "inputs": inputs}
+    return _render(environment(project), "pip.conf.j2", context).encode("utf-8")
+
+
+def _render(env: jinja2.Environment, template: str, context: dict) -> str:
+    try:
+        return env.get_template(template).render(**context)
+    except jinja2.UndefinedError as exc:
+        raise UserError(f"templates/{template}: {exc.message}") from None
+
+
+def _check_partials(project: Project, loaded: LoadedRelease, plan: ImagePlan) -> None:
+    """Every component needs a partial for its install method (pip ones get a layer of their own)."""
+    for stage in plan.pip_stages:
+        if not (project.templates / stage.partial).is_file():
+            raise ManifestError(loaded.path, f"components.{stage.name}.install",
+                                f"no template {stage.partial} for this component and install method")
+    python = loaded.release.python.install
+    for partial in (f"python/{python}.j2", f"python/{python}-builder.j2"):
+        if not (project.templates / partial).is_file():
+            raise ManifestError(loaded.path, "python.install", f"no template {partial} for {python!r}")
+
+
+def write(rendered: Rendered) -> None:
+    """Write the context; the subtrees render owns are replaced whole so nothing stale remains."""
+    out = rendered.directory
+    out.mkdir(parents=True, exist_ok=True)
+    for owned in (ENTRYPOINT_DIR, INPUTS_DIR):
+        shutil.rmtree(out / owned, ignore_errors=True)
+    for rel, data in rendered.files.items():
+        path = out / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+        path.chmod(0o755 if rel in rendered.executable else 0o644)

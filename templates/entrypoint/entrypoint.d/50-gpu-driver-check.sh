@@ -1,0 +1,7 @@
+# Warn when no NVIDIA driver is visible: the image still starts, the GPU is not there.
+if [ ! -e /proc/driver/nvidia/version ] && [ ! -e /dev/nvidiactl ]; then
+  echo
+  echo "WARNING: The NVIDIA Driver was not detected.  GPU functionality will not be available."
+  echo "   Use the NVIDIA Container Toolkit to start this container with GPU support; see"
+  echo "   https://docs.nvidia.com/datacenter/cloud-native/ ."
+fi

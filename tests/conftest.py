@@ -1,0 +1,45 @@
+"""Shared helpers: a scratch project that uses the real templates and parts."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class ScratchProject:
+    """A project in a temporary directory with the repo's templates, parts and tasks.py."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        shutil.copytree(REPO / "templates", root / "templates")
+        shutil.copytree(REPO / "manifests" / "parts", root / "manifests" / "parts")
+        (root / "constraints").mkdir()
+        shutil.copy(REPO / "tasks.py", root / "tasks.py")
+
+    def manifest(self, name: str, text: str) -> Path:
+        path = self.root / "manifests" / f"{name}.yaml"
+        path.write_text(text)
+        return path
+
+    def constraints(self, name: str, text: str) -> Path:
+        path = self.root / "constraints" / f"{name}.txt"
+        path.write_text(text)
+        return path
+
+    def copy_release(self, name: str, as_name: str | None = None) -> None:
+        as_name = as_name or name
+        shutil.copy(REPO / "manifests" / f"{name}.yaml", self.root / "manifests" / f"{as_name}.yaml")
+        shutil.copy(REPO / "constraints" / f"{name}.txt", self.root / "constraints" / f"{as_name}.txt")
+
+    def invoke(self, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=self.root, capture_output=True,
+                              text=True, timeout=timeout)
+
+
+@pytest.fixture
+def scratch(tmp_path) -> ScratchProject:
+    return ScratchProject(tmp_path / "project")

@@ -1,0 +1,164 @@
+"""Manifest loading: the real manifests load, and every kind of bad input is one clear error."""
+
+import pytest
+
+from ngcbuild.errors import ManifestError, UserError
+from ngcbuild.manifest import deep_merge, load_release, release_names
+from ngcbuild.project import Project
+
+from ..conftest import REPO
+
+DEV_CONSTRAINTS = (REPO / "constraints" / "dev.txt").read_text()
+GOOD = """\
+extends: parts/debian-bookworm
+summary: a test release
+pip:
+  constraint_file: true
+components:
+  pytorch:
+    version: 2.13.0+cpu
+    install: pip
+"""
+
+
+def load(scratch, text, constraints=DEV_CONSTRAINTS, name="r1"):
+    scratch.manifest(name, text)
+    if constraints is not None:
+        scratch.constraints(name, constraints)
+    return load_release(Project.at(scratch.root), name)
+
+
+def error(scratch, text, constraints=DEV_CONSTRAINTS, name="r1") -> str:
+    with pytest.raises(UserError) as caught:
+        load(scratch, text, constraints, name)
+    return str(caught.value)
+
+
+def test_every_release_in_the_repo_loads():
+    project = Project.at(REPO)
+    names = release_names(project)
+    assert "dev" in names
+    for name in names:
+        assert load_release(project, name).release.release == name
+
+
+def test_dev_is_what_the_issue_asks_for():
+    loaded = load_release(Project.at(REPO), "dev")
+    release = loaded.release
+    assert release.tag == "dev-py3"
+    assert release.base.image == "debian:bookworm-slim"
+    assert release.python.version == "3.11" and release.python.install == "system"
+    assert release.components["pytorch"].version == "2.13.0+cpu"
+    assert loaded.constraints.get("torch").version == "2.13.0+cpu"
+    assert loaded.constraints.get("numpy") is not None
+    assert [p.name for p in loaded.chain] == ["debian-bookworm.yaml", "dev.yaml"]
+
+
+def test_good_manifest_loads(scratch):
+    assert load(scratch, GOOD).release.summary == "a test release"
+
+
+def test_unknown_key_says_did_you_mean(scratch):
+    message = error(scratch, GOOD.replace("summary:", "sumary:"))
+    assert "r1.yaml: sumary: unknown key (did you mean 'summary'?)" in message
+
+
+def test_unknown_nested_key_names_the_path(scratch):
+    message = error(scratch, GOOD.replace("    install: pip", "    instal: pip"))
+    assert "components.pytorch.instal: unknown key (did you mean 'install'?)" in message
+
+
+def test_number_where_a_string_is_expected_says_quote_it(scratch):
+    message = error(scratch, GOOD.replace("version: 2.13.0+cpu", "version: 2.13"))
+    assert "components.pytorch.version: expected a string, got 2.13" in message
+    assert "quote it" in message
+
+
+def test_missing_required_key(scratch):
+    message = error(scratch, GOOD.replace("summary: a test release\n", ""))
+    assert "r1.yaml: summary: required key is missing" in message
+
+
+@pytest.mark.parametrize("bad", ["1.0; rm -rf /", "$(curl x)", "`id`", "1.0\\nRUN id", "2.0 'x'", '2.0"'])
+def test_values_that_would_inject_shell_are_refused(scratch, bad):
+    text = GOOD.replace("version: 2.13.0+cpu", f"version: {bad!r}" if "'" not in bad else f'version: "{bad}"')
+    message = error(scratch, text)
+    assert "components.pytorch.version" in message and "is not a version" in message
+
+
+def test_partial_version_is_not_full(scratch):
+    text = GOOD + "  nccl:\n    version: '2.28'\n    install: base\n"
+    message = error(scratch, text)
+    assert "components.nccl.version: '2.28' is not a full version" in message
+
+
+def test_unknown_component_suggests_a_known_one(scratch):
+    message = error(scratch, GOOD + "  pytroch:\n    version: 1.2.3\n    install: base\n")
+    assert "components.pytroch: unknown component (did you mean 'pytorch'?)" in message
+
+
+def test_pip_component_must_agree_with_constraints(scratch):
+    message = error(scratch, GOOD.replace("2.13.0+cpu", "2.13.0"))
+    assert "components.pytorch.version: '2.13.0' conflicts with r1.txt line" in message
+
+
+def test_extends_cycle(scratch):
+    scratch.manifest("a", "extends: b\n")
+    scratch.manifest("b", "extends: a\n")
+    message = error(scratch, "extends: a\n" + GOOD.split("\n", 1)[1])
+    assert "extends: cycle: r1.yaml -> a.yaml -> b.yaml -> a.yaml" in message
+
+
+def test_missing_parent(scratch):
+    message = error(scratch, GOOD.replace("parts/debian-bookworm", "parts/nope"))
+    assert "r1.yaml: extends: parent 'parts/nope' not found" in message
+
+
+def test_missing_constraints_file(scratch):
+    message = error(scratch, GOOD, constraints=None)
+    assert "constraints/r1.txt: constraints file not found" in message
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("numpy>=1\n", "line 1: 'numpy>=1' is not an exact pin"),
+    ("numpy==1.0\nnumpy==1.0\n", "line 2: duplicate pin numpy==1.0; line 1 already pins numpy==1.0"),
+    ("numpy==1.0\nNumPy==2.0\n", "line 2: conflicting pin NumPy==2.0; line 1 already pins numpy==1.0"),
+    ("torch==1.0; rm -rf /\n", "is not an exact pin"),
+    ("# nothing\n", "no pins"),
+])
+def test_bad_constraints(scratch, text, expected):
+    assert expected in error(scratch, GOOD, constraints=text)
+
+
+def test_invalid_yaml_names_the_line(scratch):
+    message = error(scratch, GOOD + "  bad: [unclosed\n")
+    assert "r1.yaml: invalid YAML: line" in message
+
+
+def test_empty_file(scratch):
+    assert "r1.yaml: file is empty" in error(scratch, "")
+
+
+def test_not_a_mapping(scratch):
+    assert "expected a mapping of manifest keys" in error(scratch, "- a\n- b\n")
+
+
+def test_non_utf8(scratch):
+    (scratch.root / "manifests").mkdir(parents=True, exist_ok=True)
+    (scratch.root / "manifests" / "r1.yaml").write_bytes(b"summary: caf\xe9\n")
+    with pytest.raises(ManifestError) as caught:
+        load_release(Project.at(scratch.root), "r1")
+    assert "not UTF-8 text" in str(caught.value)
+
+
+def test_unknown_release_lists_the_known_ones(scratch):
+    scratch.manifest("r1", GOOD)
+    with pytest.raises(UserError) as caught:
+        load_release(Project.at(scratch.root), "r2")
+    assert "no such manifest; known releases: r1" in str(caught.value)
+
+
+def test_deep_merge_child_wins_and_null_removes():
+    parent = {"a": {"x": 1, "y": 2}, "b": [1], "c": 3}
+    child = {"a": {"y": 5}, "b": [2], "c": None}
+    assert deep_merge(parent, child) == {"a": {"x": 1, "y": 5}, "b": [2]}
