@@ -7,9 +7,9 @@ constraint file, what is bundled) are fields here, never `if release >= ...` in 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from .types import (
@@ -25,6 +25,7 @@ from .types import (
     LabelKey,
     MajorMinor,
     PackageName,
+    Prose,
     RepoPath,
     SafeValue,
     TagWord,
@@ -85,7 +86,8 @@ class PipSpec(Strict):
 
 class Component(Strict):
     version: Version
-    install: InstallMethod
+    # How the image gets it; archived (documentation-only) releases may leave it out.
+    install: InstallMethod | None = None
     provenance: Provenance = "chosen"
     # Where the value comes from, in words (a page, a banner, "fits CUDA 13.1").
     source: Text | None = None
@@ -116,6 +118,55 @@ class BuildSpec(Strict):
     platform: Literal["linux/amd64", "linux/arm64"] = "linux/amd64"
 
 
+class Fact(Strict):
+    """One statement of the release notes and where it comes from."""
+
+    text: Prose
+    provenance: Provenance = "nvidia"
+    source: Prose | None = None
+
+
+def _fact_from_text(value):
+    return {"text": value} if isinstance(value, str) else value
+
+
+FactItem = Annotated[Fact, BeforeValidator(_fact_from_text)]
+
+
+class DriverRequirements(Strict):
+    minimum: Text | None = None  # "455 or later"
+    datacenter_branches: list[Text] = Field(default_factory=list)  # ["418.xx", "440.30", "450.xx"]
+    text: Prose | None = None  # NVIDIA's sentence(s), verbatim where known
+    provenance: Provenance = "nvidia"
+
+
+class GpuRequirements(Strict):
+    families: list[Text] = Field(default_factory=list)  # ["Pascal", "Volta", ...]
+    text: Prose | None = None
+    provenance: Provenance = "nvidia"
+
+
+class Example(Strict):
+    name: Text
+    description: Prose | None = None
+
+
+class Notes(Strict):
+    """What the release notes say beyond the component list (see invoke notes)."""
+
+    pytorch_location: Prose | None = None
+    driver: DriverRequirements | None = None
+    gpu_requirements: GpuRequirements | None = None
+    key_features: list[FactItem] = Field(default_factory=list)
+    announcements: list[FactItem] = Field(default_factory=list)
+    known_issues: list[FactItem] = Field(default_factory=list)
+    tensor_core_examples: list[Example] = Field(default_factory=list)
+    # Items of "The container also includes" that are not components we install.
+    also_includes: list[FactItem] = Field(default_factory=list)
+    # Where sources disagree, what we chose and why.
+    conflicts: list[FactItem] = Field(default_factory=list)
+
+
 class Release(Strict):
     release: str  # filled in from the file name by the loader
     status: Literal["buildable", "archived"] = "buildable"
@@ -131,6 +182,7 @@ class Release(Strict):
     components: dict[ComponentName, Component] = Field(default_factory=dict)
     env: dict[EnvName, SafeValue] = Field(default_factory=dict)
     labels: dict[LabelKey, Text] = Field(default_factory=dict)
+    notes: Notes = Field(default_factory=Notes)
 
     @model_validator(mode="after")
     def _buildable_needs_build_facts(self):
@@ -140,6 +192,11 @@ class Release(Strict):
                     raise PydanticCustomError(
                         "ngcbuild_missing", "a buildable release needs '{key}' (or mark it status: archived)",
                         {"key": key})
+            for name, component in self.components.items():
+                if component.install is None:
+                    raise PydanticCustomError(
+                        "ngcbuild_missing", "components.{name}.install is required in a buildable release",
+                        {"name": name})
         return self
 
     @property

@@ -71,3 +71,5 @@ BuildNumber = _pattern_type("build_number", r"[0-9]+(\.[0-9]+)?", "a build numbe
 ComputeCapability = _pattern_type("compute_capability", r"[0-9]+\.[0-9]+", "a compute capability such as 7.5")
 ArchList = _pattern_type("arch_list", r"[0-9]+\.[0-9]+(\+PTX)?( [0-9]+\.[0-9]+(\+PTX)?)*",
                          "a TORCH_CUDA_ARCH_LIST such as '7.5 8.0 9.0+PTX'")
+# Prose for release notes only (never reaches a Dockerfile or a shell): one line, any printable text.
+Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text")
