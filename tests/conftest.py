@@ -1,5 +1,6 @@
 """Shared helpers: a scratch project that uses the real templates and parts."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -36,8 +37,11 @@ class ScratchProject:
         shutil.copy(REPO / "constraints" / f"{name}.txt", self.root / "constraints" / f"{as_name}.txt")
 
     def invoke(self, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
+        return self.invoke_env({}, *args, timeout=timeout)
+
+    def invoke_env(self, env: dict, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=self.root, capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, env={**os.environ, **env})
 
 
 @pytest.fixture

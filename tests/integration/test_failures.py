@@ -1,0 +1,64 @@
+"""Failures are clean: a failing step moves no tag and leaves no containers; bad input exits 2."""
+
+import pytest
+
+from .conftest import containers
+
+pytestmark = pytest.mark.engine
+
+BROKEN_STEP = """\
+extends: parts/debian-bookworm
+summary: a release whose interpreter pin does not exist
+python:
+  apt_packages:
+    python3: 0.0.0-does-not-exist
+pip:
+  constraint_file: true
+components:
+  pytorch:
+    version: 2.13.0+cpu
+    install: pip
+"""
+
+
+def test_failing_step_moves_no_tag_and_leaves_no_containers(engine, dev_build, scratch):
+    scratch.copy_release("dev", "broken")
+    scratch.manifest("broken", BROKEN_STEP)
+    # An older image already holds the tag: it must keep it.
+    engine.tag("debian:bookworm-slim", "nvcr.io/nvidia/pytorch", "broken-py3", force=True)
+    before_id = engine.inspect_image("nvcr.io/nvidia/pytorch:broken-py3")["Id"]
+    before = containers(engine)
+    try:
+        result = scratch.invoke("build", "--release", "broken")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert "failed at step 2/" in result.stderr
+        assert "python3=0.0.0-does-not-exist" in result.stderr  # the failing step is named
+        assert "last 40 log lines" in result.stderr
+        assert "Traceback" not in result.stderr
+        assert engine.inspect_image("nvcr.io/nvidia/pytorch:broken-py3")["Id"] == before_id
+        assert containers(engine) == before
+        assert not (scratch.root / "build" / "broken" / "record.json").exists()
+    finally:
+        engine.remove_image("nvcr.io/nvidia/pytorch:broken-py3")
+
+
+def test_bad_manifest_is_one_message_exit_2_and_builds_nothing(engine, scratch):
+    scratch.copy_release("dev", "bad")
+    text = (scratch.root / "manifests" / "bad.yaml").read_text().replace("summary:", "sumary:")
+    scratch.manifest("bad", text)
+    before = containers(engine)
+    result = scratch.invoke("build", "--release", "bad")
+    assert result.returncode == 2
+    assert result.stderr.strip() == ("ngcbuild: manifests/bad.yaml: sumary: unknown key (did you mean 'summary'?); "
+                                     "expected one of: " + result.stderr.split("expected one of: ", 1)[1].strip())
+    assert "Traceback" not in result.stderr
+    assert not (scratch.root / "build" / "bad").exists()
+    assert containers(engine) == before
+
+
+def test_no_engine_is_a_clear_message(scratch):
+    scratch.copy_release("dev")
+    result = scratch.invoke_env({"DOCKER_HOST": "unix:///nonexistent/docker.sock"}, "build", "--release", "dev")
+    assert result.returncode == 1
+    assert "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in result.stderr
+    assert "Traceback" not in result.stderr
