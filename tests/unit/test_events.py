@@ -1,0 +1,76 @@
+"""Stream parsers against event streams recorded from a real engine (tests/data/streams/)."""
+
+import json
+
+from ngcbuild.events import BuildStream, PushStream
+from ngcbuild.registry import is_transient
+
+from ..conftest import REPO
+
+STREAMS = REPO / "tests" / "data" / "streams"
+
+
+def feed(parser, events):
+    shown = []
+    for event in events:
+        shown += parser.feed(event)
+    return shown
+
+
+def test_successful_build_gives_steps_and_image_id():
+    events = json.loads((STREAMS / "build.json").read_text())["ok"]
+    stream = BuildStream()
+    shown = feed(stream, events)
+    assert stream.error is None
+    assert stream.image_id and stream.image_id.startswith("sha256:")
+    assert (stream.step, stream.steps) == (3, 3)
+    assert "[2/3] RUN echo hello-from-step-2" in shown
+    assert "    hello-from-step-2" in shown
+
+
+def test_failed_build_names_the_step_and_keeps_the_tail():
+    events = json.loads((STREAMS / "build.json").read_text())["failed"]
+    stream = BuildStream()
+    shown = feed(stream, events)
+    assert stream.image_id is None
+    assert "returned a non-zero code: 7" in stream.error
+    assert stream.failed_step == "step 2/2: RUN echo about-to-fail && exit 7"
+    assert "about-to-fail" in stream.tail
+    assert shown[-1].startswith("ERROR: ")
+
+
+def test_error_detail_alone_is_a_failure():
+    stream = BuildStream()
+    stream.feed({"errorDetail": {"message": "no space left on device"}})
+    assert stream.error == "no space left on device"
+
+
+def test_tail_keeps_the_last_40_lines_without_ansi_or_dpkg_noise():
+    stream = BuildStream()
+    stream.feed({"stream": "Step 1/1 : RUN x\n"})
+    for i in range(100):
+        stream.feed({"stream": f"\x1b[91mline {i}\x1b[0m\n(Reading database ... 5%\n"})
+    assert len(stream.tail) == 40
+    assert list(stream.tail)[-1] == "line 99"
+
+
+def test_push_stream_reads_the_digest():
+    events = json.loads((STREAMS / "push.json").read_text())["ok"]
+    stream = PushStream()
+    feed(stream, events)
+    assert stream.error is None
+    assert stream.digest.startswith("sha256:") and stream.size == 529
+
+
+def test_push_error_inside_the_stream_is_caught_and_transient():
+    events = json.loads((STREAMS / "push.json").read_text())["refused"]
+    stream = PushStream()
+    feed(stream, events)
+    assert stream.digest is None
+    assert "connection refused" in stream.error
+    assert is_transient(stream.error)
+
+
+def test_denied_is_never_transient():
+    assert not is_transient("unauthorized: authentication required; retrying after timeout")
+    assert not is_transient("manifest invalid")

@@ -1,0 +1,73 @@
+"""Rendering: byte-identical, complete, strict; archived releases refused."""
+
+import hashlib
+
+import jinja2
+import pytest
+
+from ngcbuild.errors import UserError
+from ngcbuild.manifest import load_release
+from ngcbuild.project import Project
+from ngcbuild.render import environment, render_files, render_release
+
+from ..conftest import REPO
+
+
+def tree(directory):
+    return {str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_render_is_byte_identical_and_writes_only_the_context(scratch):
+    scratch.copy_release("dev")
+    project = Project.at(scratch.root)
+    first = render_release(project, "dev")
+    before = tree(first.directory)
+    second = render_release(project, "dev")
+    assert tree(second.directory) == before
+    assert first.context_hash == second.context_hash
+    assert set(before) == {
+        "Dockerfile", "constraints.txt", "expected.json", "build-inputs/pip.conf", "build-inputs/wheels/README",
+        "entrypoint/nvidia_entrypoint.sh", "entrypoint/entrypoint.d/10-banner.sh",
+        "entrypoint/entrypoint.d/50-gpu-driver-check.sh", "entrypoint/entrypoint.d/60-shm-check.sh",
+    }
+    assert (first.directory / "entrypoint" / "nvidia_entrypoint.sh").stat().st_mode & 0o111
+
+
+def test_every_constraint_pin_is_in_the_dockerfile_and_nothing_unpinned():
+    project = Project.at(REPO)
+    rendered = render_files(project, load_release(project, "dev"))
+    dockerfile = rendered.files["Dockerfile"].decode()
+    for pin in rendered.plan.loaded.constraints.pins:
+        assert f"{pin.name}=={pin.version}" in dockerfile
+    for name, version in rendered.plan.release.python.apt_packages.items():
+        assert f"{name}={version}" in dockerfile
+
+
+def test_expected_json_carries_the_pins_and_env(scratch):
+    import json
+
+    project = Project.at(REPO)
+    rendered = render_files(project, load_release(project, "dev"))
+    expected = json.loads(rendered.files["expected.json"])
+    assert expected["packages"]["torch"] == "2.13.0+cpu"
+    assert expected["env"]["PIP_CONSTRAINT"] == "/etc/pip/constraint.txt"
+    assert expected["env"]["NVIDIA_PYTORCH_VERSION"] == "dev"
+    assert expected["labels"]["com.nvidia.pytorch.version"] == "2.13.0+cpu"
+    assert expected["banner"][4] == "NVIDIA Release dev (build 0)"
+
+
+def test_templates_are_strict(scratch):
+    env = environment(Project.at(scratch.root))
+    with pytest.raises(jinja2.UndefinedError):
+        env.from_string("{{ nothing_here }}").render()
+
+
+def test_archived_release_is_refused(scratch):
+    scratch.copy_release("dev")
+    text = (scratch.root / "manifests" / "dev.yaml").read_text() + "status: archived\n"
+    scratch.manifest("dev", text)
+    with pytest.raises(UserError) as caught:
+        render_release(Project.at(scratch.root), "dev")
+    assert "archived" in str(caught.value)
+    assert not (scratch.root / "build" / "dev").exists()
