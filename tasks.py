@@ -52,6 +52,14 @@ def base(c, release="dev"):
     api.base(release)
 
 
+@task(help={"runs": "runs per timed figure (median and spread)",
+            "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)"})
+@guarded
+def bench(c, runs=3, registry=None):
+    """Build speed, cache reuse, image size, render and push figures for `dev`, written to BENCHMARKS.md."""
+    api.bench(runs=int(runs), registry=registry)
+
+
 @task(help={"k": "only tests matching this expression", "unit": "unit tests only (no engine)"})
 def test(c, k=None, unit=False):
     """The whole test suite (unit + integration against a real engine and registry)."""

@@ -36,3 +36,10 @@ def push(release: str, registry: str, root=".") -> dict:
 def base(release: str = "dev", root=".") -> None:
     loaded = load_release(Project.at(root), release)
     base_image.make_base(connect(), loaded.release)
+
+
+def bench(runs: int = 3, registry: str | None = None, root=".") -> None:
+    from .bench import run_bench
+
+    path = run_bench(Project.at(root), runs=runs, registry=registry)
+    print(f"figures written to {path}")

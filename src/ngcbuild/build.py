@@ -106,6 +106,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         "duration_s": round(duration, 1),
         "steps": stream.steps,
         "cached_steps": stream.cached_steps,
+        "step_log": stream.step_log,
         "context_sha256": rendered.context_hash,
         "platform": release.build.platform,
         "base_image": release.base.image,

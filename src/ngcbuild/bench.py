@@ -1,0 +1,336 @@
+"""`invoke bench`: build speed, cache reuse, image size and push reuse of the `dev` release, as
+ratios measured in one run (these machines are noisy), written to BENCHMARKS.md.
+
+Never a timed test: figures with their spread and the targets they meet or miss.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import platform
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .build import BuildOptions, _write_context, build_release, options_from
+from .engine import connect
+from .events import BuildStream, PushStream
+from .manifest import load_release
+from .project import Project
+from .render import render_files
+from .wheelhouse import select_wheels
+
+RELEASE = "dev"
+# A pin with an older release on PyPI that nothing else depends on: the one-pin-change benchmark.
+BUMP = ("tqdm", "4.70.1", "4.67.1")
+
+
+@dataclass
+class Figure:
+    name: str
+    samples: list[float]
+    unit: str
+    target: str = ""
+    met: bool | None = None
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    def spread(self) -> str:
+        if len(self.samples) < 2:
+            return "one run"
+        return f"{min(self.samples):.3g}–{max(self.samples):.3g}"
+
+
+class Bench:
+    def __init__(self, project: Project, runs: int, log=print):
+        self.project, self.runs, self.log = project, runs, log
+        self.client = connect()
+        self.options = options_from(None, None, None, False)
+        self.created: set[str] = set()
+
+    # --- building blocks -------------------------------------------------------------------
+    def ours(self, project: Project, no_cache: bool) -> tuple[float, dict]:
+        options = BuildOptions(self.options.registry, self.options.ca_bundle, self.options.wheelhouse, no_cache)
+        started = time.monotonic()
+        record = build_release(project, RELEASE, options, out=io.StringIO())
+        self.created.add(record["image_id"])
+        return time.monotonic() - started, record
+
+    def plain(self, project: Project, no_cache: bool) -> float:
+        """`docker build` (classic builder, as docker-py uses) of the very same context tar."""
+        rendered = render_files(project, load_release(project, RELEASE))
+        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints, "cp311") \
+            if self.options.wheelhouse else []
+        with tempfile.TemporaryFile() as context:
+            _write_context(context, project, rendered, self.options, wheels)
+            context.seek(0)
+            command = ["docker", "build", "-q", "-t", "ngcbuild-bench/plain:latest", "-"]
+            if no_cache:
+                command.insert(2, "--no-cache")
+            started = time.monotonic()
+            result = subprocess.run(command, stdin=context, capture_output=True, text=True,
+                                    env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/local/bin:/usr/bin:/bin"})
+            elapsed = time.monotonic() - started
+        if result.returncode != 0:
+            raise RuntimeError(f"plain docker build failed: {result.stderr[-2000:]}")
+        self.created.add(result.stdout.strip())
+        return elapsed
+
+    def cleanup(self) -> None:
+        """Remove the untagged images the benchmark made (cold builds leave one each)."""
+        try:
+            self.client.remove_image("ngcbuild-bench/plain:latest")
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        for image_id in self.created:
+            try:
+                if not self.client.inspect_image(image_id)["RepoTags"]:
+                    self.client.remove_image(image_id)
+            except Exception:  # noqa: BLE001 - in use by a tag or gone
+                pass
+
+    # --- the figures ------------------------------------------------------------------------
+    def overhead(self) -> list[Figure]:
+        cold_ours, cold_plain, warm_ours, warm_plain = [], [], [], []
+        for run in range(self.runs):
+            self.log(f"overhead run {run + 1}/{self.runs}: cold ngcbuild, cold docker build, warm both")
+            cold_ours.append(self.ours(self.project, no_cache=True)[0])
+            cold_plain.append(self.plain(self.project, no_cache=True))
+            warm_ours.append(self.ours(self.project, no_cache=False)[0])
+            warm_plain.append(self.plain(self.project, no_cache=False))
+        self.cold = cold_ours
+        ratio_cold = [a / b for a, b in zip(cold_ours, cold_plain)]
+        ratio_warm = [a / b for a, b in zip(warm_ours, warm_plain)]
+        return [
+            Figure("cold build, ngcbuild", cold_ours, "s"),
+            Figure("cold build, plain docker build", cold_plain, "s"),
+            Figure("overhead, cold (ngcbuild / docker build)", ratio_cold, "×", "≤ 1.05",
+                   statistics.median(ratio_cold) <= 1.05),
+            Figure("warm build, ngcbuild", warm_ours, "s"),
+            Figure("warm build, plain docker build", warm_plain, "s"),
+            Figure("overhead, warm (ngcbuild / docker build)", ratio_warm, "×", "≤ 1.05",
+                   statistics.median(ratio_warm) <= 1.05,
+                   "render + context tar + record; absolute difference "
+                   f"{statistics.median(warm_ours) - statistics.median(warm_plain):+.2f} s"),
+        ]
+
+    def unchanged(self) -> Figure:
+        samples = [self.ours(self.project, no_cache=False)[0] for _ in range(self.runs)]
+        ratio = [s / statistics.median(self.cold) for s in samples]
+        return Figure("unchanged release rebuild / cold build", ratio, "×", "≤ 0.05",
+                      statistics.median(ratio) <= 0.05,
+                      f"rebuild {statistics.median(samples):.2f} s against cold {statistics.median(self.cold):.1f} s")
+
+    def one_pin(self, scratch_root: Path) -> tuple[Figure, dict]:
+        name, old, new = BUMP
+        samples, record = [], None
+        constraints = scratch_root / "constraints" / f"{RELEASE}.txt"
+        original = constraints.read_text()
+        for run in range(self.runs):
+            # prime the cache with the original pins, then rebuild with the bumped one
+            constraints.write_text(original)
+            self.ours(Project.at(scratch_root), no_cache=False)
+            constraints.write_text(original.replace(f"{name}=={old}", f"{name}=={new}"))
+            elapsed, record = self.ours(Project.at(scratch_root), no_cache=False)
+            samples.append(elapsed / statistics.median(self.cold))
+        steps = record.get("step_log", [])
+        rebuilt = [f"{s[0]}: {s[1][:60]}" for s in steps if not s[2] and not s[1].startswith(("FROM", "ENV", "LABEL",
+                                                                                              "WORKDIR", "ENTRYPOINT"))]
+        figure = Figure(f"one pin changed ({name} {old} → {new}) / cold build", samples, "×", "≤ 0.25",
+                        statistics.median(samples) <= 0.25, extra={"rebuilt": rebuilt})
+        return figure, record
+
+    def size(self, record: dict) -> list[Figure]:
+        image = self.client.inspect_image(record["image_id"])
+        base = self.client.inspect_image(image["Config"]["Labels"]["org.opencontainers.image.base.name"])
+        payload_paths = ["/usr/local", "/opt/nvidia", "/etc/pip"]
+        installed = _run(self.client, record["image_id"],
+                         "du -sbx " + " ".join(payload_paths) + " | awk '{s+=$1} END {print s}'")
+        interpreter = _interpreter_layer(self.client, record["image_id"])
+        payload = base["Size"] + interpreter + int(installed)
+        ratio = image["Size"] / payload
+        naive = self.naive_size()
+        return [
+            Figure("image size / payload (base + interpreter + installed files)", [ratio], "×", "≤ 1.10",
+                   ratio <= 1.10, f"image {image['Size'] / 1e6:.0f} MB, payload {payload / 1e6:.0f} MB "
+                                  f"(base {base['Size'] / 1e6:.0f}, interpreter {interpreter / 1e6:.0f}, "
+                                  f"installed {int(installed) / 1e6:.0f})"),
+            Figure("naive single-stage build / ngcbuild image", [naive / image["Size"]], "×", "",
+                   None, f"naive {naive / 1e6:.0f} MB"),
+        ]
+
+    def naive_size(self) -> int:
+        """The same content built the obvious way: one stage, pip with its cache, wheels copied in."""
+        rendered = render_files(self.project, load_release(self.project, RELEASE))
+        pins = " ".join(str(p) for p in rendered.plan.loaded.constraints.pins)
+        python = " ".join(f"{n}={v}" for n, v in rendered.plan.release.python.apt_packages.items())
+        dockerfile = (f"FROM {rendered.plan.release.base.image}\n"
+                      f"RUN apt-get update && apt-get install -y {python} python3-pip\n"
+                      "COPY build-inputs/ /tmp/ngcbuild/\n"
+                      "ENV PIP_CONFIG_FILE=/tmp/ngcbuild/pip.conf PIP_BREAK_SYSTEM_PACKAGES=1\n"
+                      f"RUN sed -i /no-cache-dir/d /tmp/ngcbuild/pip.conf && python3 -m pip install --ignore-installed {pins}\n"
+                      "COPY entrypoint/ /opt/nvidia/\n")
+        files = dict(rendered.files)
+        files["Dockerfile"] = dockerfile.encode()
+        naive = type(rendered)(rendered.release, rendered.directory, files, rendered.plan)
+        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints, "cp311") \
+            if self.options.wheelhouse else []
+        stream = BuildStream()
+        with tempfile.TemporaryFile() as context:
+            _write_context(context, self.project, naive, self.options, wheels)
+            context.seek(0)
+            for event in self.client.build(fileobj=context, custom_context=True, decode=True, rm=True,
+                                           forcerm=True, tag="ngcbuild-bench/naive:latest"):
+                stream.feed(event)
+        if stream.error:
+            raise RuntimeError(f"naive build failed: {stream.error}")
+        size = self.client.inspect_image("ngcbuild-bench/naive:latest")["Size"]
+        self.client.remove_image("ngcbuild-bench/naive:latest")
+        return size
+
+    def render_speed(self, scratch_root: Path) -> list[Figure]:
+        real = Project.at(self.project.root)
+        names = sorted(p.stem for p in real.manifests.glob("*.yaml"))
+        per_release = []
+        for name in names:
+            loaded = load_release(real, name)
+            if loaded.release.status != "buildable":
+                continue
+            started = time.perf_counter()
+            render_files(real, loaded)
+            per_release.append(time.perf_counter() - started)
+        project = Project.at(scratch_root)
+        timings = {}
+        for count in (50, 200):
+            for i in range(count):
+                (project.manifests / f"syn{i:03d}.yaml").write_text(
+                    f"extends: {RELEASE}\nsummary: synthetic release {i}\nbuild:\n  number: '{i}'\n")
+                shutil.copy(project.constraints / f"{RELEASE}.txt", project.constraints / f"syn{i:03d}.txt")
+            started = time.perf_counter()
+            for i in range(count):
+                render_files(project, load_release(project, f"syn{i:03d}"))
+            timings[count] = (time.perf_counter() - started) / count
+        return [
+            Figure("render, every buildable manifest (per release)", per_release, "s"),
+            Figure("render, 200 synthetic releases with extends (per release)", [timings[200]], "s", "linear",
+                   timings[200] <= timings[50] * 1.5,
+                   f"{timings[50] * 1000:.1f} ms each for 50, {timings[200] * 1000:.1f} ms each for 200"),
+        ]
+
+    def push_reuse(self, registry: str, first: dict, second: dict) -> Figure:
+        uploads = []
+        for record, repo in ((first, "ngcbuild-bench/first"), (second, "ngcbuild-bench/second")):
+            self.client.tag(record["image_id"], f"{registry}/{repo}", "latest", force=True)
+            stream = PushStream()
+            totals = {}
+            for event in self.client.push(f"{registry}/{repo}", tag="latest", stream=True, decode=True):
+                stream.feed(event)
+                detail = event.get("progressDetail") or {}
+                if event.get("status") == "Pushing" and detail.get("total"):
+                    totals[event["id"]] = detail["total"]
+            if stream.error:
+                raise RuntimeError(f"push failed: {stream.error}")
+            pushed = sum(totals.get(layer, 0) for layer, status in stream.layers.items() if status == "Pushed")
+            uploads.append(pushed)
+            self.client.remove_image(f"{registry}/{repo}:latest")
+        size = self.client.inspect_image(second["image_id"])["Size"]
+        ratio = uploads[1] / size
+        return Figure("push of a second release sharing layers: bytes uploaded / image size", [ratio], "×",
+                      "only changed layers", ratio < 0.25,
+                      f"first push {uploads[0] / 1e6:.0f} MB (compressed), second {uploads[1] / 1e6:.1f} MB "
+                      f"of a {size / 1e6:.0f} MB image")
+
+
+def _run(client, image: str, script: str) -> str:
+    container = client.create_container(image, entrypoint=["/bin/sh", "-c"], command=[script],
+                                        host_config=client.create_host_config(network_mode="none"))
+    try:
+        client.start(container)
+        client.wait(container, timeout=300)
+        return client.logs(container, stdout=True, stderr=False).decode().strip()
+    finally:
+        client.remove_container(container, force=True)
+
+
+def _interpreter_layer(client, image: str) -> int:
+    """Size of the layer that installed the interpreter (the apt step of the runtime stage)."""
+    for entry in client.history(image):
+        if "apt-get install" in entry.get("CreatedBy", ""):
+            return int(entry["Size"])
+    return 0
+
+
+def run_bench(project: Project, runs: int = 3, registry: str | None = None, out_path: Path | None = None,
+              log=print) -> Path:
+    bench = Bench(project, runs, log)
+    started = time.time()
+    figures = []
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-bench-") as tmp:
+        scratch = Path(tmp) / "project"
+        for part in ("manifests", "constraints", "templates"):
+            shutil.copytree(project.root / part, scratch / part)
+        try:
+            figures += bench.overhead()
+            log("unchanged release")
+            figures.append(bench.unchanged())
+            log("one pin changed")
+            pin_figure, pin_record = bench.one_pin(scratch)
+            figures.append(pin_figure)
+            log("size")
+            _, dev_record = bench.ours(project, no_cache=False)
+            figures += bench.size(dev_record)
+            log("render")
+            figures += bench.render_speed(scratch)
+            if registry:
+                log("push reuse")
+                figures.append(bench.push_reuse(registry, dev_record, pin_record))
+        finally:
+            bench.cleanup()
+    path = out_path or project.root / "BENCHMARKS.md"
+    path.write_text(_report(figures, runs, time.time() - started))
+    (project.build / "bench.json").parent.mkdir(parents=True, exist_ok=True)
+    (project.build / "bench.json").write_text(json.dumps([f.__dict__ for f in figures], indent=2, default=str))
+    return path
+
+
+def _report(figures: list[Figure], runs: int, elapsed: float) -> str:
+    rows = []
+    for f in figures:
+        verdict = "" if f.met is None else ("met" if f.met else "**missed**")
+        rows.append(f"| {f.name} | {f.median:.3g} {f.unit} | {f.spread()} | {f.target} | {verdict} | {f.note} |")
+    rebuilt = next((f.extra["rebuilt"] for f in figures if "rebuilt" in f.extra), [])
+    return "\n".join([
+        "# Benchmarks",
+        "",
+        f"Written by `invoke bench` on {time.strftime('%Y-%m-%d')} ({platform.node()}: "
+        f"{platform.machine()}, {_cpus()} cores, Docker engine {connect().version().get('Version')}), "
+        f"{runs} runs per timed figure, {elapsed / 60:.0f} minutes in all.",
+        "",
+        "Method: every figure is measured on the `dev` release in one run of the task, and speed figures",
+        "are ratios of two builds measured side by side (alternating), so a busy machine slows both.",
+        "Cold = `--no-cache`; warm = the engine's layer cache holds every step. The plain `docker build`",
+        "gets the very same context tar (rendered files plus the CA bundle and wheels), with the classic",
+        "builder that docker-py uses (`DOCKER_BUILDKIT=0`). Values are medians; spread is min–max.",
+        "",
+        "| figure | median | spread | target | | notes |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+        "Layers rebuilt after the one-pin change: " + ("; ".join(rebuilt) if rebuilt else "none recorded") + ".",
+        "",
+    ])
+
+
+def _cpus() -> int:
+    import os
+
+    return os.cpu_count() or 0
