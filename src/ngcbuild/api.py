@@ -8,11 +8,11 @@ import sys
 from . import base as base_image
 from . import build as builder
 from . import registry as registry_client
-from .smoke import runner as smoke_runner
 from .engine import connect
 from .manifest import load_release
 from .project import Project
 from .render import render_release
+from .smoke import runner as smoke_runner
 
 
 def render(release: str, root=".") -> None:

@@ -108,8 +108,8 @@ class Bench:
             warm_ours.append(self.ours(self.project, no_cache=False)[0])
             warm_plain.append(self.plain(self.project, no_cache=False))
         self.cold = cold_ours
-        ratio_cold = [a / b for a, b in zip(cold_ours, cold_plain)]
-        ratio_warm = [a / b for a, b in zip(warm_ours, warm_plain)]
+        ratio_cold = [a / b for a, b in zip(cold_ours, cold_plain, strict=True)]
+        ratio_warm = [a / b for a, b in zip(warm_ours, warm_plain, strict=True)]
         return [
             Figure("cold build, ngcbuild", cold_ours, "s"),
             Figure("cold build, plain docker build", cold_plain, "s"),
@@ -135,7 +135,7 @@ class Bench:
         samples, record = [], None
         constraints = scratch_root / "constraints" / f"{RELEASE}.txt"
         original = constraints.read_text()
-        for run in range(self.runs):
+        for _ in range(self.runs):
             # prime the cache with the original pins, then rebuild with the bumped one
             constraints.write_text(original)
             self.ours(Project.at(scratch_root), no_cache=False)
@@ -177,7 +177,8 @@ class Bench:
                       f"RUN apt-get update && apt-get install -y {python} python3-pip\n"
                       "COPY build-inputs/ /tmp/ngcbuild/\n"
                       "ENV PIP_CONFIG_FILE=/tmp/ngcbuild/pip.conf PIP_BREAK_SYSTEM_PACKAGES=1\n"
-                      f"RUN sed -i /no-cache-dir/d /tmp/ngcbuild/pip.conf && python3 -m pip install --ignore-installed {pins}\n"
+                      "RUN sed -i /no-cache-dir/d /tmp/ngcbuild/pip.conf"
+                      f" && python3 -m pip install --ignore-installed {pins}\n"
                       "COPY entrypoint/ /opt/nvidia/\n")
         files = dict(rendered.files)
         files["Dockerfile"] = dockerfile.encode()

@@ -10,7 +10,8 @@ from packaging.utils import canonicalize_name
 
 from .errors import ManifestError
 
-_PIN_RE = re.compile(r"(?P<name>[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)==(?P<version>[0-9]+(\.[0-9]+)*([.+_-]?[A-Za-z0-9]+)*)")
+_PIN_RE = re.compile(r"(?P<name>[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)"
+                     r"==(?P<version>[0-9]+(\.[0-9]+)*([.+_-]?[A-Za-z0-9]+)*)")
 MAX_BYTES = 200_000
 
 
@@ -47,7 +48,8 @@ def load_constraints(path: Path, manifest: Path | None = None) -> Constraints:
         raw = path.read_bytes()
     except FileNotFoundError:
         owner = f" (needed by {manifest})" if manifest else ""
-        raise ManifestError(path, "", f"constraints file not found{owner}; expected lines such as numpy==2.3.4") from None
+        raise ManifestError(path, "", f"constraints file not found{owner}; "
+                                      "expected lines such as numpy==2.3.4") from None
     if len(raw) > MAX_BYTES:
         raise ManifestError(path, "", f"file is {len(raw)} bytes; a constraints file is expected under {MAX_BYTES}")
     try:

@@ -50,7 +50,8 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
     try:
         client.inspect_image(image_id)
     except docker.errors.ImageNotFound:
-        raise UserError(f"image {image_id[:19]} of {name} is gone; rebuild it (`invoke build --release {name}`)") from None
+        raise UserError(f"image {image_id[:19]} of {name} is gone; "
+                        f"rebuild it (`invoke build --release {name}`)") from None
 
     repository = f"{host}/{release.image.repository}"
     tags = sorted({ref.rsplit(":", 1)[1] for ref in record["tags"]})
@@ -92,7 +93,8 @@ def _push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> P
         if attempt == ATTEMPTS or not is_transient(last):
             break
         delay = BACKOFF_S * 2 ** (attempt - 1)
-        print(f"push failed ({_first_line(last)}); retry {attempt}/{ATTEMPTS - 1} in {delay:.0f}s", file=out, flush=True)
+        print(f"push failed ({_first_line(last)}); retry {attempt}/{ATTEMPTS - 1} in {delay:.0f}s",
+              file=out, flush=True)
         sleep(delay)
     raise PushFailed(f"{repository}:{tag}: push failed: {_first_line(last)}; the local image is kept")
 

@@ -60,7 +60,8 @@ AbsPath = _pattern_type("path", r"(/[A-Za-z0-9._+-]+)+/?", "an absolute path (le
 Url = _pattern_type("url", r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+-]*)*/?",
                     "an http(s) URL without query, quotes or spaces")
 ImageRef = _pattern_type(
-    "image", r"([a-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9._-]{0,127}",
+    "image",
+    r"([a-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9._-]{0,127}",
     "an image reference with a tag (registry/name:tag)")
 RepoPath = _pattern_type("repository", r"[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*",
                          "a repository path such as nvidia/pytorch")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from .constraints import Constraints
 from .errors import UserError

@@ -37,7 +37,8 @@ def _fake_wheel(directory: Path, name: str, version: str) -> Path:
     dist = f"{name.replace('-', '_')}-{version}"
     files = {
         f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: ngcbuild-smoke\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist}.dist-info/WHEEL": ("Wheel-Version: 1.0\nGenerator: ngcbuild-smoke\n"
+                                    "Root-Is-Purelib: true\nTag: py3-none-any\n"),
     }
     record = []
     for path, text in files.items():
