@@ -59,3 +59,10 @@ def test(c, k=None, unit=False):
     if k:
         args += ["-k", k]
     c.run("python -m pytest " + " ".join(f"'{a}'" for a in args), pty=False)
+
+
+@task(help={"release": "release name (manifests/R.yaml)"})
+@guarded
+def notes(c, release):
+    """Write build/R/release-notes.md: NVIDIA's sections, generated from the manifests."""
+    api.notes(release)

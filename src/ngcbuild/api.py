@@ -11,6 +11,7 @@ from . import registry as registry_client
 from .smoke import runner as smoke_runner
 from .engine import connect
 from .manifest import load_release
+from .errors import shown_path
 from .project import Project
 from .render import render_release
 
@@ -36,3 +37,10 @@ def push(release: str, registry: str, root=".") -> dict:
 def base(release: str = "dev", root=".") -> None:
     loaded = load_release(Project.at(root), release)
     base_image.make_base(connect(), loaded.release)
+
+
+def notes(release: str, root=".") -> None:
+    from .notes import write_notes
+
+    path = write_notes(Project.at(root), release)
+    print(f"wrote {shown_path(path)}")
