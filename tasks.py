@@ -66,3 +66,18 @@ def test(c, k=None, unit=False):
 def notes(c, release):
     """Write build/R/release-notes.md: NVIDIA's sections, generated from the manifests."""
     api.notes(release)
+
+
+@task(help={"json": "print JSON (for CI and scripts) instead of Markdown"})
+@guarded
+def matrix(c, json=False):
+    """Print the support matrix across all manifests (Markdown; --json for CI)."""
+    api.matrix(as_json=json)
+
+
+@task(positional=["old", "new"], help={"old": "the earlier release", "new": "the later release",
+                                       "json": "print JSON instead of Markdown"})
+@guarded
+def diff(c, old, new, json=False):
+    """What changed from release OLD to release NEW: components, Python packages, settings."""
+    api.diff(old, new, as_json=json)

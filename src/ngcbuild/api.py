@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -44,3 +45,27 @@ def notes(release: str, root=".") -> None:
 
     path = write_notes(Project.at(root), release)
     print(f"wrote {shown_path(path)}")
+
+
+def matrix(as_json=False, root=".") -> None:
+    from .matrix import matrix_json, render_matrix
+
+    project = Project.at(root)
+    if as_json:
+        print(json.dumps(matrix_json(project), indent=2))
+    else:
+        print(render_matrix(project), end="")
+
+
+def diff(old: str, new: str, as_json=False, root=".") -> None:
+    from .diff import diff_releases, render_diff
+    from .catalog import Catalog
+    from .releases import Series
+
+    project = Project.at(root)
+    series = Series.load(project)
+    if as_json:
+        result = diff_releases(series.get(old), series.get(new), Catalog.load(project))
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(render_diff(project, series, old, new), end="")

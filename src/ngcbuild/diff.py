@@ -12,11 +12,15 @@ from typing import Callable
 
 from .catalog import Catalog
 from .constraints import Constraints
-from .facts import Item, component_item, display_name, os_text
+from .documents import document_environment
+from .facts import Item, component_item, component_segment, display_name, os_text, used_provenances
 from .manifest import LoadedRelease
 from .model import Release
+from .project import Project
+from .releases import Series
 from .versions import compare
 
+DIFF_TEMPLATE = "notes/diff.md.j2"
 KINDS = ("added", "removed", "upgraded", "downgraded", "rebuilt", "not recorded")
 
 
@@ -135,3 +139,17 @@ def drafted_features(diff: ReleaseDiff, new: Release, catalog: Catalog) -> list[
         if owner not in lines:
             lines.append(owner)
     return [component_item(new, catalog, name) for name in lines]
+
+
+def render_diff(project: Project, series: Series, old: str, new: str) -> str:
+    """The Markdown page of what changed from `old` to `new` (templates/notes/diff.md.j2)."""
+    catalog = Catalog.load(project)
+    a, b = series.get(old), series.get(new)
+    diff = diff_releases(a, b, catalog)
+    draft = drafted_features(diff, b.release, catalog)
+    new_pytorch = component_segment(b.release, catalog, "pytorch", with_name=False)
+    used = used_provenances([*draft, new_pytorch])
+    return document_environment(project).get_template(DIFF_TEMPLATE).render(
+        diff=diff, draft=draft, new_pytorch=new_pytorch,
+        both_archived=a.release.status == b.release.status == "archived",
+        footnotes=tuple(p for p in ("secondary", "chosen") if p in used))
