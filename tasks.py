@@ -81,3 +81,10 @@ def matrix(c, json=False):
 def diff(c, old, new, json=False):
     """What changed from release OLD to release NEW: components, Python packages, settings."""
     api.diff(old, new, as_json=json)
+
+
+@task(help={"screenshot": "take a screenshot of the index with headless Chromium (default on, when installed)"})
+@guarded
+def docs(c, screenshot=True):
+    """Build the documentation site in build/site/: support matrix, release notes, diffs."""
+    api.docs(screenshot=screenshot)

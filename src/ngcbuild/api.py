@@ -69,3 +69,20 @@ def diff(old: str, new: str, as_json=False, root=".") -> None:
         print(json.dumps(result.to_json(), indent=2))
     else:
         print(render_diff(project, series, old, new), end="")
+
+
+def docs(screenshot=True, root=".") -> None:
+    from . import browser
+    from .site import SCREENSHOT, build_site
+
+    site = build_site(Project.at(root))
+    print(f"wrote {len(site.pages)} pages into {shown_path(site.directory)}")
+    if not screenshot:
+        return
+    chromium = browser.find_chromium()
+    if chromium is None:
+        print("no screenshot: chromium is not installed (bash .ci/browser installs it)")
+        return
+    with browser.serve(site.directory) as url:
+        shot = browser.screenshot(chromium, url + "index.html", site.directory / SCREENSHOT)
+    print(f"screenshot of the index (phone width) at {shown_path(shot)}")

@@ -70,12 +70,13 @@ def _row(release: Release) -> MatrixRow:
     return MatrixRow(release.release, release.status, os_json, cells)
 
 
-def render_matrix(project: Project, series: Series | None = None) -> str:
+def render_matrix(project: Project, series: Series | None = None, link: str | None = None) -> str:
+    """The matrix in Markdown; `link` (such as "releases/{}.html") makes each release a link."""
     series = series or Series.load(project)
     rows = matrix_rows(series)
     used = used_provenances(cell for row in rows for cell in row.cells.values())
     return document_environment(project).get_template(TEMPLATE).render(
-        rows=rows, columns=COLUMNS, footnotes=tuple(p for p in ("secondary", "chosen") if p in used))
+        rows=rows, columns=COLUMNS, link=link, footnotes=tuple(p for p in ("secondary", "chosen") if p in used))
 
 
 def matrix_json(project: Project, series: Series | None = None) -> dict:
