@@ -120,8 +120,7 @@ def seed_lines(section: str) -> list[str]:
     out = []
     for line in section.splitlines():
         line = line.strip().lstrip("•").strip()
-        if line.startswith(". "):
-            line = line[2:]
+        line = line.removeprefix(". ")
         if not line or not line[0].isupper() and not line[0].isdigit():
             continue
         if line == "This PyTorch release includes the following key features and enhancements.":
@@ -194,7 +193,7 @@ def notes_headings(markdown_text: str) -> list[str]:
 
 
 def notes_list_items(section: str) -> list[str]:
-    return [normalize(plain(m)) for m in re.findall(r"^\s*- (.+)$", section, flags=re.M)]
+    return [normalize(plain(m)) for m in re.findall(r"^\s*- (.+)$", section, flags=re.MULTILINE)]
 
 
 def notes_also_includes(markdown_text: str) -> list[str]:

@@ -9,12 +9,12 @@ import sys
 from . import base as base_image
 from . import build as builder
 from . import registry as registry_client
-from .smoke import runner as smoke_runner
 from .engine import connect
-from .manifest import load_release
 from .errors import shown_path
+from .manifest import load_release
 from .project import Project
 from .render import render_release
+from .smoke import runner as smoke_runner
 
 
 def render(release: str, root=".") -> None:
@@ -58,8 +58,8 @@ def matrix(as_json=False, root=".") -> None:
 
 
 def diff(old: str, new: str, as_json=False, root=".") -> None:
-    from .diff import diff_releases, render_diff
     from .catalog import Catalog
+    from .diff import diff_releases, render_diff
     from .releases import Series
 
     project = Project.at(root)

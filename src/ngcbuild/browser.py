@@ -35,7 +35,7 @@ def find_chromium() -> str | None:
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+    def log_message(self, format, *args):
         pass
 
 
@@ -58,7 +58,7 @@ def _run(chromium: str, args: list[str], url: str) -> subprocess.CompletedProces
     with tempfile.TemporaryDirectory(prefix="ngcbuild-chromium-") as profile:
         command = [chromium, *FLAGS, f"--user-data-dir={profile}", *args, url]
         try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+            result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired:
             raise OperationError(f"chromium did not finish with {url} within {TIMEOUT_S}s") from None
     if result.returncode != 0:

@@ -7,8 +7,8 @@ never "added" or "removed"; a buildable release lists everything it installs. Va
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 from .catalog import Catalog
 from .constraints import Constraints

@@ -30,7 +30,7 @@ class Item:
     inside: tuple[Segment, ...] = ()
 
     @classmethod
-    def of(cls, text: str, provenance: str = NVIDIA) -> "Item":
+    def of(cls, text: str, provenance: str = NVIDIA) -> Item:
         return cls(Segment(text, provenance))
 
     @property

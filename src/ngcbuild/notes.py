@@ -15,12 +15,11 @@ from packaging.version import InvalidVersion, Version
 from .catalog import Catalog
 from .constraints import Pin
 from .diff import diff_releases, drafted_features
+from .documents import document_environment
 from .facts import Item, Segment, component_item, component_segment, os_text, used_provenances
-from .manifest import LoadedRelease
 from .model import DriverRequirements, Example, GpuRequirements, Release
 from .project import Project
 from .releases import Series
-from .documents import document_environment
 
 TEMPLATE = "notes/release-notes.md.j2"
 FILE_NAME = "release-notes.md"

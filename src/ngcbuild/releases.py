@@ -31,7 +31,7 @@ class Series:
     releases: tuple[LoadedRelease, ...]
 
     @classmethod
-    def load(cls, project: Project) -> "Series":
+    def load(cls, project: Project) -> Series:
         names = sorted(release_names(project), key=order_key)
         return cls(tuple(load_release(project, name) for name in names))
 

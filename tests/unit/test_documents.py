@@ -108,7 +108,7 @@ def test_notes_sections_requirements_and_marks(series, project):
         "11.1.1", "455 or later", ("418.xx", "440.30", "450.xx"), "6.0", ("Pascal", "Volta", "Turing", "NVIDIA Ampere"))
     # a secondary value and a chosen statement are marked, and the marks explained
     assert "NVIDIA NCCL 2.8.3[^secondary]" in notes
-    assert re.search(r"^- .*pipe\[\^chosen\]$", notes, flags=re.M)
+    assert re.search(r"^- .*pipe\[\^chosen\]$", notes, flags=re.MULTILINE)
     assert "[^chosen]: Chosen by the ngcbuild maintainers: not a statement by NVIDIA." in notes
     assert "[^secondary]: From secondary evidence" in notes
     assert "[^drafted]: Drafted by ngcbuild" in notes  # no key features in the manifest: drafted
