@@ -67,3 +67,32 @@ def test(c, k=None, unit=False):
     if k:
         args += ["-k", k]
     c.run("python -m pytest " + " ".join(f"'{a}'" for a in args), pty=False)
+
+
+@task(help={"release": "release name (manifests/R.yaml)"})
+@guarded
+def notes(c, release):
+    """Write build/R/release-notes.md: NVIDIA's sections, generated from the manifests."""
+    api.notes(release)
+
+
+@task(help={"json": "print JSON (for CI and scripts) instead of Markdown"})
+@guarded
+def matrix(c, json=False):
+    """Print the support matrix across all manifests (Markdown; --json for CI)."""
+    api.matrix(as_json=json)
+
+
+@task(positional=["old", "new"], help={"old": "the earlier release", "new": "the later release",
+                                       "json": "print JSON instead of Markdown"})
+@guarded
+def diff(c, old, new, json=False):
+    """What changed from release OLD to release NEW: components, Python packages, settings."""
+    api.diff(old, new, as_json=json)
+
+
+@task(help={"screenshot": "take a screenshot of the index with headless Chromium (default on, when installed)"})
+@guarded
+def docs(c, screenshot=True):
+    """Build the documentation site in build/site/: support matrix, release notes, diffs."""
+    api.docs(screenshot=screenshot)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -9,6 +10,7 @@ from . import base as base_image
 from . import build as builder
 from . import registry as registry_client
 from .engine import connect
+from .errors import shown_path
 from .manifest import load_release
 from .project import Project
 from .render import render_release
@@ -43,3 +45,51 @@ def bench(runs: int = 3, registry: str | None = None, root=".") -> None:
 
     path = run_bench(Project.at(root), runs=runs, registry=registry)
     print(f"figures written to {path}")
+
+
+def notes(release: str, root=".") -> None:
+    from .notes import write_notes
+
+    path = write_notes(Project.at(root), release)
+    print(f"wrote {shown_path(path)}")
+
+
+def matrix(as_json=False, root=".") -> None:
+    from .matrix import matrix_json, render_matrix
+
+    project = Project.at(root)
+    if as_json:
+        print(json.dumps(matrix_json(project), indent=2))
+    else:
+        print(render_matrix(project), end="")
+
+
+def diff(old: str, new: str, as_json=False, root=".") -> None:
+    from .catalog import Catalog
+    from .diff import diff_releases, render_diff
+    from .releases import Series
+
+    project = Project.at(root)
+    series = Series.load(project)
+    if as_json:
+        result = diff_releases(series.get(old), series.get(new), Catalog.load(project))
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(render_diff(project, series, old, new), end="")
+
+
+def docs(screenshot=True, root=".") -> None:
+    from . import browser
+    from .site import SCREENSHOT, build_site
+
+    site = build_site(Project.at(root))
+    print(f"wrote {len(site.pages)} pages into {shown_path(site.directory)}")
+    if not screenshot:
+        return
+    chromium = browser.find_chromium()
+    if chromium is None:
+        print("no screenshot: chromium is not installed (bash .ci/browser installs it)")
+        return
+    with browser.serve(site.directory) as url:
+        shot = browser.screenshot(chromium, url + "index.html", site.directory / SCREENSHOT)
+    print(f"screenshot of the index (phone width) at {shown_path(shot)}")

@@ -1,7 +1,8 @@
 """Component metadata, declared once in templates/components.yaml.
 
-How the release notes name a component, which env vars and label carry its version in the image,
-its pip package, and how many numeric parts a full version of it has.
+How the release notes name a component (and whether they list it inside another one's line, as in
+"NVIDIA CUDA 11.1.1 including cuBLAS 11.3.0"), which env vars and label carry its version in the
+image, its pip package, and how many numeric parts a full version of it has.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class CatalogEntry(BaseModel):
     pip_package: PackageName | None = None
     version_parts: int = 3
     example: Text = "1.2.3"
+    # The release notes list this component inside the line of another one ("including cuBLAS ...").
+    within: str | None = None
+    # The name used inside that line (cuBLAS); `display` otherwise.
+    short: Text | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ class Catalog:
                 first = exc.errors()[0]
                 key = ".".join(str(p) for p in (name, *first["loc"]))
                 raise ManifestError(path, key, first["msg"]) from None
+        for name, entry in entries.items():
+            if entry.within is not None and entry.within not in entries:
+                raise ManifestError(path, f"{name}.within",
+                                    f"{entry.within!r} is not a component of the catalog")
         return cls(path, entries)
 
     def get(self, name: str) -> CatalogEntry | None:

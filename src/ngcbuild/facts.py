@@ -1,0 +1,88 @@
+"""Values as the documents show them: text plus where it comes from.
+
+Every generated document (notes, matrix, diff, site) marks a value that is not NVIDIA's own
+statement. The marks and their footnotes are wording, so they live in templates/notes/macros.j2;
+here is only the data: a Segment is one value with its provenance, an Item is one line of a list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import Catalog
+from .model import Release
+
+NVIDIA = "nvidia"
+
+
+@dataclass(frozen=True)
+class Segment:
+    text: str
+    provenance: str = NVIDIA  # nvidia, secondary, chosen, drafted
+
+
+@dataclass(frozen=True)
+class Item:
+    """One line of a list: a value and the values listed inside it ("NVIDIA CUDA 11.1.1", then
+    "cuBLAS 11.3.0"; the template words how they join)."""
+
+    head: Segment
+    inside: tuple[Segment, ...] = ()
+
+    @classmethod
+    def of(cls, text: str, provenance: str = NVIDIA) -> Item:
+        return cls(Segment(text, provenance))
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return (self.head, *self.inside)
+
+    @property
+    def provenances(self) -> set[str]:
+        return {s.provenance for s in self.segments}
+
+
+def display_name(catalog: Catalog, name: str) -> str:
+    entry = catalog.get(name)
+    return entry.display if entry else name
+
+
+def component_segment(release: Release, catalog: Catalog, name: str, with_name: bool = True) -> Segment | None:
+    """`NVIDIA cuDNN 8.0.5` (or `8.0.5`) with the pin's provenance; None when the release has no such pin."""
+    component = release.components.get(name)
+    if component is None:
+        return None
+    text = f"{display_name(catalog, name)} {component.version}" if with_name else component.version
+    return Segment(text, component.provenance)
+
+
+def component_item(release: Release, catalog: Catalog, name: str) -> Item | None:
+    """A component's line: its own segment, then every component listed inside it
+    ("NVIDIA CUDA 11.1.1 including cuBLAS 11.3.0")."""
+    head = component_segment(release, catalog, name)
+    if head is None:
+        return None
+    inside = []
+    for child, entry in catalog.entries.items():
+        if entry.within == name and child in release.components:
+            component = release.components[child]
+            inside.append(Segment(f"{entry.short or entry.display} {component.version}", component.provenance))
+    return Item(head, tuple(inside))
+
+
+def os_text(release: Release) -> str | None:
+    os_ = getattr(release, "os", None)
+    return f"{os_.name} {os_.version}" if os_ else None
+
+
+def used_provenances(items) -> set[str]:
+    """Every provenance other than NVIDIA's among items/segments (for the footnotes to print)."""
+    found: set[str] = set()
+    for item in items:
+        if item is None:
+            continue
+        if isinstance(item, Segment):
+            found.add(item.provenance)
+        else:
+            found |= item.provenances
+    return found - {NVIDIA}

@@ -1,0 +1,192 @@
+"""Release notes: build/R/release-notes.md from the manifests, in the sections of NVIDIA's pages.
+
+This module gathers the facts of one release (and of the releases before it, for the versions table)
+into a NotesContext; templates/notes/release-notes.md.j2 holds every sentence that is the same for
+every release. Nothing here reads a manifest file: it gets loaded releases from ngcbuild.releases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from .catalog import Catalog
+from .constraints import Pin
+from .diff import diff_releases, drafted_features
+from .documents import document_environment
+from .facts import Item, Segment, component_item, component_segment, os_text, used_provenances
+from .model import DriverRequirements, Example, GpuRequirements, Release
+from .project import Project
+from .releases import Series
+
+TEMPLATE = "notes/release-notes.md.j2"
+FILE_NAME = "release-notes.md"
+# torch.cuda.amp, the native AMP the notes describe, first shipped in PyTorch 1.6.
+NATIVE_AMP_SINCE = Version("1.6")
+
+
+@dataclass(frozen=True)
+class TableRow:
+    release: str
+    ubuntu: Segment | None
+    cuda: Segment | None
+    pytorch: Segment | None
+    tensorrt: Segment | None
+
+
+@dataclass(frozen=True)
+class NotesContext:
+    release: Release
+    # Contents
+    pytorch_source: bool  # the image carries PyTorch's source tree (not for a wheel install)
+    pytorch_location: str | None
+    pytorch: Segment | None
+    os: Segment | None  # first line of "also includes", with the Python version
+    python: str | None
+    python_pins: tuple[Pin, ...]
+    also_includes: tuple[Item, ...]
+    examples: tuple[Example, ...]
+    # Requirements
+    cuda: Segment | None
+    driver: DriverRequirements | None
+    gpu: GpuRequirements | None
+    min_compute_capability: str | None
+    # Features, announcements, issues
+    key_features: tuple[Item, ...]
+    drafted_from: str | None  # the predecessor the key features were drafted against
+    announcements: tuple[Item, ...]
+    known_issues: tuple[Item, ...]
+    conflicts: tuple[Item, ...]
+    table: tuple[TableRow, ...]  # newest first
+    amp_native: bool
+    amp_apex: bool
+    footnotes: tuple[str, ...]  # provenances to explain, in a fixed order
+
+
+def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
+    loaded = series.get(name)
+    release = loaded.release
+    pytorch = release.components.get("pytorch")
+    python = release.python
+
+    location = release.notes.pytorch_location
+    if location is None and python is not None:
+        location = f"{python.site_packages}/torch"
+
+    key_features = tuple(_facts(release.notes.key_features))
+    drafted_from = None
+    previous = series.predecessor(name)
+    if not key_features and previous is not None:
+        diff = diff_releases(previous, loaded, catalog)
+        key_features = tuple(_drafted(item) for item in drafted_features(diff, release, catalog))
+        drafted_from = previous.release.release
+
+    also = _also_includes(release, catalog)
+    table = tuple(_row(other.release, catalog) for other in reversed(series.up_to(name)))
+    announcements = tuple(_facts(release.notes.announcements))
+    known_issues = tuple(_facts(release.notes.known_issues))
+    conflicts = tuple(_facts(release.notes.conflicts))
+    cuda = component_segment(release, catalog, "cuda")
+    pytorch_segment = component_segment(release, catalog, "pytorch", with_name=False)
+
+    marked = [*also, *key_features, *announcements, *known_issues, cuda, pytorch_segment]
+    marked += [cell for row in table for cell in (row.ubuntu, row.cuda, row.pytorch, row.tensorrt)]
+    for part in (release.notes.driver, release.notes.gpu_requirements):
+        if part is not None:
+            marked.append(Segment("", part.provenance))
+    used = used_provenances(marked)
+    if drafted_from:
+        used.add("drafted")
+
+    return NotesContext(
+        release=release,
+        pytorch_source=pytorch is None or pytorch.install in (None, "source"),
+        pytorch_location=location,
+        pytorch=pytorch_segment,
+        os=Segment(os_text(release)) if os_text(release) else None,
+        python=python.version if python else None,
+        python_pins=tuple(sorted(loaded.constraints.pins, key=lambda p: p.key)) if loaded.constraints else (),
+        also_includes=also,
+        examples=tuple(release.notes.tensor_core_examples),
+        cuda=cuda,
+        driver=release.notes.driver,
+        gpu=release.notes.gpu_requirements,
+        min_compute_capability=release.gpu.min_compute_capability,
+        key_features=key_features,
+        drafted_from=drafted_from,
+        announcements=announcements,
+        known_issues=known_issues,
+        conflicts=conflicts,
+        table=table,
+        amp_native=_amp_native(pytorch.version if pytorch else None),
+        amp_apex=_has_apex(release),
+        footnotes=tuple(p for p in ("secondary", "chosen", "drafted") if p in used),
+    )
+
+
+def render_notes(series: Series, name: str, project: Project) -> str:
+    context = notes_context(series, name, Catalog.load(project))
+    return document_environment(project).get_template(TEMPLATE).render(notes=context)
+
+
+def write_notes(project: Project, name: str) -> Path:
+    series = Series.load(project)
+    text = render_notes(series, name, project)
+    path = project.out(name) / FILE_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _facts(facts) -> list[Item]:
+    return [Item.of(f.text, f.provenance) for f in facts]
+
+
+def _drafted(item: Item) -> Item:
+    return Item(Segment(item.head.text, "drafted"), item.inside)
+
+
+def _also_includes(release: Release, catalog: Catalog) -> tuple[Item, ...]:
+    """NVIDIA's "The container also includes the following" after the OS line: every component but
+    PyTorch itself (those listed inside another's line go there), then the manifest's other items."""
+    items = []
+    inside = {name for name, entry in catalog.entries.items() if entry.within in release.components}
+    ordered = [n for n in catalog.entries if n in release.components]
+    ordered += sorted(n for n in release.components if n not in catalog.entries)
+    for name in ordered:
+        if name == "pytorch" or name in inside:
+            continue
+        items.append(component_item(release, catalog, name))
+    items += _facts(release.notes.also_includes)
+    return tuple(items)
+
+
+def _row(release: Release, catalog: Catalog) -> TableRow:
+    ubuntu = None
+    if release.os is not None:
+        text = release.os.version if release.os.name == "Ubuntu" else os_text(release)
+        ubuntu = Segment(text)
+    return TableRow(
+        release=release.release,
+        ubuntu=ubuntu,
+        cuda=component_segment(release, catalog, "cuda"),
+        pytorch=component_segment(release, catalog, "pytorch", with_name=False),
+        tensorrt=component_segment(release, catalog, "tensorrt"),
+    )
+
+
+def _amp_native(pytorch_version: str | None) -> bool:
+    if pytorch_version is None:
+        return False
+    try:
+        return Version(pytorch_version).release >= NATIVE_AMP_SINCE.release
+    except InvalidVersion:
+        return False
+
+
+def _has_apex(release: Release) -> bool:
+    if "apex" in release.components:
+        return True
+    return any(fact.text.strip().upper() == "APEX" for fact in release.notes.also_includes)
