@@ -7,11 +7,12 @@ from ngcbuild import api
 from ngcbuild.cli import guarded
 
 
-@task(help={"release": "release name (manifests/R.yaml)"})
+@task(help={"release": "release name (manifests/R.yaml)",
+            "base": "base image to build FROM instead of the manifest's (a mirror of it)"})
 @guarded
-def render(c, release):
+def render(c, release, base=None):
     """Write build/R/: the Dockerfile and every context file, byte-identical on every run."""
-    api.render(release)
+    api.render(release, base=base)
 
 
 @task(help={
@@ -20,11 +21,20 @@ def render(c, release):
     "ca_bundle": "CA bundle for pip/apt in the build (default: $PIP_CERT, $SSL_CERT_FILE or $REQUESTS_CA_BUNDLE)",
     "wheelhouse": "directory of wheels to install offline (default: $PIP_FIND_LINKS when it is a directory)",
     "no_cache": "build without the engine's layer cache",
+    "base": "base image to build FROM instead of the manifest's (a mirror of it)",
 })
 @guarded
-def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False):
+def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None):
     """Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3; write build/R/record.json."""
-    api.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache)
+    api.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
+              base=base)
+
+
+@task
+@guarded
+def golden(c):
+    """Regenerate tests/golden/<R>/Dockerfile for every buildable release, for review with git diff."""
+    api.golden()
 
 
 @task(help={

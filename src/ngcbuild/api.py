@@ -8,6 +8,7 @@ import sys
 
 from . import base as base_image
 from . import build as builder
+from . import golden as golden_files
 from . import registry as registry_client
 from .engine import connect
 from .errors import shown_path
@@ -17,14 +18,22 @@ from .render import render_release
 from .smoke import runner as smoke_runner
 
 
-def render(release: str, root=".") -> None:
-    rendered = render_release(Project.at(root), release)
+def render(release: str, base=None, root=".") -> None:
+    rendered = render_release(Project.at(root), release, base=base)
     print(f"rendered {len(rendered.files)} files into {rendered.directory} (context {rendered.context_hash[:12]})")
 
 
-def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, root=".") -> dict:
-    options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ)
+def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
+          root=".") -> dict:
+    options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base)
     return builder.build_release(Project.at(root), release, options, out=sys.stdout)
+
+
+def golden(root=".") -> None:
+    written = golden_files.regenerate(Project.at(root))
+    for path in written:
+        print(f"wrote {path}")
+    print("review the changes with `git diff tests/golden` before committing them")
 
 
 def smoke(release: str, require_gpu=False, image=None, root=".") -> None:

@@ -27,9 +27,10 @@ path-include /usr/share/locale/locale.alias
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def ensure_base(client: docker.APIClient, release: Release, log=print) -> str:
-    """The base image is local, pulled, or bootstrapped (in that order). Returns how it was found."""
-    ref = release.base.image
+def ensure_base(client: docker.APIClient, release: Release, log=print, ref: str | None = None) -> str:
+    """The base image (`ref`, default the manifest's) is local, pulled, or bootstrapped (in that
+    order; only the manifest's own image is bootstrapped). Returns how it was found."""
+    ref = ref or release.base.image
     if image_exists(client, ref):
         return "local"
     log(f"base image {ref} is not here; trying to pull it")
@@ -40,7 +41,7 @@ def ensure_base(client: docker.APIClient, release: Release, log=print) -> str:
             return "pulled"
     except docker.errors.APIError as exc:
         log(f"cannot pull {ref}: {exc.explanation or exc}")
-    if release.base.bootstrap is None:
+    if release.base.bootstrap is None or ref != release.base.image:
         raise OperationError(f"base image {ref} is not here and cannot be pulled; pull or load it, or pass --base")
     log(f"making {ref} locally with debootstrap (`invoke base --release {release.release}`)")
     make_base(client, release, log=log)

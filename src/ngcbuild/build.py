@@ -37,10 +37,11 @@ class BuildOptions:
     ca_bundle: Path | None = None
     wheelhouse: Path | None = None
     no_cache: bool = False
+    base: str | None = None  # a mirror of the manifest's base image
 
 
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
-                 environ=os.environ) -> BuildOptions:
+                 environ=os.environ, base: str | None = None) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects."""
     ca = Path(ca_bundle) if ca_bundle else next((Path(environ[v]) for v in CA_ENV_VARS if environ.get(v)), None)
     if ca is not None and not ca.is_file():
@@ -49,7 +50,7 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
     registry = (registry or DEFAULT_REGISTRY).rstrip("/")
     if "/" in registry or not registry:
         raise UserError(f"--registry {registry!r}: expected HOST[:PORT] such as localhost:5000")
-    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache)
+    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache, base=base)
 
 
 def image_repository(registry: str, release) -> str:
@@ -58,11 +59,11 @@ def image_repository(registry: str, release) -> str:
 
 def build_release(project: Project, name: str, options: BuildOptions, out=sys.stdout) -> dict:
     """Render, build, tag and record `name`. Returns the record."""
-    rendered = render_release(project, name)
+    rendered = render_release(project, name, base=options.base)
     release = rendered.plan.release
     client = connect()
     say = _printer(out)
-    ensure_base(client, release, log=say)
+    ensure_base(client, release, log=say, ref=rendered.plan.base_image)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, _python_tag(release)) \
         if options.wheelhouse else []
@@ -109,7 +110,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         "step_log": stream.step_log,
         "context_sha256": rendered.context_hash,
         "platform": release.build.platform,
-        "base_image": release.base.image,
+        "base_image": rendered.plan.base_image,
         "ca_bundle_used": options.ca_bundle is not None,
         "wheels": [w.name for w in wheels],
         "source_revision": _git_revision(project),

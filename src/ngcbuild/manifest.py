@@ -94,7 +94,11 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
     if isinstance(parents, str):
         parents = [parents]
     if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
-        raise ManifestError(path, "extends", "expected a manifest name or a list of names (e.g. parts/debian)")
+        number = next((p for p in (parents if isinstance(parents, list) else [parents])
+                       if isinstance(p, (int, float)) and not isinstance(p, bool)), None)
+        hint = f" (YAML read {number!r} as a number: quote it, '{number}')" if number is not None else ""
+        raise ManifestError(path, "extends",
+                            f"expected a manifest name or a list of names (e.g. parts/debian){hint}")
     merged: dict = {}
     chain: tuple[Path, ...] = ()
     for parent in parents:
@@ -220,20 +224,26 @@ def _check_components(path: Path, release: Release, catalog: Catalog) -> None:
 
 
 def _check_pins_agree(path: Path, release: Release, catalog: Catalog, constraints: Constraints) -> None:
-    """A pip-installed component and the constraints file must pin the same version."""
+    """A pip-installed component and the constraints file must pin the same versions."""
     for name, component in release.components.items():
         if component.install != "pip":
             continue
-        package = component.package or catalog.get(name).pip_package
-        if package is None:
-            raise ManifestError(path, f"components.{name}.package",
-                                "install: pip needs a package name (none in templates/components.yaml)")
-        pin = constraints.get(package)
-        if pin is None:
-            raise ManifestError(constraints.path, package,
-                                f"not pinned, but {path.name} installs component {name!r} with pip; "
-                                f"expected a line {package}=={component.version}")
-        if pin.version != component.version:
-            raise ManifestError(path, f"components.{name}.version",
-                                f"{component.version!r} conflicts with {constraints.path.name} "
-                                f"line {pin.line}: {pin.name}=={pin.version}")
+        if component.packages:
+            wanted = {package: (f"components.{name}.packages.{package}", version)
+                      for package, version in component.packages.items()}
+        else:
+            package = component.package or catalog.get(name).pip_package
+            if package is None:
+                raise ManifestError(path, f"components.{name}.package",
+                                    "install: pip needs a package name (none in templates/components.yaml)")
+            wanted = {package: (f"components.{name}.version", component.version)}
+        for package, (key, version) in wanted.items():
+            pin = constraints.get(package)
+            if pin is None:
+                raise ManifestError(constraints.path, package,
+                                    f"not pinned, but {path.name} installs component {name!r} with pip; "
+                                    f"expected a line {package}=={version}")
+            if pin.version != version:
+                raise ManifestError(path, key,
+                                    f"{version!r} conflicts with {constraints.path.name} "
+                                    f"line {pin.line}: {pin.name}=={pin.version}")

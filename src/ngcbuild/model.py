@@ -16,6 +16,7 @@ from .types import (
     AbsPath,
     ArchList,
     BuildNumber,
+    BuildOption,
     ComponentName,
     ComputeCapability,
     Digest,
@@ -35,7 +36,8 @@ from .types import (
 )
 
 Provenance = Literal["nvidia", "secondary", "chosen"]
-InstallMethod = Literal["pip", "apt", "source", "base"]
+# base: already in the base image; none: documented only, not in the image we build (needs a reason).
+InstallMethod = Literal["pip", "apt", "conda", "source", "base", "none"]
 
 
 class Strict(BaseModel):
@@ -66,10 +68,19 @@ class OperatingSystem(Strict):
     version: Text
 
 
+class CondaSpec(Strict):
+    """A Miniconda installer, pinned by its versioned file name, unpacked into `prefix`."""
+
+    installer: Url
+    prefix: AbsPath = "/opt/conda"
+
+
 class PythonSpec(Strict):
     version: MajorMinor
-    install: Literal["system", "conda"]
-    site_packages: AbsPath
+    # Archived releases may know only the version; buildable ones need install and site_packages.
+    install: Literal["system", "conda"] | None = None
+    site_packages: AbsPath | None = None
+    conda: CondaSpec | None = None
     # Distribution packages (apt) that provide the interpreter in the image, pinned.
     apt_packages: dict[PackageName, Version] = Field(default_factory=dict)
     # Distribution packages needed only in the builder stage (pip for the staged installs).
@@ -91,15 +102,38 @@ class Component(Strict):
     provenance: Provenance = "chosen"
     # Where the value comes from, in words (a page, a banner, "fits CUDA 13.1").
     source: Text | None = None
+    # Provenance of the install method and its packaging pins (package names, apt revisions, refs)
+    # when it differs from the version's: NVIDIA states "TensorRT 7.2.2", we chose the debs.
+    method_provenance: Provenance = "chosen"
+    # The one pip/conda package that carries `version` (default: the catalog's pip_package).
     package: PackageName | None = None
+    # Several packages installed for this component, each pinned (apt debs, pip distributions,
+    # conda packages); `version` stays the component's headline version.
+    packages: dict[PackageName, Version] = Field(default_factory=dict)
+    channel: PackageName | None = None  # conda channel
     repo: Url | None = None
     ref: GitRef | None = None
+    url: Url | None = None  # a release archive, for source builds from a tarball
+    options: list[BuildOption] = Field(default_factory=list)  # handed to the component's build
+    build_env: dict[EnvName, SafeValue] = Field(default_factory=dict)
+    # The form NGC prints in env vars, labels and the banner when it differs (a short hash).
+    env_version: Version | None = None
+    reason: Text | None = None  # why install: none
 
     @model_validator(mode="after")
-    def _source_needs_repo(self):
-        if self.install == "source" and not (self.repo and self.ref):
-            raise PydanticCustomError("ngcbuild_source", "install: source needs both repo and ref")
+    def _method_needs_its_pins(self):
+        if self.install == "source" and not ((self.repo and self.ref) or self.url):
+            raise PydanticCustomError("ngcbuild_source", "install: source needs repo and ref, or url")
+        if self.install in ("apt", "conda") and not self.packages:
+            raise PydanticCustomError("ngcbuild_packages", "install: {method} needs packages (name: version)",
+                                      {"method": self.install})
+        if self.install == "none" and not self.reason:
+            raise PydanticCustomError("ngcbuild_reason", "install: none needs a reason (why the image lacks it)")
         return self
+
+    @property
+    def shown_version(self) -> str:
+        return self.env_version or self.version
 
 
 class GpuSpec(Strict):
@@ -116,6 +150,22 @@ class BannerSpec(Strict):
 class BuildSpec(Strict):
     number: BuildNumber = "0"
     platform: Literal["linux/amd64", "linux/arm64"] = "linux/amd64"
+
+
+class BuilderSpec(Strict):
+    """What the builder stage needs beyond the interpreter (never shipped in the image)."""
+
+    # Distribution packages for source builds (git), pinned.
+    apt_packages: dict[PackageName, Version] = Field(default_factory=dict)
+    # Python build requirements installed into the builder's environment; pins come from the
+    # constraints file, so each name must be pinned there.
+    requirements: list[PackageName] = Field(default_factory=list)
+
+
+class WorkspaceSpec(Strict):
+    """/workspace: the license file and a README of the examples the release notes list."""
+
+    license: list[Text] = Field(default_factory=list)
 
 
 class Fact(Strict):
@@ -173,10 +223,13 @@ class Release(Strict):
     summary: Text
     image: ImageSpec = Field(default_factory=ImageSpec)
     base: BaseImage | None = None
-    os: OperatingSystem
-    python: PythonSpec
+    # Archived releases may leave out what is unknown; a buildable release needs both.
+    os: OperatingSystem | None = None
+    python: PythonSpec | None = None
     pip: PipSpec | None = None
     build: BuildSpec = Field(default_factory=BuildSpec)
+    builder: BuilderSpec = Field(default_factory=BuilderSpec)
+    workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     gpu: GpuSpec = Field(default_factory=GpuSpec)
     banner: BannerSpec = Field(default_factory=BannerSpec)
     components: dict[ComponentName, Component] = Field(default_factory=dict)
@@ -187,11 +240,18 @@ class Release(Strict):
     @model_validator(mode="after")
     def _buildable_needs_build_facts(self):
         if self.status == "buildable":
-            for key in ("base", "pip"):
+            for key in ("base", "os", "python", "pip"):
                 if getattr(self, key) is None:
                     raise PydanticCustomError(
                         "ngcbuild_missing", "a buildable release needs '{key}' (or mark it status: archived)",
                         {"key": key})
+            for key in ("install", "site_packages"):
+                if getattr(self.python, key) is None:
+                    raise PydanticCustomError(
+                        "ngcbuild_missing", "python.{key} is required in a buildable release", {"key": key})
+            if self.python.install == "conda" and self.python.conda is None:
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "python.install: conda needs python.conda.installer")
             for name, component in self.components.items():
                 if component.install is None:
                     raise PydanticCustomError(

@@ -1,5 +1,6 @@
-"""What a release's image holds, computed once from the manifest: install steps, env vars, labels,
-banner and the smoke expectations. Templates only print these; they compute nothing.
+"""What a release's image holds, computed once from the manifest: the build steps of each stage,
+env vars, labels, banner, /workspace files and the smoke expectations. Templates only print these;
+they compute nothing.
 """
 
 from __future__ import annotations
@@ -9,22 +10,33 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 
 from .catalog import Catalog
+from .constraints import Pin
+from .errors import ManifestError
 from .manifest import LoadedRelease
 from .model import Component
 
 PIP_CONSTRAINT_PATH = "/etc/pip/constraint.txt"
 STAGE_ROOT = "/stage"
 REST_STAGE = "python-packages"
+# Install methods whose partial runs in the runtime stage (system libraries every later stage needs),
+# in the builder only (build-time inputs such as MAGMA, linked statically), or in the builder with
+# its files staged under /stage/<name> and copied into the image.
+RUNTIME_METHODS = ("apt",)
+BUILDER_ONLY_METHODS = ("conda",)
+STAGED_METHODS = ("pip", "source")
+# Methods that put the component into the image (so its env vars and labels describe the image).
+IN_IMAGE_METHODS = ("apt", "pip", "source", "base")
 
 
 @dataclass(frozen=True)
-class PipStage:
-    """One builder-stage install whose files become one layer of the final image."""
+class Step:
+    """One partial of the Dockerfile. Staged steps install under /stage/<name>, a layer of the image."""
 
     name: str
     partial: str
-    pins: tuple[str, ...]  # NAME==VERSION
+    pins: tuple[str, ...] = ()  # NAME==VERSION (pip) or NAME=VERSION (apt)
     component: Component | None = None
+    staged: bool = False
 
     @property
     def root(self) -> str:
@@ -35,14 +47,24 @@ class PipStage:
 class ImagePlan:
     loaded: LoadedRelease
     catalog: Catalog
-    pip_stages: tuple[PipStage, ...]
+    base_image: str
+    python: str  # the interpreter every pip line runs
+    python_partials: dict[str, str]  # "stage" (optional), "runtime", "builder" -> template
+    runtime_steps: tuple[Step, ...]
+    builder_requirements: tuple[str, ...]  # NAME==VERSION, into the builder's own environment
+    builder_steps: tuple[Step, ...]
     env: dict[str, str]
     labels: dict[str, str]
     banner: tuple[str, ...]
+    workspace_files: dict[str, str]  # name under /workspace -> text
 
     @property
     def release(self):
         return self.loaded.release
+
+    @property
+    def staged_steps(self) -> tuple[Step, ...]:
+        return tuple(step for step in self.builder_steps if step.staged)
 
     def expected(self) -> dict:
         """expected.json: what the smoke suite checks inside the image."""
@@ -53,7 +75,8 @@ class ImagePlan:
             "tag": release.tag,
             "python": {"version": release.python.version, "site_packages": release.python.site_packages},
             "packages": {canonicalize_name(p.name): p.version for p in constraints.pins},
-            "components": {name: c.version for name, c in release.components.items()},
+            "components": {name: c.version for name, c in release.components.items()
+                           if c.install in IN_IMAGE_METHODS},
             "pip_constraint_file": PIP_CONSTRAINT_PATH if release.pip.constraint_file else None,
             "env": self.env_with_constraint(),
             "labels": self.labels,
@@ -78,37 +101,93 @@ class ImagePlan:
 
 def _version_of(release, name: str) -> str | None:
     component = release.components.get(name)
-    return component.version if component else None
+    return component.version if component and component.install in IN_IMAGE_METHODS else None
 
 
-def plan_image(loaded: LoadedRelease, catalog: Catalog) -> ImagePlan:
+def plan_image(loaded: LoadedRelease, catalog: Catalog, base: str | None = None) -> ImagePlan:
+    """`base` replaces the manifest's base image (a mirror of it); its digest label is then dropped,
+    since the manifest's digest names the original."""
     release = loaded.release
+    base_image = base or release.base.image
     return ImagePlan(
         loaded=loaded,
         catalog=catalog,
-        pip_stages=_pip_stages(loaded, catalog),
+        base_image=base_image,
+        python=_interpreter(release),
+        python_partials=_python_partials(release),
+        runtime_steps=_runtime_steps(release),
+        builder_requirements=_builder_requirements(loaded),
+        builder_steps=_builder_steps(loaded, catalog),
         env=_env(release, catalog),
-        labels=_labels(release, catalog),
+        labels=_labels(release, catalog, base_image, keep_digest=base is None),
         banner=_banner(release),
+        workspace_files=_workspace(release, catalog),
     )
 
 
-def _pip_stages(loaded: LoadedRelease, catalog: Catalog) -> tuple[PipStage, ...]:
-    """Each pip-installed component is its own layer (most stable first, as listed in the manifest);
-    every other pin of the constraints file goes into one last layer."""
+def _interpreter(release) -> str:
+    if release.python.install == "conda":
+        return f"{release.python.conda.prefix}/bin/python"
+    return "python3"
+
+
+def _python_partials(release) -> dict[str, str]:
+    install = release.python.install
+    partials = {"runtime": f"python/{install}.j2", "builder": f"python/{install}-builder.j2"}
+    if install == "conda":  # the installer is unpacked in a stage of its own and never shipped
+        partials["stage"] = "python/conda-stage.j2"
+    return partials
+
+
+def _runtime_steps(release) -> tuple[Step, ...]:
+    return tuple(
+        Step(name, f"components/{name}/{c.install}.j2", tuple(f"{p}={v}" for p, v in c.packages.items()), c)
+        for name, c in release.components.items() if c.install in RUNTIME_METHODS)
+
+
+def _builder_requirements(loaded: LoadedRelease) -> tuple[str, ...]:
+    pins = []
+    for index, name in enumerate(loaded.release.builder.requirements):
+        pin = loaded.constraints.get(name)
+        if pin is None:
+            raise ManifestError(loaded.path, f"builder.requirements.{index}",
+                                f"{name!r} is not pinned in {loaded.constraints.path.name}; "
+                                "every build requirement takes its version from the constraints file")
+        pins.append(str(pin))
+    return tuple(pins)
+
+
+def _builder_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
+    """Components in manifest order (most stable first); pip ones are each their own layer, and every
+    other pin of the constraints file goes into one last layer."""
     release, constraints = loaded.release, loaded.constraints
-    stages, taken = [], set()
+    steps, taken = [], set()
     for name, component in release.components.items():
-        if component.install != "pip":
-            continue
-        package = component.package or catalog.get(name).pip_package
-        pin = constraints.get(package)
-        taken.add(pin.key)
-        stages.append(PipStage(name, f"components/{name}/pip.j2", (str(pin),), component))
+        partial = f"components/{name}/{component.install}.j2"
+        if component.install in BUILDER_ONLY_METHODS:
+            pins = tuple(f"{p}={v}" for p, v in component.packages.items())
+            steps.append(Step(name, partial, pins, component))
+        elif component.install == "source":
+            steps.append(Step(name, partial, (), component, staged=True))
+        elif component.install == "pip":
+            pins = pip_pins(component, catalog.get(name), constraints)
+            taken.update(pin.key for pin in pins)
+            steps.append(Step(name, partial, tuple(str(p) for p in pins), component, staged=True))
     rest = tuple(str(p) for p in sorted(constraints.pins, key=lambda p: p.key) if p.key not in taken)
     if rest:
-        stages.append(PipStage(REST_STAGE, "python/packages.j2", rest))
-    return tuple(stages)
+        steps.append(Step(REST_STAGE, "python/packages.j2", rest, staged=True))
+    return tuple(steps)
+
+
+def pip_pins(component: Component, entry, constraints) -> list[Pin]:
+    """The constraints' pins of a pip component (its packages, or its one package); the loader has
+    already checked that they exist and agree with the manifest."""
+    names = list(component.packages) or [component.package or entry.pip_package]
+    return [constraints.get(name) for name in names]
+
+
+def _in_image(release):
+    return {name: c for name, c in release.components.items() if c.install in IN_IMAGE_METHODS}
 
 
 def _env(release, catalog: Catalog) -> dict[str, str]:
@@ -118,9 +197,9 @@ def _env(release, catalog: Catalog) -> dict[str, str]:
         "NVIDIA_BUILD_ID": release.build.number,
         "PYTORCH_BUILD_NUMBER": "0",
     }
-    for name, component in release.components.items():
+    for name, component in _in_image(release).items():
         for var in catalog.get(name).env:
-            env[var] = component.version
+            env[var] = component.shown_version
     if release.gpu.cuda_arch_list:
         env["TORCH_CUDA_ARCH_LIST"] = release.gpu.cuda_arch_list
     if release.pip.break_system_packages:
@@ -129,20 +208,20 @@ def _env(release, catalog: Catalog) -> dict[str, str]:
     return env
 
 
-def _labels(release, catalog: Catalog) -> dict[str, str]:
+def _labels(release, catalog: Catalog, base_image: str, keep_digest: bool) -> dict[str, str]:
     labels = {
         "org.opencontainers.image.title": f"PyTorch {release.release}",
         "org.opencontainers.image.description": release.summary,
         "org.opencontainers.image.version": release.tag,
-        "org.opencontainers.image.base.name": release.base.image,
+        "org.opencontainers.image.base.name": base_image,
         "com.nvidia.build.id": release.build.number,
     }
-    if release.base.digest:
+    if release.base.digest and keep_digest:
         labels["org.opencontainers.image.base.digest"] = release.base.digest
-    for name, component in release.components.items():
+    for name, component in _in_image(release).items():
         label = catalog.get(name).label
         if label:
-            labels[label] = component.version
+            labels[label] = component.shown_version
     labels.update(release.labels)
     return dict(sorted(labels.items()))
 
@@ -157,9 +236,26 @@ def _banner(release) -> tuple[str, ...]:
         f"NVIDIA Release {release.release} (build {release.build.number})",
     ]
     if pytorch:
-        lines.append(f"PyTorch Version {pytorch.version}")
+        lines.append(f"PyTorch Version {pytorch.shown_version}")
     if release.banner.copyright:
         lines += ["", *release.banner.copyright]
     if release.banner.license:
         lines += ["", *release.banner.license]
     return tuple(lines)
+
+
+def _workspace(release, catalog: Catalog) -> dict[str, str]:
+    """license.txt and a README of what the image holds and the examples the notes list."""
+    files = {}
+    if release.workspace.license:
+        files["license.txt"] = "".join(f"{line}\n" for line in release.workspace.license)
+    examples = release.notes.tensor_core_examples
+    if files or examples:
+        lines = [f"# PyTorch {release.release}", "", release.summary, ""]
+        lines += [f"- {catalog.get(name).display} {c.version}" for name, c in _in_image(release).items()]
+        if examples:
+            lines += ["", "## Tensor Core examples", "",
+                      "NVIDIA's model scripts for these live in https://github.com/NVIDIA/DeepLearningExamples:", ""]
+            lines += [f"- {e.name}" + (f": {e.description}" if e.description else "") for e in examples]
+        files["README.md"] = "\n".join(lines) + "\n"
+    return files

@@ -14,17 +14,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
+from pydantic import TypeAdapter, ValidationError
 
 from .catalog import Catalog
-from .errors import ManifestError, UserError
+from .errors import ManifestError, UserError, shown_path
 from .manifest import LoadedRelease, load_release
 from .plan import ImagePlan, plan_image
 from .project import Project
+from .types import ImageRef
+
+_BASE_ADAPTER = TypeAdapter(ImageRef)
 
 # Files of build/R/ that belong to the rendered context; anything else there (records, JUnit,
 # notes) is output of later steps and never enters the context or its hash.
 ENTRYPOINT_DIR = "entrypoint"
 INPUTS_DIR = "build-inputs"
+WORKSPACE_DIR = "workspace"
 # What an ordinary online machine needs: no extra CA, the manifest's package indexes.
 DEFAULT_INPUTS = {"ca_bundle": False, "extra_indexes": True}
 
@@ -59,20 +64,20 @@ def environment(project: Project) -> jinja2.Environment:
     )
 
 
-def render_release(project: Project, name: str) -> Rendered:
-    """Load, validate and render `name` into build/<name>/."""
+def render_release(project: Project, name: str, base: str | None = None) -> Rendered:
+    """Load, validate and render `name` into build/<name>/; `base` replaces the manifest's base image."""
     loaded = load_release(project, name)
-    rendered = render_files(project, loaded)
+    rendered = render_files(project, loaded, base=base)
     write(rendered)
     return rendered
 
 
-def render_files(project: Project, loaded: LoadedRelease) -> Rendered:
+def render_files(project: Project, loaded: LoadedRelease, base: str | None = None) -> Rendered:
     release = loaded.release
     if release.status == "archived":
-        raise UserError(f"{loaded.path}: status: release {release.release} is archived (documentation only: "
-                        "its base images are gone); render and build refuse it, notes/matrix/diff include it")
-    plan = plan_image(loaded, Catalog.load(project))
+        raise UserError(f"{shown_path(loaded.path)}: status: release {release.release} is archived (documentation "
+                        "only: its base images are gone); render and build refuse it, notes/matrix/diff include it")
+    plan = plan_image(loaded, Catalog.load(project), base=_checked_base(base))
     env = environment(project)
     _check_partials(project, loaded, plan)
     context = {"release": release, "plan": plan, "inputs": DEFAULT_INPUTS}
@@ -85,6 +90,8 @@ def render_files(project: Project, loaded: LoadedRelease) -> Rendered:
         f"{ENTRYPOINT_DIR}/nvidia_entrypoint.sh": _render(env, "entrypoint/nvidia_entrypoint.sh", context),
         "expected.json": json.dumps(plan.expected(), indent=2, sort_keys=True) + "\n",
     }
+    for name, text in plan.workspace_files.items():
+        files[f"{WORKSPACE_DIR}/{name}"] = text
     for snippet in sorted((project.templates / "entrypoint" / "entrypoint.d").iterdir()):
         target = f"{ENTRYPOINT_DIR}/entrypoint.d/{snippet.name.removesuffix('.j2')}"
         files[target] = _render(env, f"entrypoint/entrypoint.d/{snippet.name}", context)
@@ -107,22 +114,32 @@ def _render(env: jinja2.Environment, template: str, context: dict) -> str:
 
 
 def _check_partials(project: Project, loaded: LoadedRelease, plan: ImagePlan) -> None:
-    """Every component needs a partial for its install method (pip ones get a layer of their own)."""
-    for stage in plan.pip_stages:
-        if not (project.templates / stage.partial).is_file():
-            raise ManifestError(loaded.path, f"components.{stage.name}.install",
-                                f"no template {stage.partial} for this component and install method")
-    python = loaded.release.python.install
-    for partial in (f"python/{python}.j2", f"python/{python}-builder.j2"):
+    """Every installed component needs a partial for its install method."""
+    for step in (*plan.runtime_steps, *plan.builder_steps):
+        if not (project.templates / step.partial).is_file():
+            raise ManifestError(loaded.path, f"components.{step.name}.install",
+                                f"no template {step.partial} for this component and install method")
+    for partial in plan.python_partials.values():
         if not (project.templates / partial).is_file():
-            raise ManifestError(loaded.path, "python.install", f"no template {partial} for {python!r}")
+            raise ManifestError(loaded.path, "python.install",
+                                f"no template {partial} for {loaded.release.python.install!r}")
+
+
+def _checked_base(base: str | None) -> str | None:
+    """--base: a mirror of the base image; validated like the manifest's own value."""
+    if base is None:
+        return None
+    try:
+        return _BASE_ADAPTER.validate_python(base)
+    except ValidationError as exc:
+        raise UserError(f"--base: {exc.errors()[0]['msg']}") from None
 
 
 def write(rendered: Rendered) -> None:
     """Write the context; the subtrees render owns are replaced whole so nothing stale remains."""
     out = rendered.directory
     out.mkdir(parents=True, exist_ok=True)
-    for owned in (ENTRYPOINT_DIR, INPUTS_DIR):
+    for owned in (ENTRYPOINT_DIR, INPUTS_DIR, WORKSPACE_DIR):
         shutil.rmtree(out / owned, ignore_errors=True)
     for rel, data in rendered.files.items():
         path = out / rel

@@ -27,9 +27,10 @@ def _pattern_type(name: str, pattern: str, expected: str):
     return Annotated[str, AfterValidator(check)]
 
 
-# A version as vendors write them: numeric release segments, then an optional PEP 440 / Debian style
-# tail (2.10.0a0+b4e4ee81d3, 3.11.2-1+b1, 8.0.5.39, 1.15.0+nv). No shell metacharacters possible.
-_VERSION_RE = r"[0-9]+(\.[0-9]+)*([.+~_-]?[A-Za-z0-9]+)*"
+# A version as vendors write them: an optional Debian epoch, numeric release segments, then an optional
+# PEP 440 / Debian style tail (2.10.0a0+b4e4ee81d3, 3.11.2-1+b1, 1:2.25.1-1ubuntu3, 1.15.0+nv20.11).
+# No shell metacharacters possible.
+_VERSION_RE = r"([0-9]+:)?[0-9]+(\.[0-9]+)*([.+~_-]?[A-Za-z0-9]+)*"
 Version = _pattern_type("version", _VERSION_RE, "a version (digits and dots, then letters, digits and . + ~ _ -)")
 
 
@@ -72,5 +73,8 @@ BuildNumber = _pattern_type("build_number", r"[0-9]+(\.[0-9]+)?", "a build numbe
 ComputeCapability = _pattern_type("compute_capability", r"[0-9]+\.[0-9]+", "a compute capability such as 7.5")
 ArchList = _pattern_type("arch_list", r"[0-9]+\.[0-9]+(\+PTX)?( [0-9]+\.[0-9]+(\+PTX)?)*",
                          "a TORCH_CUDA_ARCH_LIST such as '7.5 8.0 9.0+PTX'")
+# A build option handed to a component's build (setup.py --cpp_ext, --enable-mpi-cxx).
+BuildOption = _pattern_type("option", r"--[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9._,;+/-]*)?",
+                            "an option such as --cpp_ext or --with-cuda=/usr/local/cuda")
 # Prose for release notes only (never reaches a Dockerfile or a shell): one line, any printable text.
 Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text")

