@@ -32,9 +32,11 @@ def normalize(text: str) -> str:
 
 
 def plain(markdown_text: str) -> str:
-    """Our Markdown as text: no footnote references, escapes, code ticks or emphasis."""
+    """Our Markdown as text: no footnote references, escapes, code ticks or emphasis. A power
+    ("2^31") is flattened as the seeds flattened NVIDIA's superscripts ("2<sup>31</sup>" -> "231")."""
     text = re.sub(r"\[\^[a-z]+\]", "", markdown_text)
     text = re.sub(r"\\(.)", r"\1", text)
+    text = re.sub(r"(?<=[0-9])\^(?=[0-9])", "", text)
     return text.replace("`", "").replace("**", "")
 
 
