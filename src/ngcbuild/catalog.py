@@ -31,6 +31,10 @@ class CatalogEntry(BaseModel):
     within: str | None = None
     # The name used inside that line (cuBLAS); `display` otherwise.
     short: Text | None = None
+    # The release notes list these packages of the component (pip name -> name in the notes), each
+    # with its pinned version, under `group` ("Jupyter and JupyterLab:"), instead of one line.
+    group: Text | None = None
+    listed_packages: dict[PackageName, Text] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class Catalog:
                 key = ".".join(str(p) for p in (name, *first["loc"]))
                 raise ManifestError(path, key, first["msg"]) from None
         for name, entry in entries.items():
+            if bool(entry.group) != bool(entry.listed_packages):
+                raise ManifestError(path, f"{name}.group", "group and listed_packages go together")
             if entry.within is not None and entry.within not in entries:
                 raise ManifestError(path, f"{name}.within",
                                     f"{entry.within!r} is not a component of the catalog")

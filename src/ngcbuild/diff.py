@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from .catalog import Catalog
 from .constraints import Constraints
 from .documents import document_environment
-from .facts import Item, component_item, component_segment, display_name, os_text, used_provenances
+from .facts import Item, Segment, component_item, component_segment, display_name, os_text, used_provenances
 from .manifest import LoadedRelease
 from .model import Release
 from .project import Project
@@ -32,6 +32,8 @@ class VersionChange:
     old: str | None
     new: str | None
     provenance: str | None = None  # of the new value (of the old one when removed)
+    old_provenance: str | None = None  # of each side's value, for the marks in the table
+    new_provenance: str | None = None
 
 
 @dataclass(frozen=True)
@@ -86,13 +88,13 @@ def diff_releases(old: LoadedRelease, new: LoadedRelease, catalog: Catalog) -> R
         {name: c.version for name, c in b.components.items()},
         complete_old=a.status == "buildable", complete_new=b.status == "buildable",
         display=lambda name: display_name(catalog, name),
-        provenance=lambda name: (b.components.get(name) or a.components[name]).provenance,
+        provenance=lambda name, side=None: _provenance(a, b, name, side),
         order=list(catalog.entries),
     )
     packages = None
     if old.constraints is not None and new.constraints is not None:
         packages = _version_changes(_pins(old.constraints), _pins(new.constraints), True, True,
-                                    display=lambda name: name, provenance=lambda name: None, order=[])
+                                    display=lambda name: name, provenance=lambda name, side=None: None, order=[])
     settings = []
     for setting, read in SETTINGS:
         before, after = read(a), read(b)
@@ -121,8 +123,19 @@ def _version_changes(old: dict[str, str], new: dict[str, str], complete_old: boo
             kind = compare(before, after)
             if kind == "same":
                 continue
-        changes.append(VersionChange(name, display(name), kind, before, after, provenance(name)))
+        changes.append(VersionChange(name, display(name), kind, before, after, provenance(name),
+                                     provenance(name, "old") if before else None,
+                                     provenance(name, "new") if after else None))
     return changes
+
+
+def _provenance(a: Release, b: Release, name: str, side: str | None) -> str:
+    """Provenance of a component's value: the new side's (the old one's when removed), or one side's."""
+    if side == "old":
+        return a.components[name].provenance
+    if side == "new":
+        return b.components[name].provenance
+    return (b.components.get(name) or a.components[name]).provenance
 
 
 def drafted_features(diff: ReleaseDiff, new: Release, catalog: Catalog) -> list[Item]:
@@ -148,7 +161,8 @@ def render_diff(project: Project, series: Series, old: str, new: str) -> str:
     diff = diff_releases(a, b, catalog)
     draft = drafted_features(diff, b.release, catalog)
     new_pytorch = component_segment(b.release, catalog, "pytorch", with_name=False)
-    used = used_provenances([*draft, new_pytorch])
+    marked = [Segment("", p) for c in diff.components for p in (c.old_provenance, c.new_provenance) if p]
+    used = used_provenances([*draft, new_pytorch, *marked])
     return document_environment(project).get_template(DIFF_TEMPLATE).render(
         diff=diff, draft=draft, new_pytorch=new_pytorch,
         both_archived=a.release.status == b.release.status == "archived",

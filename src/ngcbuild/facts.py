@@ -70,6 +70,32 @@ def component_item(release: Release, catalog: Catalog, name: str) -> Item | None
     return Item(head, tuple(inside))
 
 
+@dataclass(frozen=True)
+class Group:
+    """A heading of the list with its own items ("Jupyter and JupyterLab:", then each package)."""
+
+    title: str
+    items: tuple[Item, ...]
+
+
+def component_group(release: Release, catalog: Catalog, name: str) -> Group | None:
+    """The packages of a component that the notes list one by one (the catalog's listed_packages),
+    each with its pin's provenance; None when the component has none of them pinned."""
+    entry, component = catalog.get(name), release.components.get(name)
+    if entry is None or component is None or not entry.listed_packages:
+        return None
+    carrier = component.package or entry.pip_package
+    items = []
+    for package, shown in entry.listed_packages.items():
+        if package not in component.packages:
+            continue
+        version = component.packages[package]
+        provenance = component.provenance if package == carrier and version == component.version \
+            else component.pin_provenance(package)
+        items.append(Item.of(f"{shown} {version}", provenance))
+    return Group(entry.group, tuple(items)) if items else None
+
+
 def os_text(release: Release) -> str | None:
     os_ = getattr(release, "os", None)
     return f"{os_.name} {os_.version}" if os_ else None

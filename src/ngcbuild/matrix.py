@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .documents import document_environment
-from .facts import NVIDIA, Segment, used_provenances
+from .facts import Segment, used_provenances
 from .model import Release
 from .project import Project
 from .releases import Series
@@ -55,7 +55,8 @@ def _row(release: Release) -> MatrixRow:
     # NVIDIA's column is "Ubuntu"; another OS (Debian for `dev`) is shown with its name.
     cells["ubuntu"] = None
     if os_:
-        cells["ubuntu"] = Segment(os_.version if os_.name == "Ubuntu" else f"{os_.name} {os_.version}")
+        cells["ubuntu"] = Segment(os_.version if os_.name == "Ubuntu" else f"{os_.name} {os_.version}",
+                                  os_.provenance)
     cells["python"] = Segment(release.python.version) if release.python else None
     for name in COMPONENT_COLUMNS:
         component = release.components.get(name)
@@ -64,8 +65,9 @@ def _row(release: Release) -> MatrixRow:
     cells["min_driver"] = Segment(driver.minimum, driver.provenance) if driver and driver.minimum else None
     capability = release.gpu.min_compute_capability
     gpu_notes = release.notes.gpu_requirements
+    # Without GPU requirements in NVIDIA's notes, a minimum compute capability is ours.
     cells["min_compute_capability"] = (
-        Segment(capability, gpu_notes.provenance if gpu_notes else NVIDIA) if capability else None)
+        Segment(capability, gpu_notes.provenance if gpu_notes else "chosen") if capability else None)
     os_json = {"name": os_.name, "version": os_.version} if os_ else None
     return MatrixRow(release.release, release.status, os_json, cells)
 

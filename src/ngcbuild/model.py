@@ -66,6 +66,10 @@ class ImageSpec(Strict):
 class OperatingSystem(Strict):
     name: Text
     version: Text
+    # Where the OS version comes from: NVIDIA's notes state it for most releases; for others it
+    # follows from the base image we chose.
+    provenance: Provenance = "chosen"
+    source: Text | None = None
 
 
 class CondaSpec(Strict):
@@ -119,9 +123,16 @@ class Component(Strict):
     # The form NGC prints in env vars, labels and the banner when it differs (a short hash).
     env_version: Version | None = None
     reason: Text | None = None  # why install: none
+    # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
+    # its provenance here; every other pin of `packages` has method_provenance.
+    package_provenance: dict[PackageName, Provenance] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _method_needs_its_pins(self):
+        unknown = sorted(set(self.package_provenance) - set(self.packages))
+        if unknown:
+            raise PydanticCustomError("ngcbuild_packages", "package_provenance names {names}, not in packages",
+                                      {"names": ", ".join(unknown)})
         if self.install == "source" and not ((self.repo and self.ref) or self.url):
             raise PydanticCustomError("ngcbuild_source", "install: source needs repo and ref, or url")
         if self.install in ("apt", "conda") and not self.packages:
@@ -134,6 +145,10 @@ class Component(Strict):
     @property
     def shown_version(self) -> str:
         return self.env_version or self.version
+
+    def pin_provenance(self, package: str) -> Provenance:
+        """Provenance of one pin of `packages`."""
+        return self.package_provenance.get(package, self.method_provenance)
 
 
 class GpuSpec(Strict):
@@ -184,16 +199,37 @@ FactItem = Annotated[Fact, BeforeValidator(_fact_from_text)]
 
 
 class DriverRequirements(Strict):
+    """The facts of NVIDIA's "Driver Requirements"; the notes template words them. `text` is for a
+    statement that has no minimum driver to give (25.12 refers to the CUDA guides)."""
+
     minimum: Text | None = None  # "455 or later"
     datacenter_branches: list[Text] = Field(default_factory=list)  # ["418.xx", "440.30", "450.xx"]
-    text: Prose | None = None  # NVIDIA's sentence(s), verbatim where known
+    text: Prose | None = None
     provenance: Provenance = "nvidia"
+
+    @model_validator(mode="after")
+    def _facts_or_text(self):
+        if self.text and (self.minimum or self.datacenter_branches):
+            raise PydanticCustomError(
+                "ngcbuild_driver", "give minimum and datacenter_branches (the notes word them) or text, not both")
+        if self.datacenter_branches and not self.minimum:
+            raise PydanticCustomError("ngcbuild_driver", "datacenter_branches need the minimum driver")
+        return self
 
 
 class GpuRequirements(Strict):
+    """The facts of NVIDIA's "GPU Requirements" beside gpu.min_compute_capability (whose provenance
+    this is); the notes template words them. Absent: NVIDIA's notes state none."""
+
     families: list[Text] = Field(default_factory=list)  # ["Pascal", "Volta", ...]
     text: Prose | None = None
     provenance: Provenance = "nvidia"
+
+    @model_validator(mode="after")
+    def _facts_or_text(self):
+        if self.text and self.families:
+            raise PydanticCustomError("ngcbuild_gpu", "give families (the notes word them) or text, not both")
+        return self
 
 
 class Example(Strict):

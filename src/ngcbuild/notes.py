@@ -16,7 +16,7 @@ from .catalog import Catalog
 from .constraints import Pin
 from .diff import diff_releases, drafted_features
 from .documents import document_environment
-from .facts import Item, Segment, component_item, component_segment, os_text, used_provenances
+from .facts import Group, Item, Segment, component_group, component_item, component_segment, os_text, used_provenances
 from .model import DriverRequirements, Example, GpuRequirements, Release
 from .project import Project
 from .releases import Series
@@ -42,17 +42,21 @@ class NotesContext:
     # Contents
     pytorch_source: bool  # the image carries PyTorch's source tree (not for a wheel install)
     pytorch_location: str | None
+    pytorch_installed_at: str | None  # where this image has it, when NVIDIA's stated path differs
     pytorch: Segment | None
     os: Segment | None  # first line of "also includes", with the Python version
     python: str | None
     python_pins: tuple[Pin, ...]
     also_includes: tuple[Item, ...]
+    groups: tuple[Group, ...]  # listed after the examples, each under its heading
     examples: tuple[Example, ...]
     # Requirements
     cuda: Segment | None
     driver: DriverRequirements | None
     gpu: GpuRequirements | None
-    min_compute_capability: str | None
+    # gpu.min_compute_capability with the provenance of the GPU requirements; ours (chosen) when
+    # NVIDIA's notes state none
+    min_compute_capability: Segment | None
     # Features, announcements, issues
     key_features: tuple[Item, ...]
     drafted_from: str | None  # the predecessor the key features were drafted against
@@ -71,9 +75,10 @@ def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
     pytorch = release.components.get("pytorch")
     python = release.python
 
-    location = release.notes.pytorch_location
-    if location is None and python is not None:
-        location = f"{python.site_packages}/torch"
+    installed_at = f"{python.site_packages}/torch" if python is not None and python.site_packages else None
+    location = release.notes.pytorch_location or installed_at
+    if installed_at is not None and location.rstrip("/") == installed_at:
+        installed_at = None
 
     key_features = tuple(_facts(release.notes.key_features))
     drafted_from = None
@@ -83,7 +88,12 @@ def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
         key_features = tuple(_drafted(item) for item in drafted_features(diff, release, catalog))
         drafted_from = previous.release.release
 
-    also = _also_includes(release, catalog)
+    also, groups = _also_includes(release, catalog)
+    os_ = _os_segment(release, os_text(release))
+    capability = None
+    if release.gpu.min_compute_capability:
+        gpu_notes = release.notes.gpu_requirements
+        capability = Segment(release.gpu.min_compute_capability, gpu_notes.provenance if gpu_notes else "chosen")
     table = tuple(_row(other.release, catalog) for other in reversed(series.up_to(name)))
     announcements = tuple(_facts(release.notes.announcements))
     known_issues = tuple(_facts(release.notes.known_issues))
@@ -91,7 +101,8 @@ def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
     cuda = component_segment(release, catalog, "cuda")
     pytorch_segment = component_segment(release, catalog, "pytorch", with_name=False)
 
-    marked = [*also, *key_features, *announcements, *known_issues, cuda, pytorch_segment]
+    marked = [*also, *(i for g in groups for i in g.items), *key_features, *announcements, *known_issues,
+              cuda, pytorch_segment, os_, capability]
     marked += [cell for row in table for cell in (row.ubuntu, row.cuda, row.pytorch, row.tensorrt)]
     for part in (release.notes.driver, release.notes.gpu_requirements):
         if part is not None:
@@ -104,16 +115,18 @@ def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
         release=release,
         pytorch_source=pytorch is None or pytorch.install in (None, "source"),
         pytorch_location=location,
+        pytorch_installed_at=installed_at,
         pytorch=pytorch_segment,
-        os=Segment(os_text(release)) if os_text(release) else None,
+        os=os_,
         python=python.version if python else None,
         python_pins=tuple(sorted(loaded.constraints.pins, key=lambda p: p.key)) if loaded.constraints else (),
         also_includes=also,
+        groups=groups,
         examples=tuple(release.notes.tensor_core_examples),
         cuda=cuda,
         driver=release.notes.driver,
         gpu=release.notes.gpu_requirements,
-        min_compute_capability=release.gpu.min_compute_capability,
+        min_compute_capability=capability,
         key_features=key_features,
         drafted_from=drafted_from,
         announcements=announcements,
@@ -148,26 +161,35 @@ def _drafted(item: Item) -> Item:
     return Item(Segment(item.head.text, "drafted"), item.inside)
 
 
-def _also_includes(release: Release, catalog: Catalog) -> tuple[Item, ...]:
+def _also_includes(release: Release, catalog: Catalog) -> tuple[tuple[Item, ...], tuple[Group, ...]]:
     """NVIDIA's "The container also includes the following" after the OS line: every component but
-    PyTorch itself (those listed inside another's line go there), then the manifest's other items."""
-    items = []
+    PyTorch itself (those listed inside another's line go there), then the manifest's other items;
+    and the groups (a component whose packages the notes list one by one, under a heading)."""
+    items, groups = [], []
     inside = {name for name, entry in catalog.entries.items() if entry.within in release.components}
     ordered = [n for n in catalog.entries if n in release.components]
     ordered += sorted(n for n in release.components if n not in catalog.entries)
     for name in ordered:
         if name == "pytorch" or name in inside:
             continue
-        items.append(component_item(release, catalog, name))
+        group = component_group(release, catalog, name)
+        if group is not None:
+            groups.append(group)
+        else:
+            items.append(component_item(release, catalog, name))
     items += _facts(release.notes.also_includes)
-    return tuple(items)
+    return tuple(items), tuple(groups)
+
+
+def _os_segment(release: Release, text: str | None) -> Segment | None:
+    return Segment(text, release.os.provenance) if text else None
 
 
 def _row(release: Release, catalog: Catalog) -> TableRow:
     ubuntu = None
     if release.os is not None:
         text = release.os.version if release.os.name == "Ubuntu" else os_text(release)
-        ubuntu = Segment(text)
+        ubuntu = _os_segment(release, text)
     return TableRow(
         release=release.release,
         ubuntu=ubuntu,

@@ -20,7 +20,7 @@ from .. import seedtext as st
 OLD = """\
 status: archived
 summary: an old release
-os: {name: Ubuntu, version: '18.04'}
+os: {name: Ubuntu, version: '18.04', provenance: nvidia}
 python: {version: '3.6', install: conda, site_packages: /opt/conda/lib/python3.6/site-packages}
 gpu: {min_compute_capability: '6.0'}
 components:
@@ -35,7 +35,7 @@ notes:
 NEW = """\
 status: archived
 summary: a newer release
-os: {name: Ubuntu, version: '20.04'}
+os: {name: Ubuntu, version: '20.04', provenance: nvidia}
 python: {version: '3.8', install: conda, site_packages: /opt/conda/lib/python3.8/site-packages}
 gpu: {min_compute_capability: '6.0'}
 components:
