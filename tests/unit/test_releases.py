@@ -34,13 +34,17 @@ def test_render_refuses_an_archived_release(name):
 
 
 def test_archived_releases_keep_the_versions_table():
-    """Ubuntu, CUDA, PyTorch and TensorRT of the seed's table, merged cells left out where ambiguous."""
+    """Ubuntu, CUDA, PyTorch and TensorRT of the seed's table. A merged (row-spanning) cell is
+    NVIDIA's value for every row it spans, and the manifest says which cell it read; what the
+    table does not give stays unknown."""
     assert release("20.11").os.version == "18.04"
     assert release("20.11").components["cuda"].version == "11.1.0"
     assert release("20.09").components["tensorrt"].version == "7.1.3"
     assert release("19.10").components["pytorch"].version == "1.3.0a0+24ae9b5"
-    assert "cuda" not in release("19.08").components  # a merged cell: unknown, not invented
-    assert release("19.08").os is None and release("19.08").python is None
+    cuda = release("19.08").components["cuda"]  # the CUDA cell of 19.10 spans 19.09 and 19.08
+    assert (cuda.version, cuda.provenance) == ("10.1.243", "nvidia") and "merged cell" in cuda.source
+    assert (release("19.08").os.version, release("19.08").os.provenance) == ("18.04", "nvidia")
+    assert release("19.08").python is None and "cudnn" not in release("19.08").components  # not invented
 
 
 @pytest.mark.parametrize("name", GPU_RELEASES)
