@@ -66,7 +66,10 @@ class ImagePlan:
                 "cuda": _version_of(release, "cuda"),
                 "cudnn": _version_of(release, "cudnn"),
                 "nccl": _version_of(release, "nccl"),
+                "features": list(release.gpu.features),
             },
+            # Components whose checks run: those the image actually carries (not documented-only).
+            "components_in_image": sorted(name for name, c in release.components.items() if _in_image(c)),
         }
 
     def env_with_constraint(self) -> dict[str, str]:
@@ -74,6 +77,10 @@ class ImagePlan:
         if self.release.pip.constraint_file:
             env["PIP_CONSTRAINT"] = PIP_CONSTRAINT_PATH
         return env
+
+
+def _in_image(component: Component) -> bool:
+    return component.install not in (None, "none")
 
 
 def _version_of(release, name: str) -> str | None:
