@@ -69,11 +69,12 @@ def render_table(rows: list[Row], width: int | None = None) -> str:
     """A fixed-width table that fits the terminal (long checks and reasons are cut with '…');
     the counts at the bottom are of every check, before passes are collapsed."""
     width = width or max(80, min(shutil.get_terminal_size((120, 40)).columns, 160))
-    check_w = min(max((len(r.check) for r in rows), default=5), width // 2)
+    shown = collapse_passes(rows)
+    check_w = min(max((len(r.check) for r in shown), default=5), width // 2)
     result_w = 7
     detail_w = max(10, width - check_w - result_w - 4)
     lines = [f"{'check':<{check_w}}  {'result':<{result_w}}  figure / reason", "-" * min(width, 160)]
-    for row in collapse_passes(rows):
+    for row in shown:
         lines.append(f"{_cut(row.check, check_w):<{check_w}}  {row.result:<{result_w}}  {_cut(row.detail, detail_w)}")
     counts = {k: sum(r.result == k for r in rows) for k in ("passed", "failed", "error", "skipped")}
     lines.append("-" * min(width, 160))
