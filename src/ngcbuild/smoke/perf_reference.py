@@ -24,6 +24,7 @@ class Reference:
 _H100 = "NVIDIA H100 Tensor Core GPU datasheet (dense = half of the sparsity figure)"
 _H200 = "NVIDIA H200 Tensor Core GPU datasheet (dense = half of the sparsity figure)"
 _A100 = "NVIDIA A100 Tensor Core GPU datasheet (dense figures)"
+_V100 = "NVIDIA Tesla V100 datasheet (tensor performance; no bf16)"
 REFERENCES: tuple[tuple[str, Reference], ...] = (
     (r"NVIDIA H100 80GB HBM3", Reference("H100 SXM5 80GB", 989.4, 989.4, 3350, _H100)),
     (r"NVIDIA H100 NVL", Reference("H100 NVL", 835.5, 835.5, 3900, _H100)),
@@ -37,10 +38,12 @@ REFERENCES: tuple[tuple[str, Reference], ...] = (
     (r"NVIDIA A100-(SXM4|PCIE)-40GB", Reference("A100 40GB", 312, 312, 1555, _A100)),
     (r"NVIDIA L40S", Reference("L40S", 362.05, 362.05, 864,
                                "NVIDIA L40S datasheet (dense = half of the sparsity figure)")),
-    (r"NVIDIA L4", Reference("L4", 121, 121, 300, "NVIDIA L4 Tensor Core GPU datasheet (dense = half of the sparsity figure)")),
-    (r"NVIDIA A10", Reference("A10", 125, 125, 600, "NVIDIA A10 Tensor Core GPU datasheet (dense = half of the sparsity figure)")),
-    (r"Tesla V100-SXM2-(16|32)GB", Reference("V100 SXM2", None, 125, 900, "NVIDIA Tesla V100 datasheet (tensor performance)")),
-    (r"Tesla V100-PCIE-(16|32)GB", Reference("V100 PCIe", None, 112, 900, "NVIDIA Tesla V100 datasheet (tensor performance)")),
+    (r"NVIDIA L4", Reference("L4", 121, 121, 300,
+                             "NVIDIA L4 Tensor Core GPU datasheet (dense = half of the sparsity figure)")),
+    (r"NVIDIA A10", Reference("A10", 125, 125, 600,
+                              "NVIDIA A10 Tensor Core GPU datasheet (dense = half of the sparsity figure)")),
+    (r"Tesla V100-SXM2-(16|32)GB", Reference("V100 SXM2", None, 125, 900, _V100)),
+    (r"Tesla V100-PCIE-(16|32)GB", Reference("V100 PCIe", None, 112, 900, _V100)),
     (r"Tesla T4", Reference("T4", None, 65, 320, "NVIDIA T4 datasheet (mixed precision FP16/FP32)")),
 )
 

@@ -8,6 +8,8 @@ Two kinds of skip, on purpose:
   every mode, because a GPU runner with an A100 must not fail an FP8 check.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import subprocess
@@ -15,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gpu_facts import TORCH_API_SINCE, release_at_least
 
 SMOKE_DIR = Path(os.environ.get("NGCBUILD_SMOKE_DIR", "/opt/ngcbuild"))

@@ -34,7 +34,8 @@ def main() -> int:
     verdict = torch.tensor([wrong], dtype=torch.int64, device="cuda")
     dist.all_reduce(verdict, op=dist.ReduceOp.SUM)
     if rank == 0:
-        print(f"allreduce {'ok' if int(verdict) == 0 else 'WRONG'} world={world} wrong_elements={int(verdict)}", flush=True)
+        outcome = "ok" if int(verdict) == 0 else "WRONG"
+        print(f"allreduce {outcome} world={world} wrong_elements={int(verdict)}", flush=True)
     dist.destroy_process_group()
     return 0 if int(verdict) == 0 else 1
 

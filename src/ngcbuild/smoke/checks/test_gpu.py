@@ -7,7 +7,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from gpu_facts import arch_support, cuda_matches, cudnn_number, manifest_nccl, nccl_tuple
 
 
@@ -42,7 +41,8 @@ def test_cuda_device_computes(gpu):
     import torch
 
     a = torch.randn(64, 64, device="cuda", dtype=torch.float64)
-    assert torch.allclose((a @ a).cpu(), a.cpu() @ a.cpu(), atol=1e-10, rtol=1e-10), "float64 matmul on the GPU differs from the CPU"
+    assert torch.allclose((a @ a).cpu(), a.cpu() @ a.cpu(), atol=1e-10, rtol=1e-10), \
+        "float64 matmul on the GPU differs from the CPU"
 
 
 def test_compute_capability_meets_the_minimum(gpu, expected, figure):
@@ -63,7 +63,7 @@ def test_device_architecture_is_in_the_build(gpu, figure):
     for i in range(gpu.device_count()):
         found[i] = arch_support(gpu.get_device_capability(i), arch_list)
     figure("; ".join(sorted({how for how in found.values() if how})) or "none")
-    missing = [f"cuda:{i} (sm_{''.join(map(str, gpu.get_device_capability(i)))})" for i, how in found.items() if how is None]
+    missing = ["cuda:{} (sm_{}{})".format(i, *gpu.get_device_capability(i)) for i, how in found.items() if how is None]
     assert not missing, f"{missing} not runnable with torch.cuda.get_arch_list() = {arch_list}"
 
 
@@ -74,7 +74,8 @@ def test_cuda_version_matches_the_manifest(gpu, expected, figure):
     figure(f"CUDA {torch.version.cuda}")
     if not wanted:
         pytest.skip("the manifest names no CUDA component")
-    assert cuda_matches(torch.version.cuda, wanted), f"torch.version.cuda is {torch.version.cuda}, the manifest says {wanted}"
+    assert cuda_matches(torch.version.cuda, wanted), \
+        f"torch.version.cuda is {torch.version.cuda}, the manifest says {wanted}"
 
 
 def test_cudnn_version_matches_the_manifest(gpu, expected, figure):
@@ -85,7 +86,8 @@ def test_cudnn_version_matches_the_manifest(gpu, expected, figure):
     figure(f"cuDNN {have}")
     if not wanted:
         pytest.skip("the manifest names no cuDNN component")
-    assert have == cudnn_number(wanted), f"torch.backends.cudnn.version() is {have}, the manifest's {wanted} is {cudnn_number(wanted)}"
+    assert have == cudnn_number(wanted), \
+        f"torch.backends.cudnn.version() is {have}, the manifest's {wanted} is {cudnn_number(wanted)}"
 
 
 def test_nccl_version_matches_the_manifest(gpu, expected, figure):

@@ -5,7 +5,6 @@ Each check runs only where the manifest puts the component in the image (marker 
 import importlib
 
 import pytest
-
 from gpu_facts import (
     MIN_CAPABILITY,
     UNIT_ROUNDOFF,
@@ -37,14 +36,14 @@ def test_apex_fused_adam_steps_like_torch_adamw(gpu, figure):
     # FusedAdam's default adam_w_mode=True is AdamW: decoupled weight decay.
     fused_opt = FusedAdam(fused, lr=1e-2, weight_decay=0.01)
     plain_opt = torch.optim.AdamW(plain, lr=1e-2, weight_decay=0.01)
-    for step in range(3):
+    for _ in range(3):
         grads = [torch.randn_like(p) for p in start]
         for params, opt in ((fused, fused_opt), (plain, plain_opt)):
-            for p, g in zip(params, grads):
-                p.grad = g.clone()
+            for i, p in enumerate(params):
+                p.grad = grads[i].clone()
             opt.step()
-    moved = max(float((f - s).abs().max()) for f, s in zip(fused, start))
-    error = max(relative_error(f, p) for f, p in zip(fused, plain))
+    moved = max(float((fused[i] - start[i]).abs().max()) for i in range(len(start)))
+    error = max(relative_error(fused[i], plain[i]) for i in range(len(start)))
     figure(f"rel. error vs AdamW {error:.1e}")
     assert moved > 0, "FusedAdam.step() left the parameters unchanged"
     assert error <= 1e-5, f"3 FusedAdam steps differ from torch.optim.AdamW by {error:.2e}"

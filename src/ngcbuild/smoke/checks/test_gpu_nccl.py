@@ -18,7 +18,8 @@ def test_nccl_allreduce_under_torchrun_is_exact(gpu, figure):
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"the all-reduce across {world} GPU(s) hung for {TIMEOUT_S}s: {' '.join(command)}") from None
+        raise AssertionError(f"the all-reduce across {world} GPU(s) hung for {TIMEOUT_S}s: "
+                             f"{' '.join(command)}") from None
     log = (done.stdout + done.stderr)[-3000:]
     figure(f"{world} rank(s)")
     assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{log}"

@@ -7,14 +7,13 @@ reduced-precision path on the GPU cannot hide an error in the reference itself."
 import math
 
 import pytest
-
 from gpu_facts import (
     COMPILE_TOLERANCE,
     MIN_CAPABILITY,
     capability_at_least,
     relative_error,
-    tolerance,
     release_at_least,
+    tolerance,
 )
 
 
@@ -66,7 +65,8 @@ def test_grad_scaler_training_step_lowers_the_loss(gpu, figure):
     figure(f"loss {losses[0]:.3f} -> {losses[-1]:.3f}, scale {scaler.get_scale():g}")
     assert all(map(math.isfinite, losses)), f"non-finite loss: {losses}"
     assert scaler.get_scale() > 0, "the loss scale collapsed to zero"
-    assert losses[-1] < 0.5 * losses[0], f"40 scaled fp16 steps did not halve the loss: {losses[0]:.4f} -> {losses[-1]:.4f}"
+    assert losses[-1] < 0.5 * losses[0], \
+        f"40 scaled fp16 steps did not halve the loss: {losses[0]:.4f} -> {losses[-1]:.4f}"
 
 
 @pytest.mark.torch_api("torch.compile")

@@ -5,7 +5,6 @@ the speed-up of torch.compile on a small transformer training step. Each figure 
 import copy
 
 import pytest
-
 from gpu_facts import capability_at_least, relative_error, tolerance
 from perf_measure import copy_gbps, gemm_tflops, speedup, time_per_call
 
@@ -45,8 +44,8 @@ def test_device_to_device_copy_bandwidth(gpu, perf_results, figure):
     timing = time_per_call(lambda: dst.copy_(src), calls=5)
     gbps = copy_gbps(COPY_BYTES, timing["median"])
     assert bool((dst[:: 1 << 20] == 7).all()), "the copy did not arrive"
-    perf_results["d2d_copy_gbps"] = {"value": gbps, "unit": "GB/s", "what": f"copy_ of {COPY_BYTES >> 20} MiB (read + write)",
-                                     "timing_s": timing}
+    perf_results["d2d_copy_gbps"] = {"value": gbps, "unit": "GB/s", "timing_s": timing,
+                                     "what": f"copy_ of {COPY_BYTES >> 20} MiB (read + write)"}
     figure(f"{gbps:.0f} GB/s")
     assert gbps > 0
 
@@ -86,8 +85,9 @@ def test_compile_speedup_on_a_transformer_training_step(gpu, perf_results, figur
     eager = time_per_call(eager_step)
     fast = time_per_call(compiled_step)
     gain = speedup(eager["median"], fast["median"])
-    perf_results["compile_speedup"] = {"value": gain, "unit": "x", "what": "torch.compile vs eager, 4-layer transformer "
-                                       f"training step ({str(dtype).replace('torch.', '')} autocast)",
+    what = f"torch.compile vs eager, 4-layer transformer training step ({str(dtype).replace('torch.', '')} autocast)"
+    perf_results["compile_speedup"] = {"value": gain, "unit": "x", "what": what,
                                        "eager_s": eager, "compiled_s": fast, "compile_s": compile_s}
     figure(f"{gain:.2f}x (compile {compile_s:.0f} s)")
-    assert all(bool(p.isfinite().all()) for p in compiled_model.parameters()), "the compiled steps produced non-finite weights"
+    assert all(bool(p.isfinite().all()) for p in compiled_model.parameters()), \
+        "the compiled steps produced non-finite weights"

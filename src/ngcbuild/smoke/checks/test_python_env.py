@@ -3,10 +3,9 @@
 import sys
 
 import pytest
+from gpu_facts import version_matches_pin
 from packaging.utils import canonicalize_name
 from packaging.version import Version
-
-from gpu_facts import version_matches_pin
 
 # Checks of the image itself: host mode (no image) deselects them.
 pytestmark = pytest.mark.image
@@ -33,4 +32,5 @@ def test_pytorch_reports_the_manifest_version(expected):
     import torch
 
     pin = expected["components"]["pytorch"]
-    assert version_matches_pin(torch.__version__, pin), f"torch.__version__ is {torch.__version__}, the manifest pins {pin}"
+    assert version_matches_pin(torch.__version__, pin), \
+        f"torch.__version__ is {torch.__version__}, the manifest pins {pin}"
