@@ -38,14 +38,22 @@ def golden(c):
 
 
 @task(help={
-    "release": "release name",
-    "require_gpu": "turn every GPU skip into a failure (GPU runners)",
+    "release": "release name (with --host: check the host against R's manifest)",
+    "require_gpu": "turn every no-GPU skip into a failure (GPU runners)",
     "image": "image to test (default: the one in build/R/record.json)",
+    "perf": "also run the performance smoke; figures to build/R/perf.json",
+    "baseline": "with --perf: the same on this release's image or image REF, report regressions",
+    "threshold": "with --baseline: a figure worse by more than this fraction is a regression (default 0.05)",
+    "host": "run the checks with the host's Python, no Docker (a GPU machine); results in build/host/",
+    "expect_from_env": "with --host: expectations from the host's PyTorch/CUDA/cuDNN/NCCL instead of a manifest",
+    "python": "with --host: the interpreter whose PyTorch to check (default: this one)",
 })
 @guarded
-def smoke(c, release, require_gpu=False, image=None):
-    """Run the smoke suite inside the built image; JUnit at build/R/smoke-junit.xml."""
-    api.smoke(release, require_gpu=require_gpu, image=image)
+def smoke(c, release=None, require_gpu=False, image=None, perf=False, baseline=None, threshold=None,
+          host=False, expect_from_env=False, python=None):
+    """Run the smoke suite inside the built image (or on the host); JUnit at build/R/smoke-junit.xml."""
+    api.smoke(release, require_gpu=require_gpu, image=image, perf=perf, baseline=baseline, threshold=threshold,
+              host=host, expect_from_env=expect_from_env, python=python)
 
 
 @task(help={"release": "release name", "registry": "registry HOST[:PORT] to push to"})

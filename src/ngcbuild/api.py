@@ -11,7 +11,7 @@ from . import build as builder
 from . import golden as golden_files
 from . import registry as registry_client
 from .engine import connect
-from .errors import shown_path
+from .errors import UserError, shown_path
 from .manifest import load_release
 from .project import Project
 from .render import render_release
@@ -36,8 +36,43 @@ def golden(root=".") -> None:
     print("review the changes with `git diff tests/golden` before committing them")
 
 
-def smoke(release: str, require_gpu=False, image=None, root=".") -> None:
-    smoke_runner.run_smoke(Project.at(root), release, require_gpu=require_gpu, image=image)
+def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
+          threshold=None, host=False, expect_from_env=False, python=None, root=".") -> None:
+    from .smoke.perf import DEFAULT_THRESHOLD
+
+    project = Project.at(root)
+    threshold = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+    if not 0 < threshold < 1:
+        raise UserError(f"--threshold: expected a fraction between 0 and 1 (0.05 is 5 %), got {threshold}")
+    if host:
+        if image or baseline:
+            raise UserError("--image and --baseline need Docker; host mode runs the checks with the host's Python")
+        _smoke_host(project, release, expect_from_env, require_gpu, perf, python)
+        return
+    if expect_from_env or python:
+        raise UserError("--expect-from-env and --python belong to host mode: add --host")
+    if not release:
+        raise UserError("--release: which release's image to test (or --host --expect-from-env on a GPU host)")
+    smoke_runner.run_smoke(project, release, require_gpu=require_gpu, image=image, perf=perf,
+                           baseline=baseline, threshold=threshold)
+
+
+def _smoke_host(project: Project, release, expect_from_env, require_gpu, perf, python) -> None:
+    from .render import render_files
+    from .smoke import host
+
+    python = python or sys.executable
+    if expect_from_env == bool(release):
+        raise UserError("host mode needs exactly one of --expect-from-env (expectations from the host's "
+                        "PyTorch) or --release R (expectations from R's manifest)")
+    if expect_from_env:
+        facts = host.probe_environment(python)
+        expected = json.dumps(host.expectations_from_env(facts), indent=2, sort_keys=True).encode() + b"\n"
+        name = "host"
+    else:
+        expected = render_files(project, load_release(project, release)).files["expected.json"]
+        name = release
+    host.run_host(project.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
 
 
 def push(release: str, registry: str, root=".") -> dict:

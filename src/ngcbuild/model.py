@@ -151,10 +151,16 @@ class Component(Strict):
         return self.package_provenance.get(package, self.method_provenance)
 
 
+# GPU features a release promises beyond its component versions; the smoke suite checks each one
+# the manifest lists (mempool: torch.cuda.MemPool is usable).
+GpuFeature = Literal["mempool"]
+
+
 class GpuSpec(Strict):
     required: bool = False
     min_compute_capability: ComputeCapability | None = None
     cuda_arch_list: ArchList | None = None
+    features: list[GpuFeature] = Field(default_factory=list)
 
 
 class BannerSpec(Strict):

@@ -25,7 +25,7 @@ RUNTIME_METHODS = ("apt",)
 BUILDER_ONLY_METHODS = ("conda",)
 STAGED_METHODS = ("pip", "source")
 # Methods that put the component into the image (so its env vars and labels describe the image).
-IN_IMAGE_METHODS = ("apt", "pip", "source", "base")
+IN_IMAGE_METHODS = ("apt", "pip", "conda", "source", "base")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,10 @@ class ImagePlan:
                 "cuda": _version_of(release, "cuda"),
                 "cudnn": _version_of(release, "cudnn"),
                 "nccl": _version_of(release, "nccl"),
+                "features": list(release.gpu.features),
             },
+            # Components whose checks run: those the image actually carries (not documented-only).
+            "components_in_image": sorted(_in_image(release)),
         }
 
     def env_with_constraint(self) -> dict[str, str]:

@@ -7,7 +7,6 @@ container runs with the NGC flags (shm, memlock, stack) and, where a GPU is visi
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import resource
 import shutil
@@ -20,24 +19,26 @@ from pathlib import Path
 
 import docker
 from docker.types import DeviceRequest, Ulimit
-from packaging.requirements import Requirement
 
 from ..engine import connect
 from ..errors import SmokeFailed, UserError
 from ..manifest import load_release
 from ..project import Project
-from ..record import read_record, write_record
+from ..record import read_record, record_path, write_record
 from ..render import render_files
+from .perf import DEFAULT_THRESHOLD, MEASURED, perf_report, read_measured, render_perf, with_baseline, write_report
+from .staging import stage_pytest
+from .summary import render_table, rows_from_junit
 
 CHECKS_DIR = Path(__file__).parent / "checks"
 MOUNT = "/opt/ngcbuild"
 JUNIT = "smoke-junit.xml"
 TIMEOUT_S = 1800
 NGC_RUN_FLAGS = {"shm_size": "1g", "memlock": -1, "stack": 67108864}
-PYTEST_DISTS = ("pytest",)
 
 
 def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str | None = None,
+              perf: bool = False, baseline: str | None = None, threshold: float = DEFAULT_THRESHOLD,
               out=sys.stdout) -> dict:
     loaded = load_release(project, name)
     record = read_record(project.out(name)) if image is None else None
@@ -50,31 +51,41 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
         print(f"warning: {ref[:19]} was built from another context than the manifest renders now; "
               f"rebuild to test the current manifest", file=out, flush=True)
     client = connect()
-    try:
-        config = client.inspect_image(ref)["Config"]
-    except docker.errors.ImageNotFound:
-        raise UserError(f"image {ref} not found; run `invoke build --release {name}` first") from None
+    config = _image_config(client, ref, f"run `invoke build --release {name}` first")
+    baseline_ref = _baseline_ref(project, baseline) if baseline else None
+    if baseline_ref:
+        _image_config(client, baseline_ref, "give --baseline a built release or an image reference")
     gpu = gpu_visible(client)
     print(f"smoke: {name} in {ref[:19]} (GPU {'visible' if gpu else 'not visible: GPU checks skip'}"
-          f"{'; --require-gpu: skips fail' if require_gpu else ''})", file=out, flush=True)
+          f"{'; --require-gpu: skips fail' if require_gpu else ''}{'; with --perf' if perf else ''})",
+          file=out, flush=True)
 
     with tempfile.TemporaryDirectory(prefix="ngcbuild-smoke-") as tmp:
         tmp = Path(tmp)
-        (tmp / "expect").mkdir()
-        (tmp / "expect" / "expected.json").write_bytes(rendered.files["expected.json"])
-        (tmp / "expect" / "image.json").write_text(json.dumps(config, indent=2))
-        stage_pytest(tmp / "pytest")
-        (tmp / "out").mkdir()
-        (tmp / "out").chmod(0o777)
-        exit_code = _run_container(client, ref, tmp, gpu, require_gpu, out)
+        _stage(tmp, rendered.files["expected.json"], config)
+        args = suite_args(require_gpu=require_gpu, perf=perf)
+        exit_code = _run_container(client, ref, tmp, gpu, args, out)
         junit = tmp / "out" / JUNIT
         if not junit.is_file():
             raise SmokeFailed(f"smoke suite wrote no JUnit report (container exit {exit_code})")
         shutil.copyfile(junit, directory / JUNIT)
+        measured = read_measured(tmp / "out" / MEASURED) if perf else None
     counts = junit_counts(directory / JUNIT)
-    result = {**counts, "image_id": client.inspect_image(ref)["Id"], "require_gpu": require_gpu,
+    image_id = client.inspect_image(ref)["Id"]
+    result = {**counts, "image_id": image_id, "require_gpu": require_gpu,
               "gpu_visible": gpu, "exit_code": exit_code, "junit": str(directory / JUNIT),
               "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    print(render_table(rows_from_junit(directory / JUNIT)), file=out, end="", flush=True)
+    regressed = []
+    if perf:
+        report = perf_report(name, image_id, measured)
+        if baseline_ref:
+            other = _baseline_perf(client, baseline_ref, rendered.files["expected.json"], gpu, out)
+            report = with_baseline(report, perf_report(baseline, client.inspect_image(baseline_ref)["Id"], other),
+                                   baseline_ref, threshold)
+            regressed = report["baseline"]["regressions"]
+        result["perf"] = str(write_report(directory, report))
+        print(render_perf(report), file=out, end="", flush=True)
     if record is not None:
         record["smoke"] = result
         write_record(directory, record)
@@ -82,37 +93,68 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
     print(f"smoke: {summary}; JUnit: {directory / JUNIT}", file=out, flush=True)
     if exit_code != 0:
         raise SmokeFailed(f"smoke suite failed for {name} ({summary}); see {directory / JUNIT}")
+    if regressed:
+        raise SmokeFailed(f"performance regressions against {baseline}: "
+                          + ", ".join(f"{r['metric']} {r['change']:+.1%}" for r in regressed))
     return result
+
+
+def suite_args(require_gpu: bool = False, perf: bool = False, perf_only: bool = False,
+               mount: str = MOUNT) -> list[str]:
+    """pytest arguments after the checks folder: the GPU gate, the performance smoke and its output.
+
+    JUnit in the xunit1 family, because it carries each check's `figure` property."""
+    args = [f"--junitxml={mount}/out/{JUNIT}", "-o", "junit_family=xunit1"]
+    if require_gpu:
+        args.append("--require-gpu")
+    if perf or perf_only:
+        args += ["--perf", f"--perf-out={mount}/out/{MEASURED}"]
+    if perf_only:
+        args += ["-m", "perf"]
+    return args
+
+
+def _image_config(client, ref: str, hint: str) -> dict:
+    try:
+        return client.inspect_image(ref)["Config"]
+    except docker.errors.ImageNotFound:
+        raise UserError(f"image {ref} not found; {hint}") from None
+
+
+def _baseline_ref(project: Project, other: str) -> str:
+    """--baseline names a release built here (its record gives the image) or an image reference."""
+    path = record_path(project.out(other)) if "/" not in other and ":" not in other else None
+    if path is not None and path.is_file():
+        return read_record(project.out(other))["image_id"]
+    return other
+
+
+def _stage(tmp: Path, expected_json: bytes, config: dict) -> None:
+    (tmp / "expect").mkdir()
+    (tmp / "expect" / "expected.json").write_bytes(expected_json)
+    (tmp / "expect" / "image.json").write_text(json.dumps(config, indent=2))
+    stage_pytest(tmp / "pytest")
+    (tmp / "out").mkdir()
+    (tmp / "out").chmod(0o777)
+
+
+def _baseline_perf(client, ref: str, expected_json: bytes, gpu: bool, out) -> dict | None:
+    """The performance smoke alone in the baseline image, on the same GPU(s)."""
+    print(f"perf baseline: {ref[:40]}", file=out, flush=True)
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-baseline-") as tmp:
+        tmp = Path(tmp)
+        _stage(tmp, expected_json, client.inspect_image(ref)["Config"])
+        exit_code = _run_container(client, ref, tmp, gpu, suite_args(perf_only=True), out)
+        measured = read_measured(tmp / "out" / MEASURED)
+    if exit_code != 0:
+        print(f"warning: the baseline's performance smoke exited {exit_code}", file=out, flush=True)
+    return measured
 
 
 def gpu_visible(client: docker.APIClient) -> bool:
     """A GPU can be handed to containers: the NVIDIA runtime is registered and a device node exists."""
     runtimes = client.info().get("Runtimes") or {}
     return "nvidia" in runtimes and Path("/dev/nvidiactl").exists()
-
-
-def stage_pytest(target: Path) -> None:
-    """Copy the host's pytest and what it needs (pure Python) for the image's interpreter to import."""
-    target.mkdir(parents=True, exist_ok=True)
-    seen: set[str] = set()
-    pending = list(PYTEST_DISTS)
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        dist = importlib.metadata.distribution(name)
-        for file in dist.files or ():
-            source = Path(dist.locate_file(file))
-            if ".." in file.parts or file.suffix == ".pyc" or not source.is_file():
-                continue
-            destination = target / file
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, destination)
-        for requirement in dist.requires or ():
-            req = Requirement(requirement)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                pending.append(req.name)
 
 
 def run_flags(memlock: int) -> dict:
@@ -122,11 +164,9 @@ def run_flags(memlock: int) -> dict:
                         Ulimit(name="stack", soft=NGC_RUN_FLAGS["stack"], hard=NGC_RUN_FLAGS["stack"])]}
 
 
-def _run_container(client, ref: str, tmp: Path, gpu: bool, require_gpu: bool, out) -> int:
-    command = ["python3", f"{MOUNT}/smoke/run_checks.py", f"--junitxml={MOUNT}/out/{JUNIT}", "-p", "no:cacheprovider",
-               "-q", "-rs", f"--rootdir={MOUNT}/smoke", f"{MOUNT}/smoke"]
-    if require_gpu:
-        command.append("--require-gpu")
+def _run_container(client, ref: str, tmp: Path, gpu: bool, args: list[str], out) -> int:
+    command = ["python3", f"{MOUNT}/smoke/run_checks.py", "-p", "no:cacheprovider",
+               "-q", "-rs", f"--rootdir={MOUNT}/smoke", f"{MOUNT}/smoke", *args]
     binds = {
         str(CHECKS_DIR): {"bind": f"{MOUNT}/smoke", "mode": "ro"},
         str(tmp / "expect"): {"bind": f"{MOUNT}/expect", "mode": "ro"},

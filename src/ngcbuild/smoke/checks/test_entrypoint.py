@@ -3,6 +3,11 @@
 import os
 import subprocess
 
+import pytest
+
+# Checks of the image itself: host mode (no image) deselects them.
+pytestmark = pytest.mark.image
+
 
 def _run_entrypoint(expected, *command):
     return subprocess.run([expected["entrypoint"], *command], capture_output=True, text=True, timeout=60)

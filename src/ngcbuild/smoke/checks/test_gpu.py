@@ -1,36 +1,111 @@
-"""GPU checks: skip with a reason where no GPU is visible; --require-gpu makes the skip a failure."""
+"""The GPU is there and the image's CUDA stack is the one the manifest names.
+
+Each check skips with a reason where no GPU is visible; --require-gpu makes that skip a failure."""
+
+import os
+import shutil
+import subprocess
 
 import pytest
+from gpu_facts import arch_support, cuda_matches, cudnn_number, manifest_nccl, nccl_tuple
 
 
-def cudnn_number(version: str) -> int:
-    """cuDNN's own integer for a version string: 8.0.5 -> 8005, 9.17.0 -> 91700."""
-    major, minor, patch = (int(p) for p in version.split(".")[:3])
-    return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
+def test_cuda_is_available(gpu):
+    import torch
+
+    assert torch.cuda.is_available(), "torch.cuda.is_available() is False although a device is counted"
+
+
+def test_device_count_matches_the_driver(gpu, figure):
+    """PyTorch sees every GPU the container was given (nvidia-smi lists what the driver hands in)."""
+    names = _driver_gpu_names()
+    figure(f"{gpu.device_count()} GPU(s)")
+    assert gpu.device_count() >= 1
+    if names is None:
+        pytest.skip("no nvidia-smi in the image, or CUDA_VISIBLE_DEVICES is set: the count is only checked as >= 1")
+    assert gpu.device_count() == len(names), f"PyTorch sees {gpu.device_count()} GPUs, the driver lists {names}"
+
+
+def test_device_names_match_the_driver(gpu, figure):
+    torch_names = [gpu.get_device_name(i) for i in range(gpu.device_count())]
+    figure(", ".join(sorted(set(torch_names))))
+    assert all(torch_names), f"a device has no name: {torch_names}"
+    names = _driver_gpu_names()
+    if names is None:
+        pytest.skip("no nvidia-smi in the image, or CUDA_VISIBLE_DEVICES is set: names come from PyTorch only")
+    # CUDA orders devices fastest first, nvidia-smi by PCI bus: compare the names as multisets.
+    assert sorted(torch_names) == sorted(names), f"PyTorch names {torch_names}, the driver {names}"
 
 
 def test_cuda_device_computes(gpu):
     import torch
 
-    assert gpu.device_count() >= 1
-    a = torch.randn(64, 64, device="cuda")
-    assert torch.allclose((a @ a).cpu(), a.cpu() @ a.cpu(), atol=1e-3, rtol=1e-3)
+    a = torch.randn(64, 64, device="cuda", dtype=torch.float64)
+    assert torch.allclose((a @ a).cpu(), a.cpu() @ a.cpu(), atol=1e-10, rtol=1e-10), \
+        "float64 matmul on the GPU differs from the CPU"
 
 
-def test_compute_capability_meets_the_minimum(gpu, expected):
+def test_compute_capability_meets_the_minimum(gpu, expected, figure):
     minimum = expected["gpu"]["min_compute_capability"]
+    capabilities = [gpu.get_device_capability(i) for i in range(gpu.device_count())]
+    figure(", ".join("{}.{}".format(*c) for c in sorted(set(capabilities))))
     if minimum is None:
         pytest.skip("the manifest states no minimum compute capability")
-    assert gpu.get_device_capability(0) >= tuple(int(p) for p in minimum.split("."))
+    wanted = tuple(int(p) for p in minimum.split("."))
+    below = [f"cuda:{i} is {c[0]}.{c[1]}" for i, c in enumerate(capabilities) if tuple(c) < wanted]
+    assert not below, f"below the manifest's minimum compute capability {minimum}: {below}"
 
 
-def test_cuda_cudnn_nccl_versions_match_the_manifest(gpu, expected):
+def test_device_architecture_is_in_the_build(gpu, figure):
+    """The PyTorch build carries kernels for every visible device (else: "no kernel image is available")."""
+    arch_list = gpu.get_arch_list()
+    found = {}
+    for i in range(gpu.device_count()):
+        found[i] = arch_support(gpu.get_device_capability(i), arch_list)
+    figure("; ".join(sorted({how for how in found.values() if how})) or "none")
+    missing = ["cuda:{} (sm_{}{})".format(i, *gpu.get_device_capability(i)) for i, how in found.items() if how is None]
+    assert not missing, f"{missing} not runnable with torch.cuda.get_arch_list() = {arch_list}"
+
+
+def test_cuda_version_matches_the_manifest(gpu, expected, figure):
     import torch
 
-    wanted = expected["gpu"]
-    if wanted["cuda"]:
-        assert torch.version.cuda == ".".join(wanted["cuda"].split(".")[:2])
-    if wanted["cudnn"]:
-        assert torch.backends.cudnn.version() == cudnn_number(wanted["cudnn"])
-    if wanted["nccl"]:
-        assert torch.cuda.nccl.version() == tuple(int(p) for p in wanted["nccl"].split(".")[:3])
+    wanted = expected["gpu"]["cuda"]
+    figure(f"CUDA {torch.version.cuda}")
+    if not wanted:
+        pytest.skip("the manifest names no CUDA component")
+    assert cuda_matches(torch.version.cuda, wanted), \
+        f"torch.version.cuda is {torch.version.cuda}, the manifest says {wanted}"
+
+
+def test_cudnn_version_matches_the_manifest(gpu, expected, figure):
+    import torch
+
+    wanted = expected["gpu"]["cudnn"]
+    have = torch.backends.cudnn.version()
+    figure(f"cuDNN {have}")
+    if not wanted:
+        pytest.skip("the manifest names no cuDNN component")
+    assert have == cudnn_number(wanted), \
+        f"torch.backends.cudnn.version() is {have}, the manifest's {wanted} is {cudnn_number(wanted)}"
+
+
+def test_nccl_version_matches_the_manifest(gpu, expected, figure):
+    import torch
+
+    wanted = expected["gpu"]["nccl"]
+    have = nccl_tuple(torch.cuda.nccl.version())
+    figure("NCCL {}.{}.{}".format(*have))
+    if not wanted:
+        pytest.skip("the manifest names no NCCL component")
+    assert have == manifest_nccl(wanted), f"torch.cuda.nccl.version() is {have}, the manifest says {wanted}"
+
+
+def _driver_gpu_names():
+    """GPU names as the driver lists them, or None where they cannot be compared with PyTorch's:
+    no nvidia-smi in the image, or CUDA_VISIBLE_DEVICES hides some of them from CUDA."""
+    if shutil.which("nvidia-smi") is None or os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        return None
+    out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    return [line.strip() for line in out.splitlines() if line.strip()]

@@ -2,6 +2,11 @@
 
 import os
 
+import pytest
+
+# Checks of the image itself: host mode (no image) deselects them.
+pytestmark = pytest.mark.image
+
 
 def _env_of(image_config):
     return dict(item.split("=", 1) for item in image_config.get("Env") or [])

@@ -11,6 +11,9 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 
+# Checks of the image itself: host mode (no image) deselects them.
+pytestmark = pytest.mark.image
+
 
 def _constraint_file(expected):
     if expected["pip_constraint_file"] is None:

@@ -1,0 +1,198 @@
+"""Pure helpers of the GPU checks: how vendors encode versions, which PyTorch a check needs, whether
+a device runs a build's kernels, and how close a low-precision result must be to its reference.
+
+No GPU and no torch import at module level: the host's unit tests import this file directly.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from packaging.version import InvalidVersion, Version
+
+# The PyTorch release that first shipped an API a check uses. A check whose API is newer than the
+# manifest's PyTorch does not apply to that image (skip with this reason); an image whose PyTorch is
+# at least this version and lacks the API fails the check.
+TORCH_API_SINCE = {
+    "autocast(device_type=..., dtype=...)": "1.10",
+    "torch.compile": "2.0",
+    "scaled_dot_product_attention": "2.0",
+    "torch.nn.attention.sdpa_kernel": "2.3",
+    "torch.amp.GradScaler('cuda')": "2.3",
+    "torchrun (torch.distributed.run)": "1.9",
+    "torch.cuda.MemPool": "2.6",
+}
+
+# Compute capabilities below which a kernel family does not exist (not a defect of the image).
+MIN_CAPABILITY = {
+    "bfloat16": (8, 0),          # Ampere: bf16 tensor cores
+    "flash_attention": (8, 0),   # PyTorch's FlashAttention-2 kernels are built for sm80 and newer
+    "efficient_attention": (5, 0),
+    # FP8 tensor cores arrive with Ada (8.9) and Hopper (9.0); Transformer Engine supports both.
+    "fp8": (8, 9),
+}
+
+# Unit roundoff (half the distance from 1.0 to the next number) of each format.
+UNIT_ROUNDOFF = {
+    "float32": 2.0 ** -24,
+    "tf32": 2.0 ** -11,
+    "float16": 2.0 ** -11,
+    "bfloat16": 2.0 ** -8,
+    "float8_e4m3": 2.0 ** -4,
+}
+# A product of two rounded inputs, accumulated in fp32 and rounded once more, is off by about 2-3
+# unit roundoffs in the Frobenius norm; 8 leaves room for cuBLAS/cuDNN algorithm choice while a
+# wrong kernel (garbage, a transposed operand, fp16 overflow) is off by order 1.
+TOLERANCE_FACTOR = 8.0
+
+
+def cudnn_number(version: str) -> int:
+    """cuDNN's own integer for a version string: 8.0.5 -> 8005, 9.17.0 -> 91700.
+
+    cuDNN 9 changed CUDNN_VERSION from major*1000 to major*10000 (+ minor*100 + patch)."""
+    major, minor, patch = (int(p) for p in _numeric(version, 3))
+    return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
+
+
+def nccl_tuple(reported) -> tuple[int, int, int]:
+    """(major, minor, patch) from what torch.cuda.nccl.version() returns in any PyTorch.
+
+    PyTorch >= 1.10 returns a tuple (possibly with a suffix string as 4th item); earlier ones
+    returned NCCL_VERSION_CODE, which is major*1000+minor*100+patch before NCCL 2.9 and
+    major*10000+minor*100+patch from 2.9 on (2.9.0 -> 20900)."""
+    if isinstance(reported, (tuple, list)):
+        return tuple(int(p) for p in reported[:3])
+    code = int(reported)
+    if code >= 20900:
+        return code // 10000, code // 100 % 100, code % 100
+    return code // 1000, code // 100 % 10, code % 100
+
+
+def manifest_nccl(version: str) -> tuple[int, int, int]:
+    """'2.28.9' or '2.7.8-1' (a Debian revision) -> (2, 28, 9)."""
+    return tuple(int(p) for p in _numeric(version, 3))
+
+
+def cuda_matches(torch_cuda: str | None, manifest_cuda: str) -> bool:
+    """torch.version.cuda names MAJOR.MINOR ('13.1'); the manifest the full toolkit ('13.1.0')."""
+    if not torch_cuda:
+        return False
+    return _numeric(torch_cuda, 2) == _numeric(manifest_cuda, 2)
+
+
+def release_at_least(version: str, since: str) -> bool:
+    """Whether a version (of PyTorch, DALI, TensorRT...) has what appeared in `since`, comparing
+    release numbers only.
+
+    NGC builds PyTorch from its main branch between releases (2.10.0a0+b4e4ee81d3): that
+    pre-release already has what 2.10 has, although PEP 440 orders 2.10.0a0 before 2.10."""
+    return _numeric(version, 4) >= _numeric(since, 4)
+
+
+def version_matches_pin(actual: str, pin: str) -> bool:
+    """An installed version matches a manifest pin: same public version, and the same local build.
+
+    A local part that is a git hash may be abbreviated on one side (the banner prints b4e4ee8,
+    torch.__version__ says b4e4ee81d3); a different hash or a missing local part is another build."""
+    try:
+        have, want = Version(actual), Version(pin)
+    except InvalidVersion:
+        return actual == pin
+    if have.public != want.public:
+        return False
+    if have.local == want.local:
+        return True
+    if have.local is None or want.local is None:
+        return False
+    short, long = sorted((have.local, want.local), key=len)
+    return len(short) >= 7 and long.startswith(short)
+
+
+_ARCH = re.compile(r"(sm|compute)_([0-9]+)([a-z]?)")
+
+
+def arch_support(capability: tuple[int, int], arch_list: list[str]) -> str | None:
+    """How a device of this compute capability runs kernels of a build with this arch list, or None.
+
+    - native: a cubin for exactly this architecture (sm_90, or the arch-specific sm_90a);
+    - compatible: a cubin of the same major and an older minor (sm_86 runs on 8.9), or a
+      family-specific one (sm_100f runs on 10.3);
+    - ptx: PTX of an older or equal architecture that the driver compiles at load time.
+    Arch-specific cubins (the 'a' suffix) run on that one architecture only."""
+    major, minor = capability
+    device = major * 10 + minor
+    # For each way, the newest matching entry (the one closest to the device).
+    found: dict[str, tuple[int, str]] = {}
+    for entry in arch_list:
+        match = _ARCH.fullmatch(entry)
+        if not match:
+            continue
+        kind, number, suffix = match.group(1), int(match.group(2)), match.group(3)
+        target_major, target_minor = divmod(number, 10)
+        if kind == "sm" and number == device:
+            how = "native"
+        elif kind == "sm" and suffix in ("", "f") and target_major == major and target_minor <= minor:
+            how = "compatible"
+        elif kind == "compute" and suffix == "" and number <= device:
+            how = "ptx"
+        else:
+            continue
+        if how not in found or number > found[how][0]:
+            found[how] = (number, entry)
+    for how in ("native", "compatible", "ptx"):
+        if how in found:
+            return f"{how} ({found[how][1]})"
+    return None
+
+
+def capability_at_least(capability: tuple[int, int], kernel: str) -> bool:
+    return tuple(capability) >= MIN_CAPABILITY[kernel]
+
+
+def tolerance(fmt: str) -> float:
+    """Largest acceptable relative error (Frobenius norm) of a result computed in `fmt`."""
+    return TOLERANCE_FACTOR * UNIT_ROUNDOFF[fmt]
+
+
+def relative_error(actual, reference) -> float:
+    """||actual - reference|| / ||reference|| in float64 on the CPU, for torch tensors of any dtype;
+    NaN or infinity anywhere gives infinity, so a comparison against a tolerance fails."""
+    a = actual.detach().double().cpu()
+    r = reference.detach().double().cpu()
+    if a.shape != r.shape:
+        raise ValueError(f"shapes differ: {tuple(a.shape)} vs {tuple(r.shape)}")
+    if not bool(a.isfinite().all()):
+        return math.inf
+    return float((a - r).norm() / r.norm().clamp_min(1e-300))
+
+
+def _numeric(version: str, count: int) -> tuple[int, ...]:
+    """The first `count` numeric parts of a version, padded with zeros ('13.1' -> (13, 1, 0))."""
+    parts = re.match(r"[0-9]+(\.[0-9]+)*", version.strip())
+    if not parts:
+        raise ValueError(f"{version!r} does not start with a version number")
+    numbers = tuple(int(p) for p in parts.group(0).split("."))[:count]
+    return numbers + (0,) * (count - len(numbers))
+
+# torch.compile (Inductor) fuses and reorders fp32 reductions; eager and compiled results then
+# differ by a few fp32 roundoffs per reduction step, far below a real miscompilation.
+COMPILE_TOLERANCE = 1e-4
+
+
+def launcher_command(python: str, torch_version: str, nproc: int, script: str) -> list[str]:
+    """The command that starts `script` once per GPU on this node.
+
+    torchrun (torch.distributed.run) from PyTorch 1.9 on, with its standalone rendezvous on the
+    loopback interface; earlier PyTorch has only torch.distributed.launch (a fixed local port)."""
+    if release_at_least(torch_version, "1.9"):
+        return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", script]
+    return [python, "-m", "torch.distributed.launch", f"--nproc_per_node={nproc}",
+            "--master_addr=127.0.0.1", "--master_port=29511", script]
+
+
+def cudnn_string(number: int) -> str:
+    """The inverse of cudnn_number: 91700 -> '9.17.0', 8005 -> '8.0.5'."""
+    if number >= 90000:
+        return f"{number // 10000}.{number // 100 % 100}.{number % 100}"
+    return f"{number // 1000}.{number // 100 % 10}.{number % 100}"

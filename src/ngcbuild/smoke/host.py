@@ -1,0 +1,194 @@
+"""Host mode: run the smoke checks with a host's own Python (a GPU machine with PyTorch and no
+Docker), against expectations generated from that environment or rendered from a manifest.
+
+Image-only checks (entrypoint, labels, pins; marker `image`) do not run here: there is no image.
+Everything else is the same: the same check files, the GPU gate, --perf, JUnit and the summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from ..errors import SmokeFailed, UserError
+from .checks.gpu_facts import cudnn_string, nccl_tuple
+from .perf import MEASURED, perf_report, read_measured, render_perf, write_report
+from .staging import stage_pytest
+from .summary import render_table, rows_from_junit
+
+CHECKS_DIR = Path(__file__).parent / "checks"
+JUNIT = "smoke-junit.xml"
+HOST_DIR = "host"  # build/host/: expected.json, smoke-junit.xml, perf.json of the last host run
+TIMEOUT_S = 1800
+
+# Distributions that carry a component, by canonical name prefix (DALI ships per CUDA major:
+# nvidia-dali-cuda120; TensorRT as tensorrt or tensorrt-cu12).
+COMPONENT_DISTRIBUTIONS = {
+    "apex": ("apex",),
+    "dali": ("nvidia-dali",),
+    "tensorrt": ("tensorrt",),
+    "transformer_engine": ("transformer-engine",),
+}
+
+# Runs in the host's Python: what its PyTorch reports, without needing a GPU.
+PROBE = r"""
+import importlib.metadata as m, json, os, sys
+facts = {"python": "%d.%d" % sys.version_info[:2],
+         "distributions": {d.metadata["Name"]: d.version for d in m.distributions() if d.metadata["Name"]}}
+try:
+    import torch
+except ImportError as exc:
+    facts["torch_error"] = str(exc)
+else:
+    facts["torch"] = torch.__version__
+    facts["site_packages"] = os.path.dirname(os.path.dirname(torch.__file__))
+    facts["cuda"] = torch.version.cuda
+    facts["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    try:
+        nccl = torch.cuda.nccl.version()  # a CPU-only build has no NCCL
+        facts["nccl"] = list(nccl[:3]) if isinstance(nccl, tuple) else nccl
+    except (AttributeError, RuntimeError):
+        facts["nccl"] = None
+    facts["mempool"] = hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool")
+print(json.dumps(facts))
+"""
+
+
+def probe_environment(python: str) -> dict:
+    done = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise UserError(f"{python} could not describe its environment: {done.stderr.strip()[-500:]}")
+    facts = json.loads(done.stdout)
+    if "torch_error" in facts:
+        raise UserError(f"{python} has no PyTorch ({facts['torch_error']}); host mode checks the host's PyTorch")
+    return facts
+
+
+def expectations_from_env(facts: dict) -> dict:
+    """expected.json for this environment: the versions found are what the checks expect.
+
+    The version checks then prove that PyTorch's view (torch.version.cuda, cudnn, nccl) is
+    self-consistent and that the GPU works; the manifest is not involved."""
+    cudnn = cudnn_string(facts["cudnn"]) if facts.get("cudnn") else None
+    nccl = ".".join(map(str, nccl_tuple(facts["nccl"]))) if facts.get("nccl") else None
+    components = {"pytorch": facts["torch"]}
+    for name, value in (("cuda", facts.get("cuda")), ("cudnn", cudnn), ("nccl", nccl)):
+        if value:
+            components[name] = value
+    distributions = {canonicalize_name(k): v for k, v in facts["distributions"].items()}
+    for component, prefixes in COMPONENT_DISTRIBUTIONS.items():
+        for dist, version in sorted(distributions.items()):
+            if dist.startswith(prefixes):
+                components[component] = version
+                break
+    return {
+        "release": "host",
+        "tag": None,
+        "python": {"version": facts["python"], "site_packages": facts["site_packages"]},
+        "packages": {},
+        "components": components,
+        "components_in_image": sorted(components),
+        "gpu": {"required": False, "min_compute_capability": None, "cuda": facts.get("cuda"),
+                "cudnn": cudnn, "nccl": nccl, "features": ["mempool"] if facts.get("mempool") else []},
+        "source": "generated from the environment of the host's Python (invoke smoke --host --expect-from-env)",
+    }
+
+
+def host_args(require_gpu: bool, perf: bool, junit: Path, measured: Path) -> list[str]:
+    # -m "not image": the checks of the image itself have nothing to check on a host.
+    args = [f"--junitxml={junit}", "-o", "junit_family=xunit1", "-p", "no:cacheprovider", "-q", "-rs",
+            f"--rootdir={CHECKS_DIR}", "-m", "not image"]
+    if require_gpu:
+        args.append("--require-gpu")
+    if perf:
+        args += ["--perf", f"--perf-out={measured}"]
+    return args
+
+
+def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | None = None,
+             require_gpu: bool = False, perf: bool = False, out=sys.stdout) -> dict:
+    """Run the checks with `python` (default: this interpreter); results into build_dir/host/."""
+    python = python or sys.executable
+    directory = build_dir / HOST_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "expected.json").write_bytes(expected_json)
+    print(f"smoke (host): {release} expectations, checks run by {python}"
+          f"{'; --require-gpu: skips fail' if require_gpu else ''}{'; with --perf' if perf else ''}",
+          file=out, flush=True)
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-host-smoke-") as tmp:
+        tmp = Path(tmp)
+        (tmp / "expect").mkdir()
+        (tmp / "expect" / "expected.json").write_bytes(expected_json)
+        (tmp / "out").mkdir()
+        stage_pytest(tmp / "pytest")
+        command = [python, str(CHECKS_DIR / "run_checks.py"), str(CHECKS_DIR),
+                   *host_args(require_gpu, perf, tmp / "out" / JUNIT, tmp / "out" / MEASURED)]
+        env = {**os.environ, "NGCBUILD_SMOKE_DIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
+        exit_code = _stream(command, env, out)
+        junit = tmp / "out" / JUNIT
+        if not junit.is_file():
+            raise SmokeFailed(f"host smoke wrote no JUnit report (exit {exit_code})")
+        (directory / JUNIT).write_bytes(junit.read_bytes())
+        measured = read_measured(tmp / "out" / MEASURED) if perf else None
+    rows = rows_from_junit(directory / JUNIT)
+    print(render_table(rows), file=out, end="", flush=True)
+    result = {"junit": str(directory / JUNIT), "exit_code": exit_code,
+              "failed": sum(r.result in ("failed", "error") for r in rows),
+              "skipped": sum(r.result == "skipped" for r in rows),
+              "passed": sum(r.result == "passed" for r in rows)}
+    if perf:
+        report = perf_report(release, None, measured)
+        result["perf"] = str(write_report(directory, report))
+        print(render_perf(report), file=out, end="", flush=True)
+    print(f"smoke (host): JUnit: {directory / JUNIT}", file=out, flush=True)
+    if exit_code != 0:
+        raise SmokeFailed(f"host smoke failed ({result['failed']} failed, {result['skipped']} skipped); "
+                          f"see {directory / JUNIT}")
+    return result
+
+
+def _stream(command: list[str], env: dict, out) -> int:
+    """Run the checks, copying their output line by line; kill them after TIMEOUT_S."""
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+        timer = threading.Timer(TIMEOUT_S, process.kill)
+        timer.start()
+        try:
+            for line in process.stdout:
+                out.write(line)
+                out.flush()
+        finally:
+            timer.cancel()
+        code = process.wait()
+    if code < 0:
+        raise SmokeFailed(f"host smoke was killed (signal {-code}); limit {TIMEOUT_S}s")
+    return code
+
+
+def main(argv=None) -> int:
+    """`python -m ngcbuild.smoke.host` for a GPU machine without invoke: expectations from the env."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", default=sys.executable, help="interpreter whose PyTorch to check")
+    parser.add_argument("--require-gpu", action="store_true")
+    parser.add_argument("--perf", action="store_true")
+    parser.add_argument("--build-dir", default="build")
+    options = parser.parse_args(argv)
+    facts = probe_environment(options.python)
+    expected = json.dumps(expectations_from_env(facts), indent=2, sort_keys=True).encode() + b"\n"
+    try:
+        run_host(Path(options.build_dir), expected, "host", options.python, options.require_gpu, options.perf)
+    except (SmokeFailed, UserError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Host mode and the in-image conftest: expectations from an environment, which checks apply, and
+the GPU gate, run through real pytest processes (GPU parts only where torch is installed)."""
+
+import importlib.util
+import io
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ngcbuild.errors import SmokeFailed
+from ngcbuild.smoke import host
+from ngcbuild.smoke.runner import CHECKS_DIR, suite_args
+
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+GPU_HOST = {
+    "python": "3.12", "site_packages": "/usr/local/lib/python3.12/dist-packages", "torch": "2.10.0a0+b4e4ee81d3",
+    "cuda": "13.1", "cudnn": 91700, "nccl": [2, 28, 9], "mempool": True,
+    "distributions": {"torch": "2.10.0a0+b4e4ee81d3", "nvidia_dali_cuda130": "1.53.0", "transformer_engine": "2.10.0",
+                      "tensorrt": "10.14.1.48", "apex": "0.1", "numpy": "2.3.4"},
+}
+
+
+def test_expectations_from_a_gpu_environment():
+    expected = host.expectations_from_env(GPU_HOST)
+    assert expected["gpu"] == {"required": False, "min_compute_capability": None, "cuda": "13.1",
+                               "cudnn": "9.17.0", "nccl": "2.28.9", "features": ["mempool"]}
+    assert expected["components"] == {"pytorch": "2.10.0a0+b4e4ee81d3", "cuda": "13.1", "cudnn": "9.17.0",
+                                      "nccl": "2.28.9", "apex": "0.1", "dali": "1.53.0", "tensorrt": "10.14.1.48",
+                                      "transformer_engine": "2.10.0"}
+    assert expected["components_in_image"] == sorted(expected["components"])
+    assert expected["python"]["version"] == "3.12" and expected["release"] == "host"
+
+
+def test_expectations_from_a_cpu_environment_name_no_cuda_stack():
+    cpu = {"python": "3.11", "site_packages": "/x", "torch": "2.13.0+cpu", "cuda": None, "cudnn": None, "nccl": None,
+           "mempool": True, "distributions": {"torch": "2.13.0+cpu"}}
+    expected = host.expectations_from_env(cpu)
+    assert expected["components"] == {"pytorch": "2.13.0+cpu"}
+    assert expected["gpu"]["cuda"] is None and expected["gpu"]["cudnn"] is None and expected["gpu"]["nccl"] is None
+
+
+def test_old_pytorch_reports_nccl_as_a_code():
+    old = {**GPU_HOST, "torch": "1.5.0a0+8f84ded", "cudnn": 7605, "nccl": 2408, "mempool": False}
+    assert host.expectations_from_env(old)["gpu"]["nccl"] == "2.4.8"
+    assert host.expectations_from_env(old)["gpu"]["cudnn"] == "7.6.5"
+    assert host.expectations_from_env(old)["gpu"]["features"] == []
+
+
+def test_host_mode_deselects_image_checks_and_passes_the_gate_options(tmp_path):
+    args = host.host_args(True, True, tmp_path / "j.xml", tmp_path / "m.json")
+    assert args[args.index("-m") + 1] == "not image"
+    assert "--require-gpu" in args and f"--perf-out={tmp_path / 'm.json'}" in args
+    assert "junit_family=xunit1" in args  # figures live in testcase properties
+
+
+def test_container_suite_args():
+    assert "--require-gpu" not in suite_args() and "--perf" not in suite_args()
+    assert suite_args(perf_only=True)[-2:] == ["-m", "perf"]
+    assert "--perf-out=/opt/ngcbuild/out/perf-measured.json" in suite_args(perf=True)
+
+
+def test_probe_refuses_a_python_without_torch(tmp_path):
+    if HAS_TORCH:
+        pytest.skip("this interpreter has torch; the refusal needs one without")
+    from ngcbuild.errors import UserError
+
+    with pytest.raises(UserError, match="has no PyTorch"):
+        host.probe_environment(sys.executable)
+
+
+# --- the in-image conftest, run by real pytest processes --------------------------------------
+
+SAMPLE = '''
+import pytest
+
+@pytest.mark.component("apex")
+def test_needs_apex(): pass
+
+@pytest.mark.component("pytorch")
+def test_needs_pytorch(): pass
+
+@pytest.mark.torch_api("torch.compile")
+def test_needs_compile(): pass
+
+@pytest.mark.gpu_feature("mempool")
+def test_needs_mempool(): pass
+
+@pytest.mark.perf
+def test_perf_only(): pass
+'''
+
+
+def run_sample(tmp_path, expected, *args, sample=SAMPLE):
+    checks = tmp_path / "checks"
+    checks.mkdir()
+    for name in ("conftest.py", "gpu_facts.py"):
+        shutil.copy(CHECKS_DIR / name, checks / name)
+    (checks / "test_sample.py").write_text(sample)
+    (tmp_path / "expect").mkdir()
+    (tmp_path / "expect" / "expected.json").write_text(json.dumps(expected))
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "-q", str(checks), *args],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={"NGCBUILD_SMOKE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin",
+                               "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def manifest_like(pytorch="2.13.0+cpu", features=(), in_image=("pytorch",)):
+    return {"release": "r1", "components": {"pytorch": pytorch, "apex": "0.1"}, "components_in_image": list(in_image),
+            "gpu": {"features": list(features)}}
+
+
+def test_checks_that_do_not_apply_skip_with_the_manifest_reason(tmp_path):
+    done = run_sample(tmp_path, manifest_like(pytorch="1.5.0a0+8f84ded"))
+    assert "1 passed, 3 skipped, 1 deselected" in done.stdout, done.stdout + done.stderr
+    assert "apex is not among the components of r1" in done.stdout  # documented-only: not in the image
+    assert "torch.compile appeared in PyTorch 2.0; the manifest pins 1.5.0a0+8f84ded" in done.stdout
+    assert "does not list gpu.features: mempool" in done.stdout
+
+
+def test_applicable_checks_run_and_perf_runs_only_with_perf(tmp_path):
+    expected = manifest_like(features=["mempool"], in_image=["pytorch", "apex"])
+    without, with_perf = tmp_path / "without", tmp_path / "with"
+    without.mkdir()
+    with_perf.mkdir()
+    done = run_sample(without, expected)
+    assert "4 passed, 1 deselected" in done.stdout, done.stdout + done.stderr
+    done = run_sample(with_perf, expected, "--perf")
+    assert "5 passed" in done.stdout and "deselected" not in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="the GPU gate imports torch; this interpreter has none")
+def test_gpu_gate_skips_without_a_gpu_and_fails_under_require_gpu(tmp_path):
+    sample = "def test_uses_gpu(gpu):\n    pass\n"
+    skipped = run_sample(tmp_path, manifest_like(), sample=sample)
+    assert "1 skipped" in skipped.stdout and "no GPU visible to PyTorch" in skipped.stdout
+    (tmp_path / "strict").mkdir()
+    failed = run_sample(tmp_path / "strict", manifest_like(), "--require-gpu", sample=sample)
+    assert failed.returncode == 1 and "--require-gpu: no GPU visible" in failed.stdout
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="host mode runs the checks with a Python that has torch")
+def test_host_run_on_a_cpu_machine_skips_every_gpu_check_and_writes_no_figures(tmp_path):
+    facts = host.probe_environment(sys.executable)
+    expected = json.dumps(host.expectations_from_env(facts)).encode()
+    out = io.StringIO()
+    result = host.run_host(tmp_path, expected, "host", perf=True, out=out)
+    assert result["failed"] == 0 and result["skipped"] >= 20 and result["passed"] >= 3
+    perf = json.loads((tmp_path / "host" / "perf.json").read_text())
+    assert perf["status"] == "no-gpu" and perf["figures"] == {} and "no GPU visible" in perf["reason"]
+    with pytest.raises(SmokeFailed, match="host smoke failed"):
+        host.run_host(tmp_path, expected, "host", require_gpu=True, out=io.StringIO())

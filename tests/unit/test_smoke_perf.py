@@ -1,0 +1,92 @@
+"""perf.json: figures as fractions of the device's reference, no figures without a GPU, regressions."""
+
+import json
+
+import pytest
+
+from ngcbuild.smoke.checks.perf_measure import copy_gbps, gemm_tflops, speedup, summarise
+from ngcbuild.smoke.perf import perf_report, regressions, render_perf, with_baseline, write_report
+from ngcbuild.smoke.perf_reference import REFERENCES, reference_for
+
+
+def measured(name="NVIDIA H100 80GB HBM3", bf16=700.0, fp16=720.0, copy=2900.0, compile_x=1.4):
+    figures = {"gemm_bf16_tflops": {"value": bf16, "unit": "TFLOP/s", "what": "bf16 matmul"},
+               "gemm_fp16_tflops": {"value": fp16, "unit": "TFLOP/s", "what": "fp16 matmul"},
+               "d2d_copy_gbps": {"value": copy, "unit": "GB/s", "what": "copy"},
+               "compile_speedup": {"value": compile_x, "unit": "x", "what": "compile"}}
+    return {"device": {"name": name, "count": 1, "capability": "9.0", "memory_bytes": 85e9},
+            "no_gpu_reason": None, "torch": "2.10.0a0+b4e4ee81d3", "cuda": "13.1", "figures": figures}
+
+
+def test_formulas():
+    assert gemm_tflops(8192, 8192, 8192, 1e-3) == pytest.approx(2 * 8192 ** 3 / 1e-3 / 1e12)
+    assert copy_gbps(1 << 30, 1e-3) == pytest.approx(2 * (1 << 30) / 1e-3 / 1e9)  # read + write
+    assert speedup(3.0, 2.0) == 1.5
+    stats = summarise([1.0, 1.2, 0.9, 1.1, 5.0])
+    assert stats["median"] == 1.1 and stats["repeats"] == 5 and stats["spread"] == pytest.approx(4.1 / 1.1)
+
+
+def test_no_gpu_means_no_figures_and_says_why(tmp_path):
+    no_gpu = {"device": None, "no_gpu_reason": "no GPU visible to PyTorch 2.13.0+cpu", "figures": {}}
+    report = perf_report("dev", "sha256:abc", no_gpu)
+    assert report["status"] == "no-gpu" and report["figures"] == {} and report["device"] is None
+    assert "no GPU visible" in report["reason"]
+    assert "no figures (no GPU visible" in render_perf(report)
+    written = json.loads(write_report(tmp_path, report).read_text())
+    assert written["status"] == "no-gpu" and written["figures"] == {}
+    assert perf_report("dev", None, None)["status"] == "no-gpu"  # the suite wrote nothing at all
+
+
+def test_figures_carry_their_fraction_of_the_device_reference():
+    report = perf_report("25.12", "sha256:abc", measured())
+    assert report["status"] == "measured"
+    assert report["figures"]["gemm_bf16_tflops"]["fraction_of_reference"] == pytest.approx(700 / 989.4, abs=1e-3)
+    assert report["figures"]["d2d_copy_gbps"]["fraction_of_reference"] == pytest.approx(2900 / 3350, abs=1e-3)
+    assert "fraction_of_reference" not in report["figures"]["compile_speedup"]  # already a ratio
+    assert report["reference"]["source"].startswith("NVIDIA H100")
+    assert "71% of reference" in render_perf(report)
+
+
+def test_unknown_device_has_figures_but_no_fractions():
+    report = perf_report("25.12", None, measured(name="NVIDIA RTX 6000 Ada Generation"))
+    assert report["reference"] is None
+    assert all("fraction_of_reference" not in f for f in report["figures"].values())
+
+
+@pytest.mark.parametrize("name,model", [
+    ("NVIDIA H100 80GB HBM3", "H100 SXM5 80GB"), ("NVIDIA H100 PCIe", "H100 PCIe 80GB"),
+    ("NVIDIA H200", "H200 SXM 141GB"), ("NVIDIA H200 NVL", "H200 NVL"), ("NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"),
+    ("NVIDIA A100-PCIE-40GB", "A100 40GB"), ("NVIDIA L4", "L4"), ("NVIDIA L40S", "L40S"), ("Tesla T4", "T4"),
+])
+def test_reference_table_matches_torch_device_names(name, model):
+    assert reference_for(name).model == model
+
+
+def test_every_reference_names_its_source_and_devices_without_bf16_say_so():
+    assert all(ref.source and ref.fp16_tflops > 0 and ref.memory_gbps > 0 for _, ref in REFERENCES)
+    assert reference_for("Tesla V100-SXM2-32GB").bf16_tflops is None
+    report = perf_report("20.12", None, measured(name="Tesla V100-SXM2-32GB"))
+    assert "fraction_of_reference" not in report["figures"]["gemm_bf16_tflops"]
+
+
+def test_regressions_beyond_the_threshold_only():
+    base = perf_report("25.11", None, measured(bf16=700, fp16=720, copy=2900, compile_x=1.40))
+    new = perf_report("25.12", None, measured(bf16=680, fp16=600, copy=2950, compile_x=1.30))
+    found = {r["metric"]: r for r in regressions(new, base, threshold=0.05)}
+    # bf16 -2.9 % is noise; fp16 -16.7 % and compile -7.1 % are regressions; copy improved.
+    assert set(found) == {"gemm_fp16_tflops", "compile_speedup"}
+    assert found["gemm_fp16_tflops"]["change"] == pytest.approx(600 / 720 - 1, abs=1e-4)
+    assert regressions(new, base, threshold=0.2) == []
+    combined = with_baseline(new, base, "nvcr.io/nvidia/pytorch:25.11-py3", 0.05)
+    text = render_perf(combined)
+    assert "REGRESSION gemm_fp16_tflops" in text and "REGRESSION compile_speedup" in text
+
+
+def test_regressions_need_the_same_device_and_figures_on_both_sides():
+    h100 = perf_report("a", None, measured())
+    a100 = perf_report("b", None, measured(name="NVIDIA A100-SXM4-80GB"))
+    with pytest.raises(ValueError, match="baseline ran on NVIDIA A100"):
+        regressions(h100, a100)
+    no_gpu = perf_report("c", None, None)
+    assert regressions(h100, no_gpu) == []
+    assert "no figures" in render_perf(with_baseline(h100, no_gpu, "old", 0.05))
