@@ -20,11 +20,14 @@ def render(c, release):
     "ca_bundle": "CA bundle for pip/apt in the build (default: $PIP_CERT, $SSL_CERT_FILE or $REQUESTS_CA_BUNDLE)",
     "wheelhouse": "directory of wheels to install offline (default: $PIP_FIND_LINKS when it is a directory)",
     "no_cache": "build without the engine's layer cache",
+    "platform": "linux/amd64 or linux/arm64 (default: the manifest's build.platform); one platform per build",
+    "force": "build even when an image of the same context hash exists locally or in --registry",
 })
 @guarded
-def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False):
+def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, platform=None, force=False):
     """Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3; write build/R/record.json."""
-    api.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache)
+    api.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
+              platform=platform, force=force)
 
 
 @task(help={
@@ -43,6 +46,35 @@ def smoke(c, release, require_gpu=False, image=None):
 def push(c, release, registry):
     """Push every tag of R to the registry, verify the digest read back, record it."""
     api.push(release, registry=registry)
+
+
+@task(help={"release": "release name", "registry": "registry HOST[:PORT] to publish to"})
+@guarded
+def publish(c, release, registry):
+    """Push one tag per platform of R, then the multi-arch tag R-py3 as a manifest list."""
+    api.publish(release, registry=registry)
+
+
+@task(help={"release": "release name", "image": "image to describe (default: the one in build/R/record.json)"})
+@guarded
+def sbom(c, release, image=None):
+    """Write build/R/sbom.cdx.json (CycloneDX) from inside the built image; record its digest."""
+    api.sbom(release, image=image)
+
+
+@task(help={"release": "release name", "from_": "registry HOST[:PORT] to copy from",
+            "to": "registry HOST[:PORT] to copy to"})
+@guarded
+def promote(c, release, from_, to):
+    """Copy R's pushed image by digest to another registry (only after a passing smoke run); verify it."""
+    api.promote(release, source=from_, target=to)
+
+
+@task(help={"base": "compare with this commit or branch (default: every buildable release)"})
+@guarded
+def changed(c, base=None):
+    """JSON: the releases whose manifest, constraints or templates changed since --base, and their CI jobs."""
+    api.changed_jobs(base=base)
 
 
 @task(help={"release": "release whose base image to make (default dev)"})

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 from . import base as base_image
 from . import build as builder
+from . import changed
+from . import promote as promoter
+from . import publish as publisher
 from . import registry as registry_client
+from . import sbom as sbom_writer
 from .smoke import runner as smoke_runner
 from .engine import connect
 from .manifest import load_release
@@ -20,8 +25,10 @@ def render(release: str, root=".") -> None:
     print(f"rendered {len(rendered.files)} files into {rendered.directory} (context {rendered.context_hash[:12]})")
 
 
-def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, root=".") -> dict:
-    options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ)
+def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, platform=None,
+          force=False, root=".") -> dict:
+    options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ,
+                                   platform=platform, force=force)
     return builder.build_release(Project.at(root), release, options, out=sys.stdout)
 
 
@@ -36,3 +43,23 @@ def push(release: str, registry: str, root=".") -> dict:
 def base(release: str = "dev", root=".") -> None:
     loaded = load_release(Project.at(root), release)
     base_image.make_base(connect(), loaded.release)
+
+
+def publish(release: str, registry: str, root=".") -> dict:
+    return publisher.publish_release(Project.at(root), release, registry, out=sys.stdout)
+
+
+def sbom(release: str, image=None, root=".") -> dict:
+    return sbom_writer.write_sbom(Project.at(root), release, image=image, out=sys.stdout)
+
+
+def promote(release: str, source: str, target: str, root=".") -> dict:
+    return promoter.promote_release(Project.at(root), release, source, target, out=sys.stdout)
+
+
+def changed_jobs(base=None, root=".") -> dict:
+    """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base.
+    For `invoke matrix --json --changed [--base REF]`."""
+    result = changed.selection(Project.at(root), base)
+    print(json.dumps(result, indent=2))
+    return result
