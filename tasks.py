@@ -22,12 +22,14 @@ def render(c, release):
     "no_cache": "build without the engine's layer cache",
     "platform": "linux/amd64 or linux/arm64 (default: the manifest's build.platform); one platform per build",
     "force": "build even when an image of the same context hash exists locally or in --registry",
-})
+    "label": "extra image label KEY=VALUE (repeatable), e.g. the CI run, for cleanup by label",
+}, iterable=["label"])
 @guarded
-def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, platform=None, force=False):
+def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, platform=None, force=False,
+          label=None):
     """Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3; write build/R/record.json."""
     api.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
-              platform=platform, force=force)
+              platform=platform, force=force, labels=label)
 
 
 @task(help={

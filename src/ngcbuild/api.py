@@ -26,9 +26,9 @@ def render(release: str, root=".") -> None:
 
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, platform=None,
-          force=False, root=".") -> dict:
+          force=False, labels=None, root=".") -> dict:
     options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ,
-                                   platform=platform, force=force)
+                                   platform=platform, force=force, labels=labels)
     return builder.build_release(Project.at(root), release, options, out=sys.stdout)
 
 

@@ -45,10 +45,13 @@ class BuildOptions:
     platform: str | None = None
     force: bool = False
     lookup_registry: bool = False
+    # Extra image labels, e.g. the CI run that built it (release.yml cleans up by that label).
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
-                 environ=os.environ, platform: str | None = None, force: bool = False) -> BuildOptions:
+                 environ=os.environ, platform: str | None = None, force: bool = False,
+                 labels: list[str] | None = None) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects."""
     ca = Path(ca_bundle) if ca_bundle else next((Path(environ[v]) for v in CA_ENV_VARS if environ.get(v)), None)
     if ca is not None and not ca.is_file():
@@ -61,7 +64,8 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
     if platform is not None and platform not in PLATFORMS:
         raise UserError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
     return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
-                        platform=platform, force=force, lookup_registry=lookup_registry)
+                        platform=platform, force=force, lookup_registry=lookup_registry,
+                        labels=context_cache.parse_labels(labels or []))
 
 
 def image_repository(registry: str, release) -> str:
@@ -98,7 +102,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         events = client.build(
             fileobj=context, custom_context=True, encoding=None, decode=True,
             rm=True, forcerm=True, nocache=options.no_cache, pull=False,
-            platform=platform, labels={CONTEXT_HASH_LABEL: rendered.context_hash},
+            platform=platform, labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash},
         )
         for event in events:
             for line in stream.feed(event):

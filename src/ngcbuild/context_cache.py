@@ -9,15 +9,31 @@ image is fetched, never what it holds.
 
 from __future__ import annotations
 
+import re
 import time
 
 import docker
 
+from .errors import UserError
 from .record import read_record, record_path, write_record
-from .registry_api import Registry
+from .registry_api import Registry, RegistryError
 
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
 HASH_CHARS = 12
+_LABEL_KEY_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
+
+
+def parse_labels(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """`--label KEY=VALUE` values. Extra labels do not enter the context hash: an image built by
+    another CI run (another run label) is still reused."""
+    labels = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not _LABEL_KEY_RE.match(key) or key == CONTEXT_HASH_LABEL or "\n" in value:
+            raise UserError(f"--label {item!r}: expected KEY=VALUE with a lower-case dotted key "
+                            f"(not {CONTEXT_HASH_LABEL})")
+        labels.append((key, value))
+    return tuple(labels)
 
 
 def arch_of(platform: str) -> str:
@@ -64,8 +80,13 @@ def find_local(client, ref: str, context_hash: str, platform: str) -> dict | Non
 
 def find_in_registry(client, registry: Registry, repository_path: str, tag: str, context_hash: str,
                      platform: str, auth, say) -> dict | None:
-    """Pull the hash tag when the registry has it, and check it is what its name says."""
-    if registry.digest(repository_path, tag) is None:
+    """Pull the hash tag when the registry has it, and check it is what its name says. A registry
+    that cannot be asked (down, or needing credentials this job does not hold) means: build."""
+    try:
+        if registry.digest(repository_path, tag) is None:
+            return None
+    except RegistryError as exc:
+        say(f"cannot look up {tag} in {registry.host} ({exc}); building")
         return None
     ref = f"{registry.host}/{repository_path}:{tag}"
     say(f"context {context_hash[:HASH_CHARS]} is in {registry.host}: pulling {ref}")
