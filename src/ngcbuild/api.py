@@ -13,11 +13,11 @@ from . import promote as promoter
 from . import publish as publisher
 from . import registry as registry_client
 from . import sbom as sbom_writer
-from .smoke import runner as smoke_runner
 from .engine import connect
 from .manifest import load_release
 from .project import Project
 from .render import render_release
+from .smoke import runner as smoke_runner
 
 
 def render(release: str, root=".") -> None:

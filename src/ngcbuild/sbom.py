@@ -18,6 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import quote
 
 import docker
+import requests
 
 from .catalog import Catalog
 from .engine import connect
@@ -63,7 +64,7 @@ def inventory(client, image: str) -> dict:
         client.start(container)
         try:
             status = client.wait(container, timeout=TIMEOUT_S)
-        except Exception as exc:  # requests' ReadTimeout or a connection error
+        except requests.exceptions.RequestException as exc:  # ReadTimeout or a lost connection
             raise SbomFailed(f"the inventory of {image[:19]} did not finish within {TIMEOUT_S}s "
                              f"({type(exc).__name__})") from None
         stdout = client.logs(container, stdout=True, stderr=False).decode("utf-8", "replace")

@@ -14,8 +14,8 @@ import socket
 import subprocess
 import tarfile
 import time
-import uuid
 import urllib.request
+import uuid
 
 import pytest
 
@@ -247,6 +247,6 @@ def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, pri
     record["smoke"] = {"image_id": record["image_id"], "passed": 10, "failed": 2, "errors": 0, "exit_code": 1}
     (project / "build" / "dev" / "record.json").write_text(json.dumps(record))
     result = subprocess.run(["invoke", "promote", "--release", "dev", "--from", registry, "--to", private_registry],
-                            cwd=project, capture_output=True, text=True, timeout=120, env=os.environ)
+                            cwd=project, capture_output=True, text=True, timeout=120, env=os.environ, check=False)
     assert result.returncode == 1
     assert "the smoke suite of dev failed (2 failed" in result.stderr
