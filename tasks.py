@@ -22,12 +22,16 @@ def render(c, release, base=None):
     "wheelhouse": "directory of wheels to install offline (default: $PIP_FIND_LINKS when it is a directory)",
     "no_cache": "build without the engine's layer cache",
     "base": "base image to build FROM instead of the manifest's (a mirror of it)",
-})
+    "platform": "linux/amd64 or linux/arm64 (default: the manifest's build.platform); one platform per build",
+    "force": "build even when an image of the same context hash exists locally or in --registry",
+    "label": "extra image label KEY=VALUE (repeatable), e.g. the CI run, for cleanup by label",
+}, iterable=["label"])
 @guarded
-def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None):
+def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None, platform=None,
+          force=False, label=None):
     """Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3; write build/R/record.json."""
     api.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
-              base=base)
+              base=base, platform=platform, force=force, labels=label)
 
 
 @task
@@ -61,6 +65,35 @@ def smoke(c, release=None, require_gpu=False, image=None, perf=False, baseline=N
 def push(c, release, registry):
     """Push every tag of R to the registry, verify the digest read back, record it."""
     api.push(release, registry=registry)
+
+
+@task(help={"release": "release name", "registry": "registry HOST[:PORT] to publish to"})
+@guarded
+def publish(c, release, registry):
+    """Push one tag per platform of R, then the multi-arch tag R-py3 as a manifest list."""
+    api.publish(release, registry=registry)
+
+
+@task(help={"release": "release name", "image": "image to describe (default: the one in build/R/record.json)"})
+@guarded
+def sbom(c, release, image=None):
+    """Write build/R/sbom.cdx.json (CycloneDX) from inside the built image; record its digest."""
+    api.sbom(release, image=image)
+
+
+@task(help={"release": "release name", "from_": "registry HOST[:PORT] to copy from",
+            "to": "registry HOST[:PORT] to copy to"})
+@guarded
+def promote(c, release, from_, to):
+    """Copy R's pushed image by digest to another registry (only after a passing smoke run); verify it."""
+    api.promote(release, source=from_, target=to)
+
+
+@task(help={"base": "compare with this commit or branch (default: every buildable release)"})
+@guarded
+def changed(c, base=None):
+    """JSON: the releases whose manifest, constraints or templates changed since --base, and their CI jobs."""
+    api.changed_jobs(base=base)
 
 
 @task(help={"release": "release whose base image to make (default dev)"})

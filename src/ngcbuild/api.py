@@ -8,8 +8,12 @@ import sys
 
 from . import base as base_image
 from . import build as builder
+from . import changed
 from . import golden as golden_files
+from . import promote as promoter
+from . import publish as publisher
 from . import registry as registry_client
+from . import sbom as sbom_writer
 from .engine import connect
 from .errors import UserError, shown_path
 from .manifest import load_release
@@ -24,8 +28,9 @@ def render(release: str, base=None, root=".") -> None:
 
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
-          root=".") -> dict:
-    options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base)
+          platform=None, force=False, labels=None, root=".") -> dict:
+    options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
+                                   platform=platform, force=force, labels=labels)
     return builder.build_release(Project.at(root), release, options, out=sys.stdout)
 
 
@@ -137,3 +142,23 @@ def docs(screenshot=True, root=".") -> None:
     with browser.serve(site.directory) as url:
         shot = browser.screenshot(chromium, url + "index.html", site.directory / SCREENSHOT)
     print(f"screenshot of the index (phone width) at {shown_path(shot)}")
+
+
+def publish(release: str, registry: str, root=".") -> dict:
+    return publisher.publish_release(Project.at(root), release, registry, out=sys.stdout)
+
+
+def sbom(release: str, image=None, root=".") -> dict:
+    return sbom_writer.write_sbom(Project.at(root), release, image=image, out=sys.stdout)
+
+
+def promote(release: str, source: str, target: str, root=".") -> dict:
+    return promoter.promote_release(Project.at(root), release, source, target, out=sys.stdout)
+
+
+def changed_jobs(base=None, root=".") -> dict:
+    """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base.
+    For `invoke matrix --json --changed [--base REF]`."""
+    result = changed.selection(Project.at(root), base)
+    print(json.dumps(result, indent=2))
+    return result

@@ -17,18 +17,22 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import context_cache
 from .base import ensure_base
 from .engine import connect
 from .errors import BuildFailed, UserError
 from .events import TAIL_LINES, BuildStream
 from .project import Project
 from .record import write_record
+from .registry import credentials
+from .registry_api import Registry
 from .render import INPUTS_DIR, Rendered, render_pip_conf, render_release
 from .wheelhouse import default_wheelhouse, select_wheels
 
 DEFAULT_REGISTRY = "nvcr.io"
 CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
-CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
+CONTEXT_HASH_LABEL = context_cache.CONTEXT_HASH_LABEL
+PLATFORMS = ("linux/amd64", "linux/arm64")
 
 
 @dataclass(frozen=True)
@@ -38,19 +42,31 @@ class BuildOptions:
     wheelhouse: Path | None = None
     no_cache: bool = False
     base: str | None = None  # a mirror of the manifest's base image
+    # Skip-by-hash (context_cache.py): platform to build, rebuild anyway, look in the registry too.
+    platform: str | None = None
+    force: bool = False
+    lookup_registry: bool = False
+    # Extra image labels, e.g. the CI run that built it (release.yml cleans up by that label).
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
-                 environ=os.environ, base: str | None = None) -> BuildOptions:
+                 environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
+                 labels: list[str] | None = None) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects."""
     ca = Path(ca_bundle) if ca_bundle else next((Path(environ[v]) for v in CA_ENV_VARS if environ.get(v)), None)
     if ca is not None and not ca.is_file():
         raise UserError(f"--ca-bundle {ca}: no such file")
     house = Path(wheelhouse) if wheelhouse else default_wheelhouse(environ)
+    lookup_registry = registry is not None
     registry = (registry or DEFAULT_REGISTRY).rstrip("/")
     if "/" in registry or not registry:
         raise UserError(f"--registry {registry!r}: expected HOST[:PORT] such as localhost:5000")
-    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache, base=base)
+    if platform is not None and platform not in PLATFORMS:
+        raise UserError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
+    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache, base=base,
+                        platform=platform, force=force, lookup_registry=lookup_registry,
+                        labels=context_cache.parse_labels(labels or []))
 
 
 def image_repository(registry: str, release) -> str:
@@ -63,6 +79,15 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     release = rendered.plan.release
     client = connect()
     say = _printer(out)
+    platform = options.platform or release.build.platform
+    repository = image_repository(options.registry, release)
+    if not options.force:
+        auth = credentials()
+        lookup = Registry(options.registry, auth) if options.lookup_registry else None
+        reused = context_cache.reuse(client, release, rendered.directory, repository, rendered.context_hash,
+                                     platform, lookup, auth, say)
+        if reused is not None:
+            return reused
     ensure_base(client, release, log=say, ref=rendered.plan.base_image)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, _python_tag(release)) \
@@ -78,7 +103,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         events = client.build(
             fileobj=context, custom_context=True, encoding=None, decode=True,
             rm=True, forcerm=True, nocache=options.no_cache, pull=False,
-            platform=release.build.platform, labels={CONTEXT_HASH_LABEL: rendered.context_hash},
+            platform=platform, labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash},
         )
         for event in events:
             for line in stream.feed(event):
@@ -91,8 +116,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
             f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}\n"
             "no tag was moved")
 
-    repository = image_repository(options.registry, release)
-    tags = [f"{repository}:{release.tag}"]
+    tags = context_cache.build_tags(repository, release, rendered.context_hash, platform)
     for ref in tags:
         repo, tag = ref.rsplit(":", 1)
         client.tag(stream.image_id, repo, tag, force=True)
@@ -109,7 +133,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         "cached_steps": stream.cached_steps,
         "step_log": stream.step_log,
         "context_sha256": rendered.context_hash,
-        "platform": release.build.platform,
+        "platform": platform,
         "base_image": rendered.plan.base_image,
         "ca_bundle_used": options.ca_bundle is not None,
         "wheels": [w.name for w in wheels],
@@ -117,6 +141,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "pushed": {},
     }
+    record = context_cache.merge_platforms(rendered.directory, record)
     path = write_record(rendered.directory, record)
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")

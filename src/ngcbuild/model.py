@@ -168,9 +168,19 @@ class BannerSpec(Strict):
     license: list[Text] = Field(default_factory=list)
 
 
+Platform = Literal["linux/amd64", "linux/arm64"]
+
+
 class BuildSpec(Strict):
     number: BuildNumber = "0"
-    platform: Literal["linux/amd64", "linux/arm64"] = "linux/amd64"
+    # The platform `invoke build` builds when none is asked for.
+    platform: Platform = "linux/amd64"
+    # Every platform `invoke publish` puts in the multi-arch tag (empty: `platform` alone).
+    platforms: list[Platform] = Field(default_factory=list)
+
+    @property
+    def published_platforms(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.platforms)) if self.platforms else (self.platform,)
 
 
 class BuilderSpec(Strict):

@@ -73,7 +73,7 @@ def marker_ca(tmp_path_factory):
 @pytest.fixture(scope="session")
 def dev_build(engine, marker_ca):
     """`invoke build --release dev` with the marker CA bundle, run once for the session."""
-    result = run_invoke("build", "--release", "dev", "--ca-bundle", str(marker_ca["bundle"]))
+    result = run_invoke("build", "--release", "dev", "--force", "--ca-bundle", str(marker_ca["bundle"]))
     assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
     return {"result": result, "record": record}

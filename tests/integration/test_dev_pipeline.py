@@ -14,7 +14,9 @@ pytestmark = pytest.mark.engine
 
 def test_build_tags_and_records(engine, dev_build):
     record = dev_build["record"]
-    assert record["tags"] == ["nvcr.io/nvidia/pytorch:dev-py3"]
+    # the release tag, and the context-hash tag that skip-by-hash looks for
+    assert record["tags"] == ["nvcr.io/nvidia/pytorch:dev-py3",
+                              f"nvcr.io/nvidia/pytorch:dev-py3-{record['context_sha256'][:12]}"]
     assert engine.inspect_image("nvcr.io/nvidia/pytorch:dev-py3")["Id"] == record["image_id"]
     for key in ("image_id", "size_bytes", "layers", "duration_s", "context_sha256"):
         assert record[key], key

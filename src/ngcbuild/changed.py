@@ -1,0 +1,89 @@
+"""Which releases a change touches, for the release workflow's `invoke matrix --json --changed`.
+
+A release is affected when a file it is made from changed: its manifest or any manifest in its
+`extends` chain, its constraints file, or any template (templates are shared by every release).
+Archived releases are never built, so they are never selected. `ci_jobs` turns the selection into
+the rows of a GitHub Actions job matrix: one per release and platform, with the runner labels.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from .errors import UserError
+from .manifest import load_release, release_names
+from .project import Project
+
+# Runner labels per platform; declared for actionlint in .github/actionlint.yaml.
+RUNNERS = {
+    "linux/amd64": ["self-hosted", "linux", "x64", "gpu"],
+    "linux/arm64": ["self-hosted", "linux", "arm64", "gpu"],
+}
+
+
+def changed_files(project: Project, base: str, head: str = "HEAD") -> list[str]:
+    """Paths (relative to the project) changed between the merge base of `base` and `head`."""
+    command = ["git", "-C", str(project.root), "diff", "--name-only", "--no-renames", f"{base}...{head}"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UserError(f"cannot run git to find changed files: {exc}") from None
+    if result.returncode != 0:
+        raise UserError(f"--base {base!r}: git diff failed: {result.stderr.strip()}")
+    top = subprocess.run(["git", "-C", str(project.root), "rev-parse", "--show-toplevel"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    prefix = project.root.resolve().relative_to(Path(top).resolve())
+    files = []
+    for line in result.stdout.splitlines():
+        path = Path(line)
+        if prefix == Path(".") or prefix in path.parents:
+            files.append(path.relative_to(prefix).as_posix())
+    return files
+
+
+def inputs_of(project: Project, name: str) -> set[str]:
+    """The project-relative files release `name` is made from (templates are matched by prefix)."""
+    loaded = load_release(project, name)
+    files = {p.resolve().relative_to(project.root.resolve()).as_posix() for p in loaded.chain}
+    files.add(f"constraints/{name}.txt")
+    return files
+
+
+def affected_releases(project: Project, files: list[str]) -> list[str]:
+    """Buildable releases whose inputs include one of `files`."""
+    template_changed = any(f.startswith("templates/") for f in files)
+    changed = set(files)
+    selected = []
+    for name in release_names(project):
+        if load_release(project, name).release.status != "buildable":
+            continue
+        if template_changed or inputs_of(project, name) & changed:
+            selected.append(name)
+    return selected
+
+
+def buildable_releases(project: Project) -> list[str]:
+    return [n for n in release_names(project) if load_release(project, n).release.status == "buildable"]
+
+
+def ci_jobs(project: Project, releases: list[str]) -> list[dict]:
+    """One job per release and platform: {"release", "platform", "arch", "runner"}."""
+    jobs = []
+    for name in releases:
+        release = load_release(project, name).release
+        for platform in release.build.published_platforms:
+            jobs.append({"release": name, "platform": platform, "arch": platform.split("/")[1],
+                         "runner": RUNNERS[platform]})
+    return jobs
+
+
+def selection(project: Project, base: str | None) -> dict:
+    """What the plan job needs: the releases to build and their jobs. With a `base`, only the releases
+    the changes since `base` touch; without one (a manual dispatch), every buildable release."""
+    if base:
+        files = changed_files(project, base)
+        releases = affected_releases(project, files)
+    else:
+        files, releases = None, buildable_releases(project)
+    return {"releases": releases, "jobs": ci_jobs(project, releases), "changed_files": files}

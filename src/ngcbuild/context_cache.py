@@ -1,0 +1,164 @@
+"""Skip what is already built: an image is named by the hash of its rendered context.
+
+Every build tags its image `R-py3-<hash12>` (plus `-<arch>` for a platform other than the release's
+default), and the image carries the full hash as a label. Before building, the same name is looked
+up locally, then (when `--registry` was given) in the registry; a match is reused instead of built.
+The machine's own inputs (CA bundle, wheelhouse) are not part of the hash: they change how the
+image is fetched, never what it holds.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import docker
+
+from .errors import UserError
+from .record import read_record, record_path, write_record
+from .registry_api import Registry, RegistryError
+
+CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
+HASH_CHARS = 12
+_LABEL_KEY_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
+
+
+def parse_labels(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """`--label KEY=VALUE` values. Extra labels do not enter the context hash: an image built by
+    another CI run (another run label) is still reused."""
+    labels = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not _LABEL_KEY_RE.match(key) or key == CONTEXT_HASH_LABEL or "\n" in value:
+            raise UserError(f"--label {item!r}: expected KEY=VALUE with a lower-case dotted key "
+                            f"(not {CONTEXT_HASH_LABEL})")
+        labels.append((key, value))
+    return tuple(labels)
+
+
+def arch_of(platform: str) -> str:
+    return platform.split("/")[1]
+
+
+def hash_tag(release, context_hash: str, platform: str) -> str:
+    tag = f"{release.tag}-{context_hash[:HASH_CHARS]}"
+    return tag if platform == release.build.platform else f"{tag}-{arch_of(platform)}"
+
+
+def platform_tag(release, platform: str) -> str:
+    """The per-platform tag `invoke publish` pushes before writing the multi-arch tag."""
+    return f"{release.tag}-{arch_of(platform)}"
+
+
+def build_tags(repository: str, release, context_hash: str, platform: str) -> list[str]:
+    """The tags a build of `platform` gets: the release tag only for the default platform, so that
+    building arm64 never moves `R-py3` off the amd64 image."""
+    main = release.tag if platform == release.build.platform else platform_tag(release, platform)
+    return [f"{repository}:{main}", f"{repository}:{hash_tag(release, context_hash, platform)}"]
+
+
+def matches(image: dict, context_hash: str, platform: str) -> bool:
+    labels = (image.get("Config") or {}).get("Labels") or {}
+    return (labels.get(CONTEXT_HASH_LABEL) == context_hash
+            and f"{image.get('Os')}/{image.get('Architecture')}" == platform)
+
+
+def find_local(client, ref: str, context_hash: str, platform: str) -> dict | None:
+    """An image of this context and platform on this engine: by its hash tag, else by label."""
+    try:
+        image = client.inspect_image(ref)
+        if matches(image, context_hash, platform):
+            return image
+    except docker.errors.ImageNotFound:
+        pass
+    for summary in client.images(filters={"label": f"{CONTEXT_HASH_LABEL}={context_hash}"}):
+        image = client.inspect_image(summary["Id"])
+        if matches(image, context_hash, platform):
+            return image
+    return None
+
+
+def find_in_registry(client, registry: Registry, repository_path: str, tag: str, context_hash: str,
+                     platform: str, auth, say) -> dict | None:
+    """Pull the hash tag when the registry has it, and check it is what its name says. A registry
+    that cannot be asked (down, or needing credentials this job does not hold) means: build."""
+    try:
+        if registry.digest(repository_path, tag) is None:
+            return None
+    except RegistryError as exc:
+        say(f"cannot look up {tag} in {registry.host} ({exc}); building")
+        return None
+    ref = f"{registry.host}/{repository_path}:{tag}"
+    say(f"context {context_hash[:HASH_CHARS]} is in {registry.host}: pulling {ref}")
+    for event in client.pull(f"{registry.host}/{repository_path}", tag=tag, stream=True, decode=True,
+                             auth_config=auth, platform=platform):
+        if event.get("error") or event.get("errorDetail"):
+            say(f"pull of {ref} failed ({event.get('error') or event['errorDetail']}); building instead")
+            return None
+    image = client.inspect_image(ref)
+    return image if matches(image, context_hash, platform) else None
+
+
+def reuse(client, release, directory, repository: str, context_hash: str, platform: str,
+          registry: Registry | None, auth, say) -> dict | None:
+    """The record of an existing image of this context, tagged as a build would tag it; None when
+    there is none and the build must run."""
+    started = time.monotonic()
+    tags = build_tags(repository, release, context_hash, platform)
+    image = find_local(client, tags[1], context_hash, platform)
+    where = "locally"
+    if image is None and registry is not None:
+        image = find_in_registry(client, registry, repository.split("/", 1)[1], tags[1].rsplit(":", 1)[1],
+                                 context_hash, platform, auth, say)
+        where = f"in {registry.host}"
+    if image is None:
+        return None
+    for ref in tags:
+        repo, tag = ref.rsplit(":", 1)
+        client.tag(image["Id"], repo, tag, force=True)
+    record = _record_for(directory, release, image, tags, repository.split("/", 1)[0], context_hash, platform)
+    record = merge_platforms(directory, record)
+    write_record(directory, record)
+    say(f"skipped the build of {release.release} ({platform}): context {context_hash[:HASH_CHARS]} is already "
+        f"built {where} as {image['Id'][:19]}; reused it and tagged {', '.join(tags)} in "
+        f"{time.monotonic() - started:.2f}s (--force rebuilds)")
+    return record
+
+
+def _record_for(directory, release, image: dict, tags: list[str], registry: str, context_hash: str,
+                platform: str) -> dict:
+    """The earlier record when it describes this very image (keeping its build facts, smoke and
+    pushes); otherwise what the image itself tells."""
+    previous = read_record(directory) if record_path(directory).is_file() else {}
+    if previous.get("image_id") == image["Id"]:
+        return {**previous, "tags": sorted(set(previous.get("tags", [])) | set(tags)), "reused": True}
+    return {
+        "release": release.release,
+        "image_id": image["Id"],
+        "tags": tags,
+        "registry": registry,
+        "size_bytes": image["Size"],
+        "layers": len(image["RootFS"]["Layers"]),
+        "context_sha256": context_hash,
+        "platform": platform,
+        "base_image": release.base.image,
+        "built_at": image.get("Created"),
+        "reused": True,
+        "pushed": {},
+    }
+
+
+def merge_platforms(directory, record: dict) -> dict:
+    """record["platforms"]: the latest image of every platform built for this release, so that an
+    arm64 build does not forget the amd64 one (`invoke publish` needs both)."""
+    previous = read_record(directory) if record_path(directory).is_file() else {}
+    platforms = {
+        platform: entry for platform, entry in (previous.get("platforms") or {}).items()
+        if entry.get("context_sha256") == record["context_sha256"]
+    }
+    platforms[record["platform"]] = {
+        "image_id": record["image_id"],
+        "context_sha256": record["context_sha256"],
+        "tags": record["tags"],
+    }
+    return {**record, "platforms": dict(sorted(platforms.items()))}

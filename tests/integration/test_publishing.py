@@ -1,0 +1,252 @@
+"""Skip-by-hash, multi-arch publish, SBOM and promotion against a real engine and real registries.
+
+The multi-arch test uses two tiny images (one file each) labelled with a scratch release's context
+hash, one of them turned into an arm64 image by rewriting its config in a `docker save` archive
+(this engine cannot build or emulate arm64), so no extra build runs.
+"""
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+from ngcbuild.context_cache import CONTEXT_HASH_LABEL
+from ngcbuild.project import Project
+from ngcbuild.render import render_release
+
+from ..conftest import REPO
+from .conftest import run_invoke
+
+pytestmark = pytest.mark.engine
+
+
+def test_build_of_a_built_context_is_skipped_quickly(dev_build):
+    started = time.monotonic()
+    result = run_invoke("build", "--release", "dev")
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
+    short = record["context_sha256"][:12]
+    assert f"skipped the build of dev (linux/amd64): context {short} is already built locally" in result.stdout
+    assert "Step" not in result.stdout and "[1/" not in result.stdout
+    assert record["image_id"] == dev_build["record"]["image_id"] and record["reused"] is True
+    assert f"nvcr.io/nvidia/pytorch:dev-py3-{short}" in record["tags"]
+    # the whole `invoke build` process, Python start-up and render included
+    assert elapsed < 2.0, f"skip took {elapsed:.2f}s"
+    print(f"skip-by-hash answered in {elapsed:.2f}s")
+
+
+def test_sbom_of_the_dev_image_validates_and_is_recorded(dev_build):
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    result = run_invoke("sbom", "--release", "dev")
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = REPO / "build" / "dev" / "sbom.cdx.json"
+    data = path.read_bytes()
+    assert JsonStrictValidator(SchemaVersion.V1_5).validate_str(data.decode()) is None
+    doc = json.loads(data)
+    purls = {c.get("purl") for c in doc["components"]}
+    assert "pkg:pypi/torch@2.13.0%2Bcpu" in purls
+    assert any(p and p.startswith("pkg:deb/debian/python3@3.11.2-1%2Bb1?arch=amd64&distro=debian-12") for p in purls)
+    manifest = next(c for c in doc["components"] if c["bom-ref"] == "manifest:pytorch")
+    props = {p["name"]: p["value"] for p in manifest["properties"]}
+    assert props["ngcbuild:provenance"] == "chosen" and props["ngcbuild:version-in-image"] == "2.13.0+cpu"
+    assert doc["metadata"]["component"]["type"] == "container"
+    record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
+    assert record["sbom"]["sha256"] == hashlib.sha256(data).hexdigest()
+    assert record["sbom"]["image_id"] == dev_build["record"]["image_id"]
+    assert record["sbom"]["deb_packages"] > 50 and record["sbom"]["python_distributions"] >= 5
+
+
+# --- multi-arch publish -------------------------------------------------------------------------
+
+def _tiny_image(engine, label_hash: str, ref: str) -> str:
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w") as tar:
+        body = f"ngcbuild test image {ref}\n".encode()
+        info = tarfile.TarInfo("etc/ngcbuild-test")
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+    repo, tag = ref.rsplit(":", 1)
+    engine.import_image_from_data(payload.getvalue(), repository=repo, tag=tag,
+                                  changes=[f"LABEL {CONTEXT_HASH_LABEL}={label_hash}"])
+    return engine.inspect_image(ref)["Id"]
+
+
+def _as_arm64(engine, source_ref: str, target_ref: str) -> str:
+    """`docker save` the image, say arm64 in its config, `docker load` it under target_ref."""
+    saved = io.BytesIO(b"".join(engine.get_image(source_ref)))
+    out = io.BytesIO()
+    with tarfile.open(fileobj=saved) as src:
+        manifest = json.loads(src.extractfile("manifest.json").read())[0]
+        config = json.loads(src.extractfile(manifest["Config"]).read())
+        config["architecture"], config["variant"] = "arm64", "v8"
+        config_bytes = json.dumps(config).encode()
+        config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
+        new_manifest = [{"Config": config_name, "RepoTags": [target_ref], "Layers": manifest["Layers"]}]
+        with tarfile.open(fileobj=out, mode="w") as dst:
+            for name, data in (("manifest.json", json.dumps(new_manifest).encode()), (config_name, config_bytes)):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                dst.addfile(info, io.BytesIO(data))
+            for layer in manifest["Layers"]:
+                member = src.getmember(layer)
+                dst.addfile(member, src.extractfile(member))
+    engine.load_image(out.getvalue())
+    image = engine.inspect_image(target_ref)
+    assert image["Architecture"] == "arm64"
+    return image["Id"]
+
+
+@pytest.fixture
+def multiarch_release(engine, scratch):
+    """A scratch copy of `dev` that lists amd64 and arm64, published under a unique repository."""
+    name = "pubtest"
+    repository = f"ngcbuild-test-{uuid.uuid4().hex[:8]}/pytorch"
+    scratch.copy_release("dev")
+    scratch.manifest(name, f"extends: dev\nimage:\n  repository: {repository}\n"
+                           "build:\n  platforms: [linux/amd64, linux/arm64]\n")
+    scratch.constraints(name, (REPO / "constraints" / "dev.txt").read_text())
+    context_hash = render_release(Project.at(scratch.root), name).context_hash
+    created = [f"ngcbuild-test-src/{repository}:amd64", f"ngcbuild-test-src/{repository}:arm64"]
+    ids = {"linux/amd64": _tiny_image(engine, context_hash, created[0])}
+    ids["linux/arm64"] = _as_arm64(engine, created[0], created[1])
+    yield {"scratch": scratch, "name": name, "repository": repository, "hash": context_hash, "ids": ids}
+    for image_id in set(ids.values()):  # every tag of the two images this test made
+        engine.remove_image(image_id, force=True)
+
+
+def test_publish_refuses_a_missing_platform_then_writes_a_multiarch_list(multiarch_release, registry, engine):
+    m = multiarch_release
+    scratch, name, repository = m["scratch"], m["name"], m["repository"]
+    short = m["hash"][:12]
+    built = scratch.invoke("build", "--release", name)  # reuses the amd64 tiny image: same context hash
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "skipped the build of pubtest (linux/amd64)" in built.stdout
+
+    refused = scratch.invoke("publish", "--release", name, "--registry", registry)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "linux/arm64 has no build of context" in refused.stderr and "Nothing was pushed" in refused.stderr
+    assert "--platform linux/arm64" in refused.stderr
+
+    arm = scratch.invoke("build", "--release", name, "--platform", "linux/arm64")
+    assert arm.returncode == 0, arm.stdout + arm.stderr
+    assert "skipped the build of pubtest (linux/arm64)" in arm.stdout
+    record = json.loads((scratch.root / "build" / name / "record.json").read_text())
+    assert {p: e["image_id"] for p, e in record["platforms"].items()} == m["ids"]
+    assert engine.inspect_image(f"nvcr.io/{repository}:pubtest-py3")["Id"] == m["ids"]["linux/amd64"]
+    assert engine.inspect_image(f"nvcr.io/{repository}:pubtest-py3-arm64")["Id"] == m["ids"]["linux/arm64"]
+
+    published = scratch.invoke("publish", "--release", name, "--registry", registry)
+    assert published.returncode == 0, published.stdout + published.stderr
+    ref = f"{registry}/{repository}:pubtest-py3"
+    raw = subprocess.run(["skopeo", "inspect", "--tls-verify=false", "--raw", f"docker://{ref}"],
+                         capture_output=True, check=True).stdout
+    listing = json.loads(raw)
+    assert listing["mediaType"] == "application/vnd.docker.distribution.manifest.list.v2+json"
+    assert sorted(m_["platform"]["architecture"] for m_ in listing["manifests"]) == ["amd64", "arm64"]
+    record = json.loads((scratch.root / "build" / name / "record.json").read_text())
+    entry = record["published"][ref]
+    assert entry["digest"] == "sha256:" + hashlib.sha256(raw).hexdigest()
+    for m_ in listing["manifests"]:
+        platform = f"linux/{m_['platform']['architecture']}"
+        assert entry["platforms"][platform] == m_["digest"]
+        per_platform = subprocess.run(
+            ["skopeo", "inspect", "--tls-verify=false", f"docker://{registry}/{repository}@{m_['digest']}"],
+            capture_output=True, text=True, check=True)
+        assert json.loads(per_platform.stdout)["Architecture"] == m_["platform"]["architecture"]
+    # the hash tag went to the registry too: a machine without the image pulls it instead of building
+    assert _served(registry, repository, f"pubtest-py3-{short}")
+    assert _served(registry, repository, f"pubtest-py3-{short}-arm64")
+
+    engine.remove_image(f"nvcr.io/{repository}:pubtest-py3-{short}-arm64")
+    engine.remove_image(f"nvcr.io/{repository}:pubtest-py3-arm64")
+    engine.remove_image(f"ngcbuild-test-src/{repository}:arm64")
+    engine.remove_image(f"{registry}/{repository}:pubtest-py3-arm64")
+    engine.remove_image(f"{registry}/{repository}:pubtest-py3-{short}-arm64")
+    pulled = scratch.invoke("build", "--release", name, "--platform", "linux/arm64", "--registry", registry)
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+    assert f"is already built in {registry}" in pulled.stdout
+    assert engine.inspect_image(f"{registry}/{repository}:pubtest-py3-{short}-arm64")["Architecture"] == "arm64"
+
+
+def _served(registry: str, repository: str, tag: str) -> bool:
+    request = urllib.request.Request(f"http://{registry}/v2/{repository}/manifests/{tag}", method="HEAD",
+                                     headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
+    try:
+        return urllib.request.urlopen(request, timeout=10).status == 200
+    except OSError:
+        return False
+
+
+# --- promotion ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def private_registry(tmp_path):
+    """A registry of our own on a free loopback port, stopped afterwards."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "registry.yml"
+    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'data'}\n"
+                      f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: warn\n")
+    log = (tmp_path / "registry.log").open("w")
+    process = subprocess.Popen(["docker-registry", "serve", str(config)], stdout=log, stderr=log)
+    try:
+        for _ in range(50):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail(f"private registry did not start: {(tmp_path / 'registry.log').read_text()}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        log.close()
+
+
+def test_promote_copies_the_smoked_image_by_digest(dev_smoke, registry, private_registry):
+    pushed = run_invoke("push", "--release", "dev", "--registry", registry)
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
+    digest = record["pushed"][f"{registry}/nvidia/pytorch:dev-py3"]["digest"]
+
+    result = run_invoke("promote", "--release", "dev", "--from", registry, "--to", private_registry)
+    assert result.returncode == 0, result.stdout + result.stderr
+    inspected = subprocess.run(["skopeo", "inspect", "--tls-verify=false",
+                                f"docker://{private_registry}/nvidia/pytorch:dev-py3"],
+                               capture_output=True, text=True, check=True)
+    assert json.loads(inspected.stdout)["Digest"] == digest
+    record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
+    assert record["promoted"][f"{private_registry}/nvidia/pytorch:dev-py3"] == {
+        **record["promoted"][f"{private_registry}/nvidia/pytorch:dev-py3"], "digest": digest, "from": registry}
+
+
+def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, private_registry, tmp_path):
+    """The same release, record copied into a scratch build/ with a failed smoke result."""
+    record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
+    project = tmp_path / "project"
+    for sub in ("manifests", "constraints", "templates"):
+        shutil.copytree(REPO / sub, project / sub)
+    shutil.copy(REPO / "tasks.py", project / "tasks.py")
+    (project / "build" / "dev").mkdir(parents=True)
+    record["pushed"] = {f"{registry}/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "0" * 64}}
+    record["smoke"] = {"image_id": record["image_id"], "passed": 10, "failed": 2, "errors": 0, "exit_code": 1}
+    (project / "build" / "dev" / "record.json").write_text(json.dumps(record))
+    result = subprocess.run(["invoke", "promote", "--release", "dev", "--from", registry, "--to", private_registry],
+                            cwd=project, capture_output=True, text=True, timeout=120, env=os.environ, check=False)
+    assert result.returncode == 1
+    assert "the smoke suite of dev failed (2 failed" in result.stderr

@@ -1,0 +1,85 @@
+"""`--changed`: which releases a commit touches, through `extends`, constraints and templates."""
+
+import subprocess
+
+import pytest
+
+from ngcbuild.changed import affected_releases, changed_files, ci_jobs, selection
+from ngcbuild.errors import UserError
+from ngcbuild.project import Project
+
+from ..conftest import REPO
+
+
+def _git(root, *args):
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin"})
+
+
+@pytest.fixture
+def repo(scratch):
+    """dev, and `child` extending dev (so the chain is parts/debian-bookworm -> dev -> child), committed."""
+    scratch.copy_release("dev")
+    dev_constraints = (REPO / "constraints" / "dev.txt").read_text()
+    scratch.manifest("child", "extends: dev\nsummary: a child of dev\n")
+    scratch.constraints("child", dev_constraints)
+    scratch.manifest("old", "status: archived\nsummary: gone\nos: {name: Debian, version: '9'}\n"
+                            "python: {version: '3.6', install: system, site_packages: /usr/lib/python3}\n")
+    _git(scratch.root, "init", "-q", "-b", "main")
+    _git(scratch.root, "add", "-A")
+    _git(scratch.root, "commit", "-qm", "base")
+    return scratch
+
+
+def _change(scratch, rel, text="# changed\n"):
+    path = scratch.root / rel
+    path.write_text(path.read_text() + text if path.exists() else text)
+    _git(scratch.root, "add", "-A")
+    _git(scratch.root, "commit", "-qm", f"change {rel}")
+
+
+@pytest.mark.parametrize("rel, expected", [
+    ("manifests/child.yaml", ["child"]),
+    ("constraints/child.txt", ["child"]),
+    ("manifests/dev.yaml", ["child", "dev"]),  # child extends dev
+    ("manifests/parts/debian-bookworm.yaml", ["child", "dev"]),
+    ("templates/Dockerfile.j2", ["child", "dev"]),  # templates are shared by every release
+    ("README.md", []),
+    ("manifests/old.yaml", []),  # archived: never built
+])
+def test_changed_releases_follow_extends_constraints_and_templates(repo, rel, expected):
+    _change(repo, rel)
+    project = Project.at(repo.root)
+    files = changed_files(project, "HEAD~1")
+    assert files == [rel]
+    assert affected_releases(project, files) == expected
+    assert selection(project, "HEAD~1")["releases"] == expected
+
+
+def test_without_a_base_every_buildable_release_is_selected(repo):
+    result = selection(Project.at(repo.root), None)
+    assert result["releases"] == ["child", "dev"] and result["changed_files"] is None
+
+
+def test_jobs_carry_platform_and_runner_labels(repo):
+    repo.manifest("child", "extends: dev\nsummary: c\nbuild:\n  platforms: [linux/amd64, linux/arm64]\n")
+    jobs = ci_jobs(Project.at(repo.root), ["child"])
+    assert jobs == [
+        {"release": "child", "platform": "linux/amd64", "arch": "amd64", "runner": ["self-hosted", "linux", "x64", "gpu"]},
+        {"release": "child", "platform": "linux/arm64", "arch": "arm64",
+         "runner": ["self-hosted", "linux", "arm64", "gpu"]},
+    ]
+
+
+def test_a_bad_base_is_a_user_error(repo):
+    with pytest.raises(UserError, match="--base 'no-such-ref'"):
+        changed_files(Project.at(repo.root), "no-such-ref")
+
+
+def test_invoke_changed_prints_json(repo):
+    _change(repo, "constraints/child.txt")
+    result = repo.invoke("changed", "--base", "HEAD~1")
+    assert result.returncode == 0, result.stderr
+    import json
+    assert json.loads(result.stdout)["releases"] == ["child"]

@@ -1,0 +1,140 @@
+"""Pure parts of publishing, no engine: manifest lists, hash tags, smoke gate of promotion, the
+SBOM document (validated against the CycloneDX schema), labels."""
+
+import json
+
+import pytest
+
+from ngcbuild import context_cache
+from ngcbuild.catalog import Catalog
+from ngcbuild.errors import UserError
+from ngcbuild.manifest import load_release
+from ngcbuild.project import Project
+from ngcbuild.promote import PromoteRefused, check_smoke, source_entry
+from ngcbuild.publish import PublishRefused, manifest_list, missing_platforms
+from ngcbuild.registry_api import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, base_url, digest_of
+from ngcbuild.sbom import document, purl_deb, purl_pypi, validate
+
+from ..conftest import REPO
+
+HASH = "ab" * 32
+
+
+@pytest.fixture(scope="module")
+def dev():
+    return load_release(Project.at(REPO), "dev").release
+
+
+def test_hash_and_platform_tags(dev):
+    assert context_cache.hash_tag(dev, HASH, "linux/amd64") == "dev-py3-abababababab"
+    assert context_cache.hash_tag(dev, HASH, "linux/arm64") == "dev-py3-abababababab-arm64"
+    # building arm64 never moves the release tag off the default platform's image
+    assert context_cache.build_tags("r/x", dev, HASH, "linux/arm64") == ["r/x:dev-py3-arm64",
+                                                                        "r/x:dev-py3-abababababab-arm64"]
+    assert context_cache.build_tags("r/x", dev, HASH, "linux/amd64")[0] == "r/x:dev-py3"
+
+
+def test_an_image_matches_only_its_context_and_platform():
+    image = {"Os": "linux", "Architecture": "arm64", "Config": {"Labels": {context_cache.CONTEXT_HASH_LABEL: HASH}}}
+    assert context_cache.matches(image, HASH, "linux/arm64")
+    assert not context_cache.matches(image, HASH, "linux/amd64")
+    assert not context_cache.matches(image, "cd" * 32, "linux/arm64")
+    assert not context_cache.matches({**image, "Config": {"Labels": None}}, HASH, "linux/arm64")
+
+
+def test_labels_are_checked():
+    assert context_cache.parse_labels(["io.ngcbuild.ci.run=12-1"]) == (("io.ngcbuild.ci.run", "12-1"),)
+    for bad in ("noequals", "Upper=1", f"{context_cache.CONTEXT_HASH_LABEL}=x", "a=b\nc"):
+        with pytest.raises(UserError):
+            context_cache.parse_labels([bad])
+
+
+def test_manifest_list_names_every_platform():
+    entries = [{"platform": "linux/arm64", "digest": "sha256:" + "2" * 64, "size": 10, "media_type": DOCKER_MANIFEST},
+               {"platform": "linux/amd64", "digest": "sha256:" + "1" * 64, "size": 20, "media_type": DOCKER_MANIFEST}]
+    body, media_type = manifest_list(entries)
+    doc = json.loads(body)
+    assert media_type == DOCKER_LIST == doc["mediaType"]
+    assert [m["platform"] for m in doc["manifests"]] == [
+        {"architecture": "amd64", "os": "linux"}, {"architecture": "arm64", "os": "linux", "variant": "v8"}]
+    assert doc["manifests"][0]["size"] == 20
+    oci = [{**e, "media_type": OCI_MANIFEST} for e in entries]
+    assert manifest_list(oci)[1] == OCI_INDEX
+    with pytest.raises(PublishRefused):
+        manifest_list([{**entries[0], "media_type": "application/x-unknown"}])
+
+
+def test_missing_platforms_needs_a_build_of_this_context(scratch):
+    scratch.copy_release("dev")
+    scratch.manifest("multi", "extends: dev\nbuild:\n  platforms: [linux/amd64, linux/arm64]\n")
+    scratch.constraints("multi", (REPO / "constraints" / "dev.txt").read_text())
+    release = load_release(Project.at(scratch.root), "multi").release
+    assert release.build.published_platforms == ("linux/amd64", "linux/arm64")
+    record = {"platforms": {"linux/amd64": {"context_sha256": HASH}, "linux/arm64": {"context_sha256": "old"}}}
+    assert missing_platforms(release, record, HASH) == ["linux/arm64"]
+    assert missing_platforms(release, {}, HASH) == ["linux/amd64", "linux/arm64"]
+
+
+def test_platforms_must_be_known(scratch):
+    scratch.copy_release("dev")
+    scratch.manifest("bad", "extends: dev\nbuild:\n  platforms: [linux/s390x]\n")
+    with pytest.raises(UserError, match="build.platforms"):
+        load_release(Project.at(scratch.root), "bad")
+
+
+def test_promotion_is_gated_on_a_passing_smoke_record_of_that_image():
+    image = "sha256:" + "1" * 64
+    passed = {"image_id": image, "passed": 20, "failed": 0, "errors": 0, "exit_code": 0}
+    assert check_smoke({"smoke": passed}, "dev", {image}) == passed
+    with pytest.raises(PromoteRefused, match="no smoke record"):
+        check_smoke({}, "dev", {image})
+    with pytest.raises(PromoteRefused, match="failed"):
+        check_smoke({"smoke": {**passed, "failed": 1, "exit_code": 1}}, "dev", {image})
+    with pytest.raises(PromoteRefused, match="failed"):
+        check_smoke({"smoke": {**passed, "exit_code": 2}}, "dev", {image})
+    with pytest.raises(PromoteRefused, match="not for the image being promoted"):
+        check_smoke({"smoke": passed}, "dev", {"sha256:" + "2" * 64})
+
+
+def test_source_entry_prefers_a_published_list():
+    record = {"image_id": "i1", "platforms": {"linux/amd64": {"image_id": "i1"}, "linux/arm64": {"image_id": "i2"}},
+              "pushed": {"h/r:t": {"digest": "sha256:p"}},
+              "published": {"h/r:t": {"digest": "sha256:l", "platforms": {"linux/amd64": "a", "linux/arm64": "b"}}}}
+    assert source_entry(record, "h/r:t") == (record["published"]["h/r:t"], {"i1", "i2"})
+    del record["published"]
+    assert source_entry(record, "h/r:t") == ({"digest": "sha256:p"}, {"i1"})
+    assert source_entry(record, "other/r:t") is None
+
+
+def test_registry_urls_and_digests():
+    assert base_url("127.0.0.1:5000") == "http://127.0.0.1:5000"
+    assert base_url("localhost:5000") == "http://localhost:5000"
+    assert base_url("nvcr.io") == "https://nvcr.io"
+    assert digest_of(b"") == "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def test_purls_are_encoded():
+    assert purl_pypi("Typing_Extensions", "4.12.2") == "pkg:pypi/typing-extensions@4.12.2"
+    assert purl_pypi("torch", "2.13.0+cpu") == "pkg:pypi/torch@2.13.0%2Bcpu"
+    assert purl_deb({"ID": "debian", "VERSION_ID": "12"}, "libc6", "1:2.36-9+deb12u9", "amd64") == \
+        "pkg:deb/debian/libc6@1%3A2.36-9%2Bdeb12u9?arch=amd64&distro=debian-12"
+
+
+def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
+    found = {"python": [["torch", "2.13.0+cpu"], ["numpy", "2.3.4"]],
+             "dpkg": [["python3", "3.11.2-1+b1", "amd64", "python3-defaults"], ["libc6", "2.36-9", "amd64", ""]],
+             "os": {"ID": "debian", "VERSION_ID": "12", "PRETTY_NAME": "Debian GNU/Linux 12 (bookworm)"},
+             "python_version": "3.11.2"}
+    image = {"Id": "sha256:" + "1" * 64, "Os": "linux", "Architecture": "amd64"}
+    doc = document(dev, Catalog.load(Project.at(REPO)), found, image, "nvcr.io/nvidia/pytorch:dev-py3",
+                   {"context_sha256": HASH}, "2026-01-01T00:00:00Z", "urn:uuid:" + "0" * 8 + "-0000-4000-8000-" + "0" * 12)
+    assert validate(doc).startswith("valid against the CycloneDX 1.5 JSON schema")
+    pytorch = next(c for c in doc["components"] if c["bom-ref"] == "manifest:pytorch")
+    props = {p["name"]: p["value"] for p in pytorch["properties"]}
+    assert pytorch["version"] == "2.13.0+cpu" and props["ngcbuild:provenance"] == "chosen"
+    assert props["ngcbuild:version-in-image"] == "2.13.0+cpu"
+    deb = next(c for c in doc["components"] if c["name"] == "python3")
+    assert deb["properties"] == [{"name": "ngcbuild:source-package", "value": "python3-defaults"}]
+    broken = {**doc, "components": doc["components"] + [{"type": "not-a-type", "name": "x", "bom-ref": "x"}]}
+    with pytest.raises(Exception, match="does not validate"):
+        validate(broken)

