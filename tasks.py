@@ -127,11 +127,16 @@ def notes(c, release):
     api.notes(release)
 
 
-@task(help={"json": "print JSON (for CI and scripts) instead of Markdown"})
+@task(help={"json": "print JSON (for CI and scripts) instead of Markdown",
+            "changed": "with --json: only the releases (and CI jobs) that changes since --base touch",
+            "base": "with --changed: the commit or branch to compare with (default: every buildable release)"})
 @guarded
-def matrix(c, json=False):
-    """Print the support matrix across all manifests (Markdown; --json for CI)."""
-    api.matrix(as_json=json)
+def matrix(c, json=False, changed=False, base=None):
+    """Print the support matrix across all manifests (Markdown; --json for CI; --changed for the CI plan)."""
+    if changed:
+        api.changed_jobs(base=base)
+    else:
+        api.matrix(as_json=json)
 
 
 @task(positional=["old", "new"], help={"old": "the earlier release", "new": "the later release",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
 
 from docker.errors import DockerException
 from invoke.exceptions import Exit
@@ -22,6 +24,10 @@ def guarded(function):
             raise Exit(f"ngcbuild: {exc}", code=exc.exit_code) from None
         except DockerException as exc:
             raise Exit(f"ngcbuild: the Docker engine failed: {exc}", code=1) from None
+        except BrokenPipeError:
+            # output piped into `head` and the like: stop quietly, as other tools do
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise Exit(code=0) from None
         except KeyboardInterrupt:
             raise Exit("ngcbuild: interrupted", code=130) from None
 
