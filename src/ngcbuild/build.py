@@ -17,9 +17,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import requests
+import urllib3
+
 from .base import ensure_base
 from .engine import connect
 from .errors import BuildFailed, UserError
+from .leftovers import Journal, remove_containers
 from .events import TAIL_LINES, BuildStream
 from .project import Project
 from .record import write_record
@@ -29,6 +33,8 @@ from .wheelhouse import default_wheelhouse, select_wheels
 DEFAULT_REGISTRY = "nvcr.io"
 CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
+# What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
+ENGINE_GONE = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError)
 
 
 @dataclass(frozen=True)
@@ -69,26 +75,17 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     say(f"building {release.release} from {rendered.directory} "
         f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
         f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'})")
+    journal = Journal(rendered.directory)
+    _remove_leftovers(client, journal, say)
     started = time.monotonic()
-    stream = BuildStream()
-    with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
-        _write_context(context, project, rendered, options, wheels)
-        context.seek(0)
-        events = client.build(
-            fileobj=context, custom_context=True, encoding=None, decode=True,
-            rm=True, forcerm=True, nocache=options.no_cache, pull=False,
-            platform=release.build.platform, labels={CONTEXT_HASH_LABEL: rendered.context_hash},
-        )
-        for event in events:
-            for line in stream.feed(event):
-                say(line)
+    stream = _run_build(client, project, rendered, options, wheels, journal, say)
     duration = time.monotonic() - started
     if stream.error or not stream.image_id:
         tail = "\n".join(f"  | {line}" for line in stream.tail)
         raise BuildFailed(
             f"build of {release.release} failed at {stream.failed_step}\n"
-            f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}\n"
-            "no tag was moved")
+            f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}"
+            f"{_hint(stream.error)}\nno tag was moved")
 
     repository = image_repository(options.registry, release)
     tags = [f"{repository}:{release.tag}"]
@@ -119,6 +116,60 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
     return record
+
+
+def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path],
+               journal: Journal, say) -> BuildStream:
+    """Send the context and follow the build. Whatever way it ends (done, failed, Ctrl-C, the engine
+    gone), the intermediate containers its log named are removed before this returns."""
+    stream = BuildStream()
+    try:
+        with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
+            _write_context(context, project, rendered, options, wheels)
+            context.seek(0)
+            events = client.build(
+                fileobj=context, custom_context=True, encoding=None, decode=True,
+                rm=True, forcerm=True, nocache=options.no_cache, pull=False,
+                platform=rendered.plan.release.build.platform,
+                labels={CONTEXT_HASH_LABEL: rendered.context_hash},
+            )
+            for event in events:
+                for line in stream.feed(event):
+                    say(line)
+                journal.add(stream.containers)
+    except ENGINE_GONE as exc:
+        raise BuildFailed(
+            f"build of {rendered.release} failed at {stream.failed_step}: the connection to the Docker engine "
+            f"broke ({_first_line(exc)}); is the engine still running? No tag was moved; the containers of "
+            "this build are removed by the next build once the engine is back") from None
+    finally:
+        _remove_leftovers(client, journal, say)
+    return stream
+
+
+def _remove_leftovers(client, journal: Journal, say) -> None:
+    ids = journal.read()
+    if not ids:
+        return
+    try:
+        left = remove_containers(client, ids)
+    except ENGINE_GONE:
+        return  # the journal stays for the next build
+    if left:
+        say(f"warning: intermediate containers still present: {', '.join(i[:12] for i in left)}")
+    else:
+        journal.clear()
+
+
+def _hint(error: str | None) -> str:
+    if error and "non-zero code: 137" in error:
+        return " (137: the step was killed: the engine stopped, or the step ran out of memory)"
+    return ""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:

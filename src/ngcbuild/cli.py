@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 
+import requests
+import urllib3
 from docker.errors import DockerException
 from invoke.exceptions import Exit
 
@@ -22,6 +24,9 @@ def guarded(function):
             raise Exit(f"ngcbuild: {exc}", code=exc.exit_code) from None
         except DockerException as exc:
             raise Exit(f"ngcbuild: the Docker engine failed: {exc}", code=1) from None
+        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as exc:
+            # a backstop: the connection to the engine broke somewhere no module expected it
+            raise Exit(f"ngcbuild: the connection to the Docker engine broke: {exc}", code=1) from None
         except KeyboardInterrupt:
             raise Exit("ngcbuild: interrupted", code=130) from None
 

@@ -9,6 +9,7 @@ import time
 
 import docker
 import requests
+import urllib3
 
 from .engine import connect
 from .errors import PushFailed, UserError
@@ -81,7 +82,7 @@ def _push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> P
             for event in client.push(repository, tag=tag, stream=True, decode=True, auth_config=auth):
                 for line in stream.feed(event):
                     print(line, file=out, flush=True)
-        except (requests.exceptions.ConnectionError, docker.errors.APIError) as exc:
+        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, docker.errors.APIError) as exc:
             stream.error = str(exc)
         if not stream.error and stream.digest:
             return stream
@@ -94,7 +95,11 @@ def _push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> P
         delay = BACKOFF_S * 2 ** (attempt - 1)
         print(f"push failed ({_first_line(last)}); retry {attempt}/{ATTEMPTS - 1} in {delay:.0f}s", file=out, flush=True)
         sleep(delay)
-    raise PushFailed(f"{repository}:{tag}: push failed: {_first_line(last)}; the local image is kept")
+    hint = ""
+    if "connection refused" in last.lower():
+        hint = f"; is a registry running at {repository.split('/', 1)[0]}?"
+    raise PushFailed(f"{repository}:{tag}: push failed after {attempt} attempt(s): {_first_line(last)}{hint}; "
+                     "the local image is kept")
 
 
 def _digest_served(client, ref: str, auth) -> str:
