@@ -107,7 +107,8 @@ def _digest_served(client, ref: str, auth) -> str:
     try:
         return client.inspect_distribution(ref, auth_config=auth)["Descriptor"]["digest"]
     except docker.errors.APIError as exc:
-        raise PushFailed(f"{ref}: pushed, but the registry cannot be read back: {exc.explanation or exc}") from None
+        raise PushFailed(f"{ref}: pushed, but the registry cannot be read back: {exc.explanation or exc}; "
+                         "the local image is kept, nothing was recorded") from None
 
 
 def _first_line(text: str) -> str:
