@@ -52,6 +52,13 @@ def base(c, release="dev"):
     api.base(release)
 
 
+@task
+@guarded
+def reliability(c):
+    """Run the corpus of broken inputs, the fault tests and the secrets scans; write RELIABILITY.md."""
+    api.reliability()
+
+
 @task(help={"k": "only tests matching this expression", "unit": "unit tests only (no engine)"})
 def test(c, k=None, unit=False):
     """The whole test suite (unit + integration against a real engine and registry)."""

@@ -8,6 +8,7 @@ import sys
 from . import base as base_image
 from . import build as builder
 from . import registry as registry_client
+from . import reliability as reliability_runner
 from .smoke import runner as smoke_runner
 from .engine import connect
 from .manifest import load_release
@@ -36,3 +37,7 @@ def push(release: str, registry: str, root=".") -> dict:
 def base(release: str = "dev", root=".") -> None:
     loaded = load_release(Project.at(root), release)
     base_image.make_base(connect(), loaded.release)
+
+
+def reliability(root=".") -> None:
+    reliability_runner.run_reliability(Project.at(root), out=sys.stdout)

@@ -23,8 +23,8 @@ import urllib3
 from .base import ensure_base
 from .engine import connect
 from .errors import BuildFailed, UserError
-from .leftovers import Journal, remove_containers
 from .events import TAIL_LINES, BuildStream
+from .leftovers import Journal, remove_containers
 from .project import Project
 from .record import write_record
 from .render import INPUTS_DIR, Rendered, render_pip_conf, render_release

@@ -14,6 +14,8 @@ import pytest
 from ..conftest import ScratchProject
 from .corpus import load_cases
 
+pytestmark = pytest.mark.reliability
+
 CASES = load_cases()
 
 

@@ -21,6 +21,7 @@ import urllib.request
 from pathlib import Path
 
 import docker
+import requests
 
 
 def free_port() -> int:
@@ -68,7 +69,7 @@ class PrivateEngine:
     def _answers(self) -> bool:
         try:
             return self.client(timeout=5).ping()
-        except Exception:
+        except (docker.errors.DockerException, requests.exceptions.RequestException):
             return False
 
     def stop(self, kill: bool = False) -> None:
@@ -174,7 +175,7 @@ class FaultProxy:
     (return False to drop the connection, as a registry going down does) and can rewrite the
     Docker-Content-Digest header of manifest reads (a registry serving a different digest)."""
 
-    HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "upgrade"}
+    HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "upgrade"})
 
     def __init__(self, upstream: str, on_request=None, rewrite_digest: str | None = None):
         self.upstream, self.on_request, self.rewrite_digest = upstream, on_request, rewrite_digest

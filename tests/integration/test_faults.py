@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+import docker
 import pytest
 
 from ngcbuild.base import ensure_base
@@ -27,7 +28,7 @@ from ngcbuild.project import Project
 from ..conftest import REPO, ScratchProject
 from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.reliability]
 
 BASE = "debian:bookworm-slim"
 MANIFEST = """\
@@ -85,7 +86,7 @@ class FaultProject(ScratchProject):
     def tag_id(self, release: str) -> str | None:
         try:
             return self.engine.client().inspect_image(f"nvcr.io/nvidia/pytorch:{release}-py3")["Id"]
-        except Exception:
+        except docker.errors.ImageNotFound:
             return None
 
     def hold_tag(self, release: str) -> str:
@@ -328,7 +329,7 @@ def _served_digest(address: str, release: str, auth=None) -> str | None:
     command = ["skopeo", "inspect", "--tls-verify=false", f"docker://{address}/nvidia/pytorch:{release}-py3"]
     if auth:
         command[2:2] = ["--creds", f"{auth[0]}:{auth[1]}"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     return json.loads(result.stdout)["Digest"] if result.returncode == 0 else None
 
 
@@ -337,7 +338,7 @@ def _image_kept(project: FaultProject, release: str) -> bool:
     try:
         project.engine.client().inspect_image(record["image_id"])
         return True
-    except Exception:
+    except docker.errors.ImageNotFound:
         return False
 
 
