@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker
 import requests
 import urllib3
 
@@ -153,8 +154,10 @@ def _remove_leftovers(client, journal: Journal, say) -> None:
         return
     try:
         left = remove_containers(client, ids)
-    except ENGINE_GONE:
-        return  # the journal stays for the next build
+    except (*ENGINE_GONE, docker.errors.APIError) as exc:
+        # never hide why the build ended; the journal stays for the next build
+        say(f"warning: could not remove the build's intermediate containers yet ({_first_line(exc)})")
+        return
     if left:
         say(f"warning: intermediate containers still present: {', '.join(i[:12] for i in left)}")
     else:
