@@ -90,10 +90,16 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
 
     repository = image_repository(options.registry, release)
     tags = [f"{repository}:{release.tag}"]
-    for ref in tags:
-        repo, tag = ref.rsplit(":", 1)
-        client.tag(stream.image_id, repo, tag, force=True)
-    image = client.inspect_image(stream.image_id)
+    try:
+        for ref in tags:
+            repo, tag = ref.rsplit(":", 1)
+            client.tag(stream.image_id, repo, tag, force=True)
+        image = client.inspect_image(stream.image_id)
+    except ENGINE_GONE as exc:
+        raise BuildFailed(
+            f"build of {release.release} finished ({stream.image_id[:19]}), but the connection to the Docker "
+            f"engine broke before it was tagged ({_first_line(exc)}); is the engine still running? "
+            "No record was written; rerun the build (its steps are cached)") from None
     record = {
         "release": release.release,
         "image_id": stream.image_id,
