@@ -88,7 +88,7 @@ def test_broken_input_is_one_clean_message(case, outcomes, sentinel, figures):
         traceback = "Traceback" in result.stderr + result.stdout
         clean = (result.returncode == 2 and not traceback and "\n" not in message and not result.stdout
                  and message.startswith(prefix) and all(part in message for part in case.expect))
-        figures(suite="corpus", case=f"{case.name} ({command})", clean=clean, traceback=traceback,
+        figures(suite="corpus", case=f"{case.name} ({command})", input=case.name, clean=clean, traceback=traceback,
                 exit_status=result.returncode, message=message[:300])
         assert not traceback, result.stderr
         assert result.returncode == 2, f"{command}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"

@@ -3,8 +3,8 @@
 from ngcbuild.reliability import render, summarize
 
 CLEAN = [
-    {"suite": "corpus", "case": "a (build)", "clean": True, "traceback": False},
-    {"suite": "corpus", "case": "a (push)", "clean": True, "traceback": False},
+    *({"suite": "corpus", "case": f"c{i} ({command})", "input": f"c{i}", "clean": True, "traceback": False}
+      for i in range(40) for command in ("build", "push")),
     {"suite": "fault", "case": "SIGINT mid-build", "clean": True, "traceback": False, "leftovers": 0},
     {"suite": "secrets", "case": "dev image", "found": 0},
 ]
@@ -13,7 +13,8 @@ PASSED = {"passed": 4, "failed": 0, "skipped": 0}
 
 def test_clean_records_give_a_clean_table():
     summary = summarize(CLEAN, PASSED)
-    assert (summary.corpus.tried, summary.corpus.clean, summary.faults.tried, summary.secrets.tried) == (2, 2, 1, 1)
+    assert (summary.corpus.tried, summary.corpus.clean, summary.faults.tried, summary.secrets.tried) == (80, 80, 1, 1)
+    assert len(summary.corpus.inputs) == 40
     assert summary.ok
     text = render(summary, "today")
     assert "| tracebacks | 0 | 0 |" in text and "| secrets found (registry password, CA bundle) | 0 | 0 |" in text
@@ -34,6 +35,7 @@ def test_any_traceback_leftover_secret_or_unclean_case_is_not_ok():
     assert "| engine killed | **no** | 2 |" in text
 
 
-def test_nothing_measured_or_skipped_tests_are_not_ok():
+def test_nothing_measured_a_small_corpus_or_skipped_tests_are_not_ok():
     assert not summarize([], PASSED).ok
+    assert not summarize(CLEAN[2:], PASSED).ok  # 39 inputs
     assert not summarize(CLEAN, {"passed": 3, "failed": 0, "skipped": 1}).ok
