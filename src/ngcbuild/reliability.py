@@ -86,7 +86,7 @@ def summarize(records: list[dict], outcomes: dict[str, int], duration_s: float =
             continue
         suite.clean += bool(record.get("clean"))
         if not record.get("clean"):
-            suite.unclean.append(f"{record['case']}: {record.get('message') or record.get('found') or ''}")
+            suite.unclean.append(f"{record['case']}: {record.get('message') or record.get('leftover_items') or ''}")
         if record.get("suite") == "fault":
             fault_cases.append((record["case"], bool(record.get("clean")), int(record.get("leftovers", 0))))
     return Summary(suites["corpus"], suites["fault"], suites["secrets"], outcomes.get("passed", 0),

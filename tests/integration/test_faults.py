@@ -120,7 +120,7 @@ def project(private_engine, tmp_path_factory) -> FaultProject:
 
 def report(figures, name: str, result_text: str, leftovers: list[str], clean: bool) -> None:
     figures(suite="fault", case=name, clean=clean, traceback="Traceback" in result_text,
-            leftovers=len(leftovers), found=leftovers)
+            leftovers=len(leftovers), leftover_items=leftovers)
 
 
 # --- the engine is not there -------------------------------------------------------------------

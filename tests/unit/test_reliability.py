@@ -5,7 +5,8 @@ from ngcbuild.reliability import render, summarize
 CLEAN = [
     *({"suite": "corpus", "case": f"c{i} ({command})", "input": f"c{i}", "clean": True, "traceback": False}
       for i in range(40) for command in ("build", "push")),
-    {"suite": "fault", "case": "SIGINT mid-build", "clean": True, "traceback": False, "leftovers": 0},
+    {"suite": "fault", "case": "SIGINT mid-build", "clean": True, "traceback": False, "leftovers": 0,
+     "leftover_items": []},
     {"suite": "secrets", "case": "dev image", "found": 0},
 ]
 PASSED = {"passed": 4, "failed": 0, "skipped": 0}
@@ -24,7 +25,8 @@ def test_clean_records_give_a_clean_table():
 def test_any_traceback_leftover_secret_or_unclean_case_is_not_ok():
     bad = [
         {"suite": "corpus", "case": "b (build)", "clean": False, "traceback": True, "message": "Traceback ..."},
-        {"suite": "fault", "case": "engine killed", "clean": False, "leftovers": 2},
+        {"suite": "fault", "case": "engine killed", "clean": False, "leftovers": 2,
+         "leftover_items": ["container 5ff14128f5c5 (Exited (137))", "file .intermediate-containers"]},
         {"suite": "secrets", "case": "push output", "found": 1},
     ]
     summary = summarize(CLEAN + bad, PASSED)
@@ -33,6 +35,7 @@ def test_any_traceback_leftover_secret_or_unclean_case_is_not_ok():
     text = render(summary, "today")
     assert "SOME FIGURES ARE WRONG" in text and "- b (build): Traceback ..." in text
     assert "| engine killed | **no** | 2 |" in text
+    assert "- engine killed: ['container 5ff14128f5c5 (Exited (137))', 'file .intermediate-containers']" in text
 
 
 def test_nothing_measured_a_small_corpus_or_skipped_tests_are_not_ok():
