@@ -33,8 +33,8 @@ NOT_PRODUCED = (
     ("the disk filling up during a build or a push",
      "the shared engine's data root is the machine's only disk; filling it would break other builds"),
     ("a step killed for running out of memory",
-     "builds here set no memory limit; the engine's message for it (exit code 137) is the one a stopped "
-     "engine gives, which is produced, and the build failure names the cause for both"),
+     "builds here set no memory limit; the hint for a step's exit code 137 names both causes (memory, or "
+     "the engine stopping), and only the second is produced"),
     ("a registry with a bad TLS certificate",
      "the registries here are plain HTTP on 127.0.0.1, which the engine trusts without TLS"),
 )
