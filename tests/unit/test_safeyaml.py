@@ -32,7 +32,8 @@ def test_small_aliases_still_work():
     assert safeyaml.load("a: &x [1, 2]\nb: *x\n") == {"a": [1, 2], "b": [1, 2]}
 
 
-@pytest.mark.parametrize("text", ["a: " + "[" * 100 + "]" * 100, "a: " + "[" * 5000 + "]" * 5000, "a: &r [*r]"])
+@pytest.mark.parametrize("text", ["a: " + "[" * 100 + "]" * 100, "a: " + "[" * 5000 + "]" * 5000, "a: &r [*r]"],
+                         ids=["100-levels", "5000-levels", "self-reference"])
 def test_deep_or_recursive_nesting_is_refused(text):
     assert "nested too deeply" in problem(text).message
 
