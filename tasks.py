@@ -111,6 +111,13 @@ def bench(c, runs=3, registry=None):
     api.bench(runs=int(runs), registry=registry)
 
 
+@task
+@guarded
+def reliability(c):
+    """Run the corpus of broken inputs, the fault tests and the secrets scans; write RELIABILITY.md."""
+    api.reliability()
+
+
 @task(help={"k": "only tests matching this expression", "unit": "unit tests only (no engine)"})
 def test(c, k=None, unit=False):
     """The whole test suite (unit + integration against a real engine and registry)."""

@@ -47,3 +47,19 @@ class ScratchProject:
 @pytest.fixture
 def scratch(tmp_path) -> ScratchProject:
     return ScratchProject(tmp_path / "project")
+
+
+@pytest.fixture
+def figures(request):
+    """Record a measurement for `invoke reliability` (JSON lines appended to $NGCBUILD_FIGURES).
+
+    Tests record before they assert, so a failing check still shows up as a non-zero figure."""
+    import json
+
+    def record(**fields) -> None:
+        path = os.environ.get("NGCBUILD_FIGURES")
+        if path:
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"test": request.node.nodeid, **fields}, sort_keys=True) + "\n")
+
+    return record

@@ -13,6 +13,7 @@ from . import golden as golden_files
 from . import promote as promoter
 from . import publish as publisher
 from . import registry as registry_client
+from . import reliability as reliability_runner
 from . import sbom as sbom_writer
 from .engine import connect
 from .errors import UserError, shown_path
@@ -162,3 +163,7 @@ def changed_jobs(base=None, root=".") -> dict:
     result = changed.selection(Project.at(root), base)
     print(json.dumps(result, indent=2))
     return result
+
+
+def reliability(root=".") -> None:
+    reliability_runner.run_reliability(Project.at(root), out=sys.stdout)

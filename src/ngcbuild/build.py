@@ -17,11 +17,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker
+import requests
+import urllib3
+
 from . import context_cache
 from .base import ensure_base
 from .engine import connect
 from .errors import BuildFailed, UserError
 from .events import TAIL_LINES, BuildStream
+from .leftovers import Journal, remove_containers
 from .project import Project
 from .record import write_record
 from .registry import credentials
@@ -33,6 +38,8 @@ DEFAULT_REGISTRY = "nvcr.io"
 CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 CONTEXT_HASH_LABEL = context_cache.CONTEXT_HASH_LABEL
 PLATFORMS = ("linux/amd64", "linux/arm64")
+# What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
+ENGINE_GONE = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError)
 
 
 @dataclass(frozen=True)
@@ -95,32 +102,29 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     say(f"building {release.release} from {rendered.directory} "
         f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
         f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'})")
+    journal = Journal(rendered.directory)
+    _remove_leftovers(client, journal, say)
     started = time.monotonic()
-    stream = BuildStream()
-    with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
-        _write_context(context, project, rendered, options, wheels)
-        context.seek(0)
-        events = client.build(
-            fileobj=context, custom_context=True, encoding=None, decode=True,
-            rm=True, forcerm=True, nocache=options.no_cache, pull=False,
-            platform=platform, labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash},
-        )
-        for event in events:
-            for line in stream.feed(event):
-                say(line)
+    stream = _run_build(client, project, rendered, options, wheels, journal, say, platform)
     duration = time.monotonic() - started
     if stream.error or not stream.image_id:
         tail = "\n".join(f"  | {line}" for line in stream.tail)
         raise BuildFailed(
             f"build of {release.release} failed at {stream.failed_step}\n"
-            f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}\n"
-            "no tag was moved")
+            f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}"
+            f"{_hint(stream.error)}\nno tag was moved")
 
     tags = context_cache.build_tags(repository, release, rendered.context_hash, platform)
-    for ref in tags:
-        repo, tag = ref.rsplit(":", 1)
-        client.tag(stream.image_id, repo, tag, force=True)
-    image = client.inspect_image(stream.image_id)
+    try:
+        for ref in tags:
+            repo, tag = ref.rsplit(":", 1)
+            client.tag(stream.image_id, repo, tag, force=True)
+        image = client.inspect_image(stream.image_id)
+    except ENGINE_GONE as exc:
+        raise BuildFailed(
+            f"build of {release.release} finished ({stream.image_id[:19]}), but the connection to the Docker "
+            f"engine broke before it was tagged ({_first_line(exc)}); is the engine still running? "
+            "No record was written; rerun the build (its steps are cached)") from None
     record = {
         "release": release.release,
         "image_id": stream.image_id,
@@ -146,6 +150,62 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
     return record
+
+
+def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path],
+               journal: Journal, say, platform: str) -> BuildStream:
+    """Send the context and follow the build. Whatever way it ends (done, failed, Ctrl-C, the engine
+    gone), the intermediate containers its log named are removed before this returns."""
+    stream = BuildStream()
+    try:
+        with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
+            _write_context(context, project, rendered, options, wheels)
+            context.seek(0)
+            events = client.build(
+                fileobj=context, custom_context=True, encoding=None, decode=True,
+                rm=True, forcerm=True, nocache=options.no_cache, pull=False,
+                platform=platform,
+                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash},
+            )
+            for event in events:
+                for line in stream.feed(event):
+                    say(line)
+                journal.add(stream.containers)
+    except ENGINE_GONE as exc:
+        raise BuildFailed(
+            f"build of {rendered.release} failed at {stream.failed_step}: the connection to the Docker engine "
+            f"broke ({_first_line(exc)}); is the engine still running? No tag was moved; the containers of "
+            "this build are removed by the next build once the engine is back") from None
+    finally:
+        _remove_leftovers(client, journal, say)
+    return stream
+
+
+def _remove_leftovers(client, journal: Journal, say) -> None:
+    ids = journal.read()
+    if not ids:
+        return
+    try:
+        left = remove_containers(client, ids)
+    except (*ENGINE_GONE, docker.errors.APIError) as exc:
+        # never hide why the build ended; the journal stays for the next build
+        say(f"warning: could not remove the build's intermediate containers yet ({_first_line(exc)})")
+        return
+    if left:
+        say(f"warning: intermediate containers still present: {', '.join(i[:12] for i in left)}")
+    else:
+        journal.clear()
+
+
+def _hint(error: str | None) -> str:
+    if error and "non-zero code: 137" in error:
+        return " (137: the step was killed: the engine stopped, or the step ran out of memory)"
+    return ""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:

@@ -6,6 +6,8 @@ import functools
 import os
 import sys
 
+import requests
+import urllib3
 from docker.errors import DockerException
 from invoke.exceptions import Exit
 
@@ -28,6 +30,9 @@ def guarded(function):
             # output piped into `head` and the like: stop quietly, as other tools do
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise Exit(code=0) from None
+        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as exc:
+            # a backstop: the connection to the engine broke somewhere no module expected it
+            raise Exit(f"ngcbuild: the connection to the Docker engine broke: {exc}", code=1) from None
         except KeyboardInterrupt:
             raise Exit("ngcbuild: interrupted", code=130) from None
 

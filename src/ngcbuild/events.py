@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 _ID_RE = re.compile(r"^Successfully built ([0-9a-f]{12,64})$")
+# The classic builder runs each RUN step in a container of its own and names it in the log.
+_CONTAINER_RE = re.compile(r"^\s*---> Running in ([0-9a-f]{12,64})$")
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 # dpkg's percentage counter: one line per 5%, worth nothing in a log.
 _NOISE_RE = re.compile(r"^\(Reading database \.\.\. \d+%$")
@@ -38,6 +40,7 @@ class BuildStream:
     error: str | None = None
     cached_steps: int = 0
     step_log: list = field(default_factory=list)  # (step, instruction, cached)
+    containers: list = field(default_factory=list)  # intermediate containers, in the order they ran
 
     def feed(self, event: dict) -> list[str]:
         """Consume one event; return the lines to show the user."""
@@ -67,6 +70,9 @@ class BuildStream:
             if line.strip() == "---> Using cache" and self.step_log:
                 self.step_log[-1][2] = True
                 self.cached_steps += 1
+            running = _CONTAINER_RE.match(line)
+            if running:
+                self.containers.append(running[1])
             built = _ID_RE.match(line)
             if built and not self.image_id:
                 self.image_id = built[1]

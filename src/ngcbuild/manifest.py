@@ -11,15 +11,15 @@ import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from . import safeyaml
 from .catalog import Catalog
 from .constraints import Constraints, load_constraints
 from .errors import ManifestError, UserError, shown_path
 from .model import Release
 from .project import Project
-from .types import release_parts
+from .types import RELEASE_NAME_RE, release_parts
 
 MAX_MANIFEST_BYTES = 1_000_000
 
@@ -40,6 +40,7 @@ def release_names(project: Project) -> list[str]:
 
 
 def load_release(project: Project, name: str) -> LoadedRelease:
+    check_release_name(name)
     path = project.manifests / f"{name}.yaml"
     if not path.is_file():
         known = release_names(project)
@@ -52,9 +53,17 @@ def load_release(project: Project, name: str) -> LoadedRelease:
     _check_components(path, release, catalog)
     constraints = None
     if release.status == "buildable":
-        constraints = load_constraints(project.constraints / f"{name}.txt", manifest=path)
+        constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path))
         _check_pins_agree(path, release, catalog, constraints)
     return LoadedRelease(release, path, chain, constraints)
+
+
+def check_release_name(name: str) -> None:
+    """The --release argument becomes a file name, a build/ folder and an image tag: a path or shell
+    characters in it would reach all three."""
+    if not isinstance(name, str) or not RELEASE_NAME_RE.fullmatch(name):
+        raise UserError(f"--release {name!r}: expected a release name (YY.MM such as 25.12, or a lower-case "
+                        "word such as dev) naming a file manifests/NAME.yaml")
 
 
 def _read_yaml(path: Path) -> dict:
@@ -69,12 +78,9 @@ def _read_yaml(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ManifestError(path, "", f"invalid YAML: {where}{problem}") from None
+        data = safeyaml.load(text)
+    except safeyaml.YamlProblem as exc:
+        raise ManifestError(path, exc.key, exc.message) from None
     if data is None:
         raise ManifestError(path, "", "file is empty; expected a mapping of manifest keys")
     if not isinstance(data, dict):
@@ -104,9 +110,10 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
     for parent in parents:
         parent_path = (project.manifests / f"{parent}.yaml").resolve()
         if project.manifests.resolve() not in parent_path.parents:
-            raise ManifestError(path, "extends", f"{parent!r} is outside {project.manifests}")
+            raise ManifestError(path, "extends", f"{parent!r} is outside {shown_path(project.manifests)}")
         if not parent_path.is_file():
-            raise ManifestError(path, "extends", f"parent {parent!r} not found ({parent_path} does not exist)")
+            raise ManifestError(path, "extends",
+                                f"parent {parent!r} not found ({shown_path(parent_path)} does not exist)")
         parent_data, parent_chain = _resolve(project, parent_path, (*seen, path))
         merged = deep_merge(merged, parent_data)
         chain += parent_chain
@@ -145,6 +152,8 @@ def describe_error(model: type[BaseModel], error: dict) -> tuple[str, str]:
     loc = tuple(error["loc"])
     # pydantic adds the validator's name to the path for constrained types; drop non-keys
     loc = tuple(part for part in loc if not (isinstance(part, str) and part.startswith("function-")))
+    # a bad key of a mapping: pydantic appends "[key]" after the key itself
+    loc = tuple(part for part in loc if part != "[key]")
     key = ".".join(str(p) for p in loc)
     kind = error["type"]
     value = error.get("input")
@@ -154,6 +163,12 @@ def describe_error(model: type[BaseModel], error: dict) -> tuple[str, str]:
         return key, f"unknown key{_did_you_mean(name, allowed)}; expected one of: {', '.join(allowed)}"
     if kind == "missing":
         return key, "required key is missing"
+    if kind == "invalid_key":
+        return key, f"keys are strings; got {value!r} (quote it)"
+    ctx = error.get("ctx") or {}
+    if kind == "ngcbuild_missing" and ctx.get("key"):
+        # A whole-model check: the missing key is named in the error, not in its location.
+        return ".".join(p for p in (key, ctx["key"]) if p), error["msg"]
     if kind in ("string_type", "int_type", "bool_type", "list_type", "dict_type", "model_type",
                 "model_attributes_type", "literal_error", "float_type"):
         what = {"string_type": "a string", "bool_type": "true or false", "list_type": "a list",

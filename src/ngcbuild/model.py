@@ -295,7 +295,7 @@ class Release(Strict):
             for key in ("base", "os", "python", "pip"):
                 if getattr(self, key) is None:
                     raise PydanticCustomError(
-                        "ngcbuild_missing", "a buildable release needs '{key}' (or mark it status: archived)",
+                        "ngcbuild_missing", "required in a buildable release (or mark it status: archived)",
                         {"key": key})
             for key in ("install", "site_packages"):
                 if getattr(self.python, key) is None:
@@ -307,8 +307,8 @@ class Release(Strict):
             for name, component in self.components.items():
                 if component.install is None:
                     raise PydanticCustomError(
-                        "ngcbuild_missing", "components.{name}.install is required in a buildable release",
-                        {"name": name})
+                        "ngcbuild_missing", "required in a buildable release (pip, apt, source or base)",
+                        {"key": f"components.{name}.install"})
         return self
 
     @property

@@ -30,8 +30,12 @@ def write_record(directory: Path, record: dict) -> Path:
     path = record_path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".record-", dir=directory)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=2, sort_keys=True)
-        handle.write("\n")
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=2, sort_keys=True)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:  # Ctrl-C or a full disk: leave the old record and no temporary file
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path

@@ -9,6 +9,7 @@ import time
 
 import docker
 import requests
+import urllib3
 
 from .engine import connect
 from .errors import PushFailed, UserError
@@ -82,7 +83,7 @@ def _push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> P
             for event in client.push(repository, tag=tag, stream=True, decode=True, auth_config=auth):
                 for line in stream.feed(event):
                     print(line, file=out, flush=True)
-        except (requests.exceptions.ConnectionError, docker.errors.APIError) as exc:
+        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, docker.errors.APIError) as exc:
             stream.error = str(exc)
         if not stream.error and stream.digest:
             return stream
@@ -96,7 +97,11 @@ def _push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> P
         print(f"push failed ({_first_line(last)}); retry {attempt}/{ATTEMPTS - 1} in {delay:.0f}s",
               file=out, flush=True)
         sleep(delay)
-    raise PushFailed(f"{repository}:{tag}: push failed: {_first_line(last)}; the local image is kept")
+    hint = ""
+    if "connection refused" in last.lower():
+        hint = f"; is a registry running at {repository.split('/', 1)[0]}?"
+    raise PushFailed(f"{repository}:{tag}: push failed after {attempt} attempt(s): {_first_line(last)}{hint}; "
+                     "the local image is kept")
 
 
 def _digest_served(client, ref: str, auth) -> str:
@@ -104,7 +109,8 @@ def _digest_served(client, ref: str, auth) -> str:
     try:
         return client.inspect_distribution(ref, auth_config=auth)["Descriptor"]["digest"]
     except docker.errors.APIError as exc:
-        raise PushFailed(f"{ref}: pushed, but the registry cannot be read back: {exc.explanation or exc}") from None
+        raise PushFailed(f"{ref}: pushed, but the registry cannot be read back: {exc.explanation or exc}; "
+                         "the local image is kept, nothing was recorded") from None
 
 
 def _first_line(text: str) -> str:

@@ -20,11 +20,17 @@ def _pattern_type(name: str, pattern: str, expected: str):
     def check(value: str) -> str:
         if not compiled.fullmatch(value):
             raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
-                                      {"value": repr(value), "expected": expected})
+                                      {"value": _shown(value), "expected": expected})
         return value
 
     check.__name__ = f"check_{name}"
     return Annotated[str, AfterValidator(check)]
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """The offending value for a message: repr (so newlines and quotes show), and never huge."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(value)} characters)"
 
 
 # A version as vendors write them: an optional Debian epoch, numeric release segments, then an optional
@@ -41,7 +47,8 @@ def release_parts(version: str) -> int:
 
 
 # Release names: YY.MM as NVIDIA names them, or a short lower-case word (dev).
-ReleaseName = _pattern_type("release", r"[0-9]{2}\.[0-9]{2}|[a-z][a-z0-9-]{0,30}",
+RELEASE_NAME_RE = re.compile(r"[0-9]{2}\.[0-9]{2}|[a-z][a-z0-9-]{0,30}")
+ReleaseName = _pattern_type("release", RELEASE_NAME_RE.pattern,
                             "a release name (YY.MM such as 25.12, or a lower-case word such as dev)")
 MajorMinor = _pattern_type("major_minor", r"[0-9]+\.[0-9]+", "a MAJOR.MINOR version such as 3.11")
 PackageName = _pattern_type("package", r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?",

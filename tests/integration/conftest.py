@@ -71,9 +71,27 @@ def marker_ca(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def dev_build(engine, marker_ca):
-    """`invoke build --release dev` with the marker CA bundle, run once for the session."""
-    result = run_invoke("build", "--release", "dev", "--force", "--ca-bundle", str(marker_ca["bundle"]))
+def registry_secret(tmp_path_factory):
+    """Registry credentials made for this run, present where a careless build could pick them up: the
+    NGCBUILD_REGISTRY_* variables and a Docker config (docker-py sends its auths to the engine with
+    every build). The secrets scan proves they reach no layer, label, history line, output or log."""
+    import base64
+    import secrets
+
+    user, password = "ngcbuild-user", "ngcbuild-pw-" + secrets.token_hex(16)
+    config = tmp_path_factory.mktemp("docker-config")
+    auth = base64.b64encode(f"{user}:{password}".encode()).decode()
+    (config / "config.json").write_text(json.dumps({"auths": {"ngcbuild-secret.invalid": {"auth": auth}}}))
+    env = {"NGCBUILD_REGISTRY_USER": user, "NGCBUILD_REGISTRY_PASSWORD": password, "DOCKER_CONFIG": str(config)}
+    return {"user": user, "password": password, "env": env}
+
+
+@pytest.fixture(scope="session")
+def dev_build(engine, marker_ca, registry_secret):
+    """`invoke build --release dev` with the marker CA bundle and marker registry credentials in its
+    environment, run once for the session."""
+    result = run_invoke("build", "--release", "dev", "--force", "--ca-bundle", str(marker_ca["bundle"]),
+                        env=registry_secret["env"])
     assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
     return {"result": result, "record": record}

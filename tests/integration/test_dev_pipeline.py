@@ -1,13 +1,16 @@
 """README command 1 for real: build, smoke-test and push the `dev` image on a real engine."""
 
+import contextlib
 import json
 import subprocess
-import tarfile
 
+import docker
 import pytest
 
 from ..conftest import REPO
 from .conftest import run_invoke
+from .private import PrivateRegistry
+from .secrets import credential_markers, scan_files, scan_image, scan_text
 
 pytestmark = pytest.mark.engine
 
@@ -62,28 +65,50 @@ def test_push_digest_matches_skopeo(dev_build, dev_smoke, registry):
     assert json.loads(inspected.stdout)["Digest"] == pushed
 
 
-def test_ca_bundle_is_in_no_layer_and_no_config(engine, dev_build, marker_ca, tmp_path):
-    archive = tmp_path / "image.tar"
-    with archive.open("wb") as handle:
-        for chunk in engine.get_image(dev_build["record"]["image_id"]):
-            handle.write(chunk)
-    markers = [line.encode() for line in marker_ca["marker_lines"]]
-    scanned = 0
-    with tarfile.open(archive) as outer:
-        for member in outer.getmembers():
-            if not member.isfile():
-                continue
-            data = outer.extractfile(member).read()
-            if member.name.endswith("layer.tar"):
-                with tarfile.open(fileobj=__import__("io").BytesIO(data)) as layer:
-                    for entry in layer.getmembers():
-                        if entry.isfile():
-                            content = layer.extractfile(entry).read()
-                            assert not any(m in content for m in markers), f"{member.name}: {entry.name}"
-                            assert "ngcbuild/ca.pem" not in entry.name
-                scanned += 1
-            else:  # image config, manifest.json, repositories
-                assert not any(m in data for m in markers), member.name
-    assert scanned == dev_build["record"]["layers"]
-    history = json.dumps(engine.history(dev_build["record"]["image_id"]))
-    assert "ca.pem" not in history and "BEGIN CERTIFICATE" not in history
+def _dev_markers(marker_ca, registry_secret) -> dict[str, bytes]:
+    markers = credential_markers(registry_secret["user"], registry_secret["password"])
+    markers.update({f"CA bundle line {i}": line.encode() for i, line in enumerate(marker_ca["marker_lines"])})
+    return markers
+
+
+@pytest.mark.reliability
+def test_no_secret_in_any_layer_config_history_labels_output_or_log(engine, dev_build, marker_ca, registry_secret,
+                                                                   tmp_path, figures):
+    """The CA bundle and the registry credentials were in the build's inputs and environment; none of
+    them is in the image, its history or labels, the build's output, or any file under build/dev/."""
+    markers = _dev_markers(marker_ca, registry_secret)
+    found, layers = scan_image(engine, dev_build["record"]["image_id"], markers, tmp_path / "image.tar")
+    image_found = list(found)
+    found += scan_text("build output", dev_build["result"].stdout + dev_build["result"].stderr, markers)
+    found += scan_files(REPO / "build" / "dev", markers)
+    figures(suite="secrets", case="dev image: every layer, config, history, labels", found=len(image_found),
+            layers=layers)
+    figures(suite="secrets", case="dev build output and build/dev files", found=len(found) - len(image_found))
+    assert layers == dev_build["record"]["layers"]
+    assert found == []
+
+
+@pytest.mark.reliability
+def test_dev_push_with_credentials_shows_no_secret(engine, dev_build, marker_ca, registry_secret, figures):
+    """Push dev to a registry that wants the marker credentials: first with a wrong password (refused
+    at once), then with the right one; neither the output nor the record shows a secret."""
+    registry = PrivateRegistry({registry_secret["user"]: registry_secret["password"]})
+    wrong = dict(registry_secret["env"], NGCBUILD_REGISTRY_PASSWORD="ngcbuild-wrong-" + registry_secret["password"][-8:])
+    markers = _dev_markers(marker_ca, registry_secret)
+    markers["wrong password"] = wrong["NGCBUILD_REGISTRY_PASSWORD"].encode()
+    ref = f"{registry.address}/nvidia/pytorch:dev-py3"
+    try:
+        registry.start()
+        denied = run_invoke("push", "--release", "dev", "--registry", registry.address, env=wrong)
+        pushed = run_invoke("push", "--release", "dev", "--registry", registry.address, env=registry_secret["env"])
+    finally:
+        registry.close()
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            engine.remove_image(ref)
+    found = scan_text("push output", denied.stdout + denied.stderr + pushed.stdout + pushed.stderr, markers)
+    found += scan_files(REPO / "build" / "dev", markers)
+    figures(suite="secrets", case="dev push output (wrong and right password) and build/dev files", found=len(found))
+    assert denied.returncode == 1 and "rejected the credentials" in denied.stderr, denied.stdout + denied.stderr
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    assert json.loads((REPO / "build" / "dev" / "record.json").read_text())["pushed"][ref]["digest"]
+    assert found == []

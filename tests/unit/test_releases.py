@@ -105,8 +105,8 @@ def test_an_archived_release_needs_only_what_is_known(scratch):
 
 
 @pytest.mark.parametrize("drop,expected", [
-    ("python", "r1.yaml: a buildable release needs 'python' (or mark it status: archived)"),
-    ("os", "r1.yaml: a buildable release needs 'os' (or mark it status: archived)"),
+    ("python", "r1.yaml: python: required in a buildable release (or mark it status: archived)"),
+    ("os", "r1.yaml: os: required in a buildable release (or mark it status: archived)"),
 ])
 def test_a_buildable_release_needs_python_and_os(scratch, drop, expected):
     # each top-level key with its continuation lines

@@ -1,0 +1,100 @@
+"""Every broken input of the corpus, through `invoke` in a subprocess, as a user would meet it:
+one line naming the file, the key and what was expected; exit status 2; no traceback; nothing
+rendered; the engine never contacted, so nothing built or pushed."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from ..conftest import ScratchProject
+from .corpus import load_cases
+
+pytestmark = pytest.mark.reliability
+
+CASES = load_cases()
+
+
+class SentinelEngine:
+    """A Unix socket standing in for the Docker engine: it counts every connection and answers none.
+    Builds and pushes reach the registry only through the engine, so zero connections means nothing
+    was built or pushed."""
+
+    def __init__(self, path):
+        self.path, self.connections = str(path), 0
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(self.path)
+        self._server.listen(8)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:  # closed
+                return
+            self.connections += 1
+            conn.close()
+
+    def close(self):
+        self._server.close()
+
+
+@pytest.fixture(scope="module")
+def sentinel(tmp_path_factory):
+    engine = SentinelEngine(tmp_path_factory.mktemp("sentinel") / "engine.sock")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def outcomes(sentinel, tmp_path_factory):
+    """Every case through `invoke build` and `invoke push`, several at a time (each is a separate
+    process and most of its time is Python starting up)."""
+
+    def run(case):
+        project = ScratchProject(tmp_path_factory.mktemp(case.name) / "project")
+        case.materialize(project.root)
+        env = {"DOCKER_HOST": f"unix://{sentinel.path}"}
+        results = {
+            "build": project.invoke_env(env, "build", "--release", case.release_arg, timeout=300),
+            "push": project.invoke_env(env, "push", "--release", case.release_arg, "--registry", "127.0.0.1:9",
+                                       timeout=300),
+        }
+        return project, results
+
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        done = dict(zip((case.name for case in CASES), pool.map(run, CASES), strict=True))
+    return done
+
+
+def test_the_corpus_is_big_and_varied():
+    assert len(CASES) >= 40
+    assert {case.kind for case in CASES} == {"manifest", "constraints"}
+    assert len({(case.kind, case.source.read_bytes()) for case in CASES}) == len(CASES), "two cases are the same"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_broken_input_is_one_clean_message(case, outcomes, sentinel, figures):
+    project, runs = outcomes[case.name]
+    prefix = f"ngcbuild: {case.file}: " + (f"{case.key}: " if case.key else "")
+    for command, result in runs.items():
+        message = result.stderr.strip()
+        traceback = "Traceback" in result.stderr + result.stdout
+        clean = (result.returncode == 2 and not traceback and "\n" not in message and not result.stdout
+                 and message.startswith(prefix) and all(part in message for part in case.expect))
+        figures(suite="corpus", case=f"{case.name} ({command})", input=case.name, clean=clean, traceback=traceback,
+                exit_status=result.returncode, message=message[:300])
+        assert not traceback, result.stderr
+        assert result.returncode == 2, f"{command}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+        assert message.startswith(prefix), f"{command}: {message!r} does not start with {prefix!r}"
+        for part in case.expect:
+            assert part in message, f"{command}: {part!r} not in {message!r}"
+        assert "\n" not in message and not result.stdout, f"{command}: more than one line:\n{result.stdout}{message}"
+    assert not (project.root / "build").exists(), "something was rendered"
+    assert sentinel.connections == 0, "the engine was contacted"

@@ -1,0 +1,446 @@
+"""Faults against a real engine and a real registry, and what each must leave behind: a clear
+message, no traceback, no tag moved to a partial image, no containers or temporary files, the local
+image kept, and a rerun that succeeds.
+
+The faults are done to a private dockerd and private registries (see private.py), never to the
+shared ones. Builds are tiny (the base image, one RUN step and a label) so every fault is quick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from ngcbuild.base import ensure_base
+from ngcbuild.manifest import load_release
+from ngcbuild.project import Project
+
+from ..conftest import REPO, ScratchProject
+from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port
+
+pytestmark = [pytest.mark.engine, pytest.mark.reliability]
+
+BASE = "debian:bookworm-slim"
+MANIFEST = """\
+extends: parts/debian-bookworm
+summary: a tiny release for fault tests
+pip:
+  constraint_file: true
+"""
+
+
+def dockerfile(run: str) -> str:
+    """A tiny Dockerfile template: the base image, one RUN step, a label naming the release."""
+    return ("FROM {{ release.base.image }}\n"
+            f"RUN {run}\n"
+            'LABEL io.ngcbuild.test.release="{{ release.release }}"\n')
+
+
+class FaultProject(ScratchProject):
+    """A scratch project whose releases build on the private engine with a test Dockerfile."""
+
+    def __init__(self, root: Path, engine: PrivateEngine):
+        super().__init__(root)
+        self.engine = engine
+        self.tmp = root.parent / "tmp"  # TMPDIR of every invoke: must stay empty
+
+    def release(self, name: str) -> str:
+        self.manifest(name, MANIFEST)
+        self.constraints(name, "pip==26.3\n")
+        return name
+
+    def template(self, run: str) -> None:
+        (self.root / "templates" / "Dockerfile.j2").write_text(dockerfile(run))
+
+    def env(self, **extra) -> dict:
+        self.tmp.mkdir(exist_ok=True)
+        return {"DOCKER_HOST": self.engine.host, "PIP_FIND_LINKS": "", "TMPDIR": str(self.tmp), **extra}
+
+    def run(self, *args, timeout=300, **env) -> subprocess.CompletedProcess:
+        return self.invoke_env(self.env(**env), *args, timeout=timeout)
+
+    def start(self, *args, **env) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=self.root, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, **self.env(**env)})
+
+    def leftovers(self, release: str) -> list[str]:
+        """Containers on the private engine, hidden files in build/R/ (a journal, a record being
+        written) and anything in TMPDIR."""
+        found = [f"container {c['Id'][:12]} ({c['Status']})" for c in self.engine.client().containers(all=True)]
+        directory = self.root / "build" / release
+        found += [f"file {p.name}" for p in directory.glob(".*")] if directory.exists() else []
+        found += [f"temporary {p}" for p in self.tmp.glob("*")] if self.tmp.exists() else []
+        return found
+
+    def tag_id(self, release: str) -> str | None:
+        try:
+            return self.engine.client().inspect_image(f"nvcr.io/nvidia/pytorch:{release}-py3")["Id"]
+        except docker.errors.ImageNotFound:
+            return None
+
+    def hold_tag(self, release: str) -> str:
+        """Point the release's tag at the base image, as an earlier good build would have: a fault
+        must leave it there."""
+        client = self.engine.client()
+        client.tag(BASE, "nvcr.io/nvidia/pytorch", f"{release}-py3", force=True)
+        return client.inspect_image(BASE)["Id"]
+
+    def record(self, release: str) -> dict | None:
+        path = self.root / "build" / release / "record.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+
+@pytest.fixture(scope="module")
+def private_engine(engine):
+    ensure_base(engine, load_release(Project.at(REPO), "dev").release, log=lambda line: None)
+    private = PrivateEngine()
+    try:
+        private.start()
+        private.load_image(engine, BASE)
+        yield private
+    finally:
+        private.close()
+
+
+@pytest.fixture(scope="module")
+def project(private_engine, tmp_path_factory) -> FaultProject:
+    return FaultProject(tmp_path_factory.mktemp("faults") / "project", private_engine)
+
+
+def report(figures, name: str, result_text: str, leftovers: list[str], clean: bool) -> None:
+    figures(suite="fault", case=name, clean=clean, traceback="Traceback" in result_text,
+            leftovers=len(leftovers), leftover_items=leftovers)
+
+
+# --- the engine is not there -------------------------------------------------------------------
+
+class _Silent:
+    """A socket that accepts connections and never answers: a hung engine."""
+
+    def __init__(self, path: Path):
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen(4)
+
+    def close(self):
+        self.server.close()
+
+
+@pytest.mark.parametrize("kind", ["no-socket", "stale-socket", "hung-engine", "closed-tcp-port"])
+def test_no_engine_is_a_clear_message_with_a_fix(kind, scratch, tmp_path, figures):
+    scratch.manifest("nothere", MANIFEST)
+    scratch.constraints("nothere", "pip==26.3\n")
+    holder = None
+    if kind == "no-socket":
+        host, reason = f"unix://{tmp_path}/docker.sock", f"{tmp_path}/docker.sock does not exist: no engine is running"
+    elif kind == "stale-socket":  # a socket file nobody listens on (the daemon died)
+        stale = socket.socket(socket.AF_UNIX)
+        stale.bind(str(tmp_path / "docker.sock"))
+        stale.close()
+        host, reason = f"unix://{tmp_path}/docker.sock", "connection refused"
+    elif kind == "hung-engine":
+        holder = _Silent(tmp_path / "docker.sock")
+        host, reason = f"unix://{tmp_path}/docker.sock", "no answer within 10s"
+    else:
+        host, reason = f"tcp://127.0.0.1:{free_port()}", "connection refused"
+    started = time.monotonic()
+    try:
+        result = scratch.invoke_env({"DOCKER_HOST": host, "PIP_FIND_LINKS": ""}, "build", "--release", "nothere",
+                                    timeout=120)
+    finally:
+        if holder:
+            holder.close()
+    elapsed = time.monotonic() - started
+    message = result.stderr.strip()
+    clean = (result.returncode == 1 and f"cannot reach the Docker engine at {host} ({reason}" in message
+             and "Start it" in message and "DOCKER_HOST" in message and "\n" not in message)
+    report(figures, f"engine unreachable: {kind}", result.stdout + result.stderr, [], clean)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1, result.stderr
+    assert f"cannot reach the Docker engine at {host} ({reason}" in message
+    assert "`bash .ci/engine`" in message and "point DOCKER_HOST at one" in message
+    assert elapsed < 60
+    assert not (scratch.root / "build" / "nothere" / "record.json").exists()
+
+
+# --- a build that does not finish --------------------------------------------------------------
+
+def test_failing_run_step_moves_no_tag_and_leaves_nothing(project, figures):
+    release = project.release("fault-step")
+    project.template("echo about-to-fail && exit 3")
+    held = project.hold_tag(release)
+    result = project.run("build", "--release", release)
+    left = project.leftovers(release)
+    clean = result.returncode == 1 and "failed at step 2/4" in result.stderr and project.tag_id(release) == held
+    report(figures, "RUN step fails", result.stdout + result.stderr, left, clean and not left)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert "failed at step 2/4: RUN echo about-to-fail && exit 3" in result.stderr
+    assert "returned a non-zero code: 3" in result.stderr and "no tag was moved" in result.stderr
+    assert project.tag_id(release) == held
+    assert project.record(release) is None
+    assert left == []
+    # a fixed step builds, and only then does the tag move
+    project.template("echo fixed > /fixed")
+    rerun = project.run("build", "--release", release)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert project.tag_id(release) == project.record(release)["image_id"] != held
+    assert project.leftovers(release) == []
+
+
+def _follow_until(process: subprocess.Popen, marker: str, timeout: float = 120) -> str:
+    """Read the build's output until `marker` appears (the RUN step is running)."""
+    watchdog = threading.Timer(timeout, process.kill)
+    watchdog.start()
+    seen = []
+    try:
+        for line in process.stdout:
+            seen.append(line)
+            if marker in line and not line.lstrip().startswith("["):
+                return "".join(seen)
+    finally:
+        watchdog.cancel()
+    raise AssertionError(f"{marker!r} never appeared:\n{''.join(seen)}\n{process.stderr.read()}")
+
+
+def test_sigint_mid_build_cleans_up_and_a_rerun_succeeds(project, figures):
+    release = project.release("fault-sigint")
+    project.template("echo step-running-{{ release.release }} && sleep 8")
+    held = project.hold_tag(release)
+    process = project.start("build", "--release", release)
+    _follow_until(process, f"step-running-{release}")
+    process.send_signal(signal.SIGINT)
+    rest, errors = process.communicate(timeout=120)
+    # checked the moment the process is gone: the engine would remove the container by itself, but
+    # only after we exited; the build removes it before it returns
+    left = project.leftovers(release)
+    clean = process.returncode == 130 and "interrupted" in errors and project.tag_id(release) == held
+    report(figures, "SIGINT mid-build", rest + errors, left, clean and not left)
+    assert "Traceback" not in errors, errors
+    assert process.returncode == 130, errors
+    assert errors.strip() == "ngcbuild: interrupted"
+    assert project.tag_id(release) == held
+    assert project.record(release) is None
+    assert left == []
+    rerun = project.run("build", "--release", release)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert project.tag_id(release) == project.record(release)["image_id"] != held
+    assert project.leftovers(release) == []
+
+
+@pytest.mark.parametrize("how", ["stopped", "killed"])
+def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project, private_engine, figures):
+    release = project.release(f"fault-engine-{how}")
+    # longer than a stopping engine waits for a step (10s), so the step is cut short every time
+    project.template("echo step-running-{{ release.release }} && sleep 30")
+    held = project.hold_tag(release)
+    process = project.start("build", "--release", release)
+    try:
+        _follow_until(process, f"step-running-{release}")
+        private_engine.stop(kill=how == "killed")
+        rest, errors = process.communicate(timeout=120)
+    finally:
+        if private_engine.process is None:
+            private_engine.start()
+    if how == "stopped":  # a clean stop kills the step: the engine says so, or the connection ends
+        expected = f"build of {release} failed at step 2/4: RUN echo step-running"
+    else:  # a crash breaks the connection; the container is still there when the engine is back
+        expected = "the connection to the Docker engine broke"
+    first = "Traceback" not in errors and process.returncode == 1 and expected in errors
+    assert "Traceback" not in errors, errors
+    assert process.returncode == 1, rest + errors
+    assert expected in errors
+    assert project.tag_id(release) == held
+    if how == "killed":  # what the crash left: the step's container, named in the build's journal
+        journal = (project.root / "build" / release / ".intermediate-containers").read_text().split()
+        present = {c["Id"] for c in project.engine.client().containers(all=True)}
+        assert journal and all(any(full.startswith(short) for full in present) for short in journal)
+    project.template("echo rerun > /rerun")  # the rerun proves the state left behind, not the sleep
+    rerun = project.run("build", "--release", release)
+    left = project.leftovers(release)
+    report(figures, f"engine {how} mid-build (after the rerun)", rest + errors + rerun.stderr, left,
+           first and rerun.returncode == 0 and not left)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert project.tag_id(release) == project.record(release)["image_id"] != held
+    assert left == []
+
+
+def test_two_releases_built_at_once_keep_their_own_folders_and_tags(project, figures):
+    releases = [project.release("fault-left"), project.release("fault-right")]
+    project.template("echo {{ release.release }} > /release && sleep 3")
+    processes = {name: project.start("build", "--release", name) for name in releases}
+    outputs = {name: p.communicate(timeout=300) for name, p in processes.items()}
+    client = project.engine.client()
+    left = [item for name in releases for item in project.leftovers(name)]
+    ids = {}
+    for name in releases:
+        record = project.record(name) or {}
+        ids[name] = record.get("image_id")
+        labels = client.inspect_image(f"nvcr.io/nvidia/pytorch:{name}-py3")["Config"]["Labels"] if ids[name] else {}
+        rendered = json.loads((project.root / "build" / name / "expected.json").read_text())["release"]
+        ok = (processes[name].returncode == 0 and labels.get("io.ngcbuild.test.release") == name
+              and project.tag_id(name) == ids[name] and rendered == name)
+        report(figures, f"concurrent build: {name}", "".join(outputs[name]), left, ok and not left)
+        assert processes[name].returncode == 0, outputs[name]
+        assert labels["io.ngcbuild.test.release"] == name
+        assert project.tag_id(name) == ids[name]
+        assert rendered == name
+    assert ids[releases[0]] != ids[releases[1]]
+    assert left == []
+
+
+# --- pushing to a registry that fails ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pushable(project) -> str:
+    """A tiny image of release fault-push, built on the private engine."""
+    release = project.release("fault-push")
+    project.template("echo {{ release.release }} > /release")
+    result = project.run("build", "--release", release)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return release
+
+
+@pytest.fixture
+def registry_of():
+    made = []
+
+    def make(users=None) -> PrivateRegistry:
+        registry = PrivateRegistry(users)
+        made.append(registry)
+        registry.start()
+        return registry
+
+    yield make
+    for registry in made:
+        registry.close()
+
+
+def _served_digest(address: str, release: str, auth=None) -> str | None:
+    command = ["skopeo", "inspect", "--tls-verify=false", f"docker://{address}/nvidia/pytorch:{release}-py3"]
+    if auth:
+        command[2:2] = ["--creds", f"{auth[0]}:{auth[1]}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    return json.loads(result.stdout)["Digest"] if result.returncode == 0 else None
+
+
+def _image_kept(project: FaultProject, release: str) -> bool:
+    record = project.record(release)
+    try:
+        project.engine.client().inspect_image(record["image_id"])
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def test_registry_down_retries_then_fails_clearly(project, pushable, figures):
+    address = f"127.0.0.1:{free_port()}"
+    result = project.run("push", "--release", pushable, "--registry", address)
+    ref = f"{address}/nvidia/pytorch:{pushable}-py3"
+    kept = _image_kept(project, pushable)
+    clean = (result.returncode == 1 and "push failed after 4 attempt(s)" in result.stderr
+             and f"is a registry running at {address}?" in result.stderr and kept)
+    report(figures, "registry down", result.stdout + result.stderr, project.leftovers(pushable), clean)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.count("retry ") == 3  # connection refused is worth retrying, with backoff
+    assert "connection refused" in result.stderr and "the local image is kept" in result.stderr
+    assert kept and ref not in project.record(pushable)["pushed"]
+
+
+def test_registry_restarting_mid_push_is_retried_and_verified(project, pushable, registry_of, figures):
+    registry = registry_of()
+    fired = threading.Event()
+
+    def restart_mid_upload(method, path):
+        if "/blobs/uploads/" in path and method in ("PATCH", "PUT") and not fired.is_set():
+            fired.set()
+            registry.stop(kill=True)
+            threading.Timer(1.5, registry.start).start()
+            return False  # this request dies with the registry
+        return True
+
+    proxy = FaultProxy(registry.address, on_request=restart_mid_upload)
+    try:
+        result = project.run("push", "--release", pushable, "--registry", proxy.address)
+    finally:
+        proxy.close()
+    ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
+    recorded = (project.record(pushable)["pushed"].get(ref) or {}).get("digest")
+    served = _served_digest(registry.address, pushable)
+    clean = result.returncode == 0 and fired.is_set() and registry.starts == 2 and recorded == served
+    report(figures, "registry restarts mid-push", result.stdout + result.stderr, project.leftovers(pushable), clean)
+    assert fired.is_set() and registry.starts == 2, "the fault did not happen"
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert recorded and recorded == served
+
+
+def test_rejected_credentials_fail_at_once_and_say_so(project, pushable, registry_of, figures):
+    password = "pw-" + os.urandom(12).hex()
+    wrong = "wrong-" + os.urandom(12).hex()
+    registry = registry_of({"ngcbuild": password})
+    denied = project.run("push", "--release", pushable, "--registry", registry.address,
+                         NGCBUILD_REGISTRY_USER="ngcbuild", NGCBUILD_REGISTRY_PASSWORD=wrong)
+    allowed = project.run("push", "--release", pushable, "--registry", registry.address,
+                          NGCBUILD_REGISTRY_USER="ngcbuild", NGCBUILD_REGISTRY_PASSWORD=password)
+    texts = denied.stdout + denied.stderr + allowed.stdout + allowed.stderr
+    files = "".join(p.read_text(errors="replace") for p in (project.root / "build" / pushable).rglob("*")
+                    if p.is_file())
+    leaked = [secret for secret in (password, wrong) if secret in texts or secret in files]
+    ref = f"{registry.address}/nvidia/pytorch:{pushable}-py3"
+    clean = (denied.returncode == 1 and "rejected the credentials" in denied.stderr and "retry" not in denied.stdout
+             and _image_kept(project, pushable) and allowed.returncode == 0 and not leaked)
+    report(figures, "registry rejects the credentials", texts, project.leftovers(pushable), clean)
+    figures(suite="secrets", case="registry password in push output and build/ files", found=len(leaked))
+    assert "Traceback" not in denied.stderr
+    assert denied.returncode == 1, denied.stdout + denied.stderr
+    assert "the registry rejected the credentials" in denied.stderr and "docker login" in denied.stderr
+    assert "retry" not in denied.stdout  # retrying cannot help
+    assert _image_kept(project, pushable)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert project.record(pushable)["pushed"][ref]["digest"] == _served_digest(
+        registry.address, pushable, ("ngcbuild", password))
+    assert leaked == []
+
+
+@pytest.mark.parametrize("served", ["another-image", "no-such-manifest"])
+def test_a_registry_serving_another_digest_is_an_error_not_a_record(served, project, pushable, registry_of,
+                                                                     figures):
+    registry = registry_of()
+    if served == "another-image":  # the registry answers with a real manifest, of another image
+        client = project.engine.client()
+        client.tag(BASE, f"{registry.address}/nvidia/pytorch", "decoy", force=True)
+        events = list(client.push(f"{registry.address}/nvidia/pytorch", tag="decoy", stream=True, decode=True))
+        digest = next(e["aux"]["Digest"] for e in events if isinstance(e.get("aux"), dict))
+        expected = f"but the registry serves {digest}; the local image is kept, nothing was recorded"
+    else:
+        digest = "sha256:" + "0" * 64
+        expected = "pushed, but the registry cannot be read back: manifest unknown"
+    proxy = FaultProxy(registry.address, rewrite_digest=digest)
+    try:
+        result = project.run("push", "--release", pushable, "--registry", proxy.address)
+    finally:
+        proxy.close()
+    ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
+    recorded = ref in project.record(pushable)["pushed"]
+    clean = (result.returncode == 1 and expected in result.stderr and "retry" not in result.stdout
+             and not recorded and _image_kept(project, pushable))
+    report(figures, f"registry serves a different digest ({served})", result.stdout + result.stderr,
+           project.leftovers(pushable), clean)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"ngcbuild: {ref}: " in result.stderr and expected in result.stderr
+    assert "retry" not in result.stdout  # a wrong answer is not a transient failure
+    assert not recorded and _image_kept(project, pushable)
