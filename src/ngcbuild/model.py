@@ -97,6 +97,9 @@ class PipSpec(Strict):
     break_system_packages: bool = False
     # Extra package indexes (PyTorch's CPU index for `dev`); dropped when a wheelhouse is given.
     extra_index_urls: list[Url] = Field(default_factory=list)
+    # Groups of pinned packages that get a layer each, after the components and before the rest,
+    # most stable first: a changed pin then rebuilds only its own group's layer.
+    layers: list[list[PackageName]] = Field(default_factory=list)
 
 
 class Component(Strict):

@@ -176,6 +176,16 @@ def _builder_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
             pins = pip_pins(component, catalog.get(name), constraints)
             taken.update(pin.key for pin in pins)
             steps.append(Step(name, partial, tuple(str(p) for p in pins), component, staged=True))
+    for index, group in enumerate(release.pip.layers):
+        pins = []
+        for position, name in enumerate(group):
+            pin = constraints.get(name)
+            if pin is None or pin.key in taken:
+                why = "is not pinned in " + constraints.path.name if pin is None else "is already in another layer"
+                raise ManifestError(loaded.path, f"pip.layers.{index}.{position}", f"{name!r} {why}")
+            taken.add(pin.key)
+            pins.append(str(pin))
+        steps.append(Step(f"{REST_STAGE}-{index + 1}", "python/packages.j2", tuple(pins), staged=True))
     rest = tuple(str(p) for p in sorted(constraints.pins, key=lambda p: p.key) if p.key not in taken)
     if rest:
         steps.append(Step(REST_STAGE, "python/packages.j2", rest, staged=True))

@@ -72,3 +72,30 @@ def test_archived_release_is_refused(scratch):
         render_release(Project.at(scratch.root), "dev")
     assert "archived" in str(caught.value)
     assert not (scratch.root / "build" / "dev").exists()
+
+
+def test_pip_layers_give_each_group_its_own_layer():
+    project = Project.at(REPO)
+    rendered = render_files(project, load_release(project, "dev"))
+    dockerfile = rendered.files["Dockerfile"].decode()
+    copies = [line for line in dockerfile.splitlines() if line.startswith("COPY --from=builder")]
+    assert copies == ["COPY --from=builder /stage/pytorch/ /", "COPY --from=builder /stage/python-packages-1/ /",
+                      "COPY --from=builder /stage/python-packages-2/ /", "COPY --from=builder /stage/python-packages/ /"]
+    last = dockerfile.split("/stage/python-packages --ignore-installed", 1)[1].split("\n\n", 1)[0]
+    assert "tqdm==4.70.1" in last and "numpy" not in last
+
+
+@pytest.mark.parametrize("layers,expected", [
+    ("[[numpy], [nope]]", "pip.layers.1.0: 'nope' is not pinned in dev.txt"),
+    ("[[numpy], [numpy]]", "pip.layers.1.0: 'numpy' is already in another layer"),
+    ("[[torch]]", "pip.layers.0.0: 'torch' is already in another layer"),
+])
+def test_bad_pip_layers(scratch, layers, expected):
+    scratch.copy_release("dev")
+    text = (scratch.root / "manifests" / "dev.yaml").read_text()
+    start = text.index("  layers:")
+    end = text.index("build:")
+    scratch.manifest("dev", text[:start] + f"  layers: {layers}\n" + text[end:])
+    with pytest.raises(UserError) as caught:
+        render_files(Project.at(scratch.root), load_release(Project.at(scratch.root), "dev"))
+    assert expected in str(caught.value)
