@@ -157,7 +157,8 @@ class Bench:
         steps = record.get("step_log", [])
         metadata = ("FROM", "ENV", "LABEL", "WORKDIR", "ENTRYPOINT")
         rebuilt = [f"{s[0]}: {s[1][:60]}" for s in steps if not s[2] and not s[1].startswith(metadata)]
-        figure = Figure(f"one pin changed ({name} {old} → {', '.join(olders[:self.runs])}) / cold build", samples, "×", "≤ 0.25",
+        bumps = ", ".join(olders[:self.runs])
+        figure = Figure(f"one pin changed ({name} {old} → {bumps}) / cold build", samples, "×", "≤ 0.25",
                         statistics.median(samples) <= 0.25, extra={"rebuilt": rebuilt})
         return figure, record
 
