@@ -27,25 +27,36 @@ path-include /usr/share/locale/locale.alias
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def ensure_base(client: docker.APIClient, release: Release, log=print, ref: str | None = None) -> str:
-    """The base image (`ref`, default the manifest's) is local, pulled, or bootstrapped (in that
-    order; only the manifest's own image is bootstrapped). Returns how it was found."""
+def ensure_base(client: docker.APIClient, release: Release, log=print, ref: str | None = None,
+                platform: str | None = None) -> str:
+    """The base image (`ref`, default the manifest's) for `platform` (default the manifest's) is
+    local, pulled, or bootstrapped (in that order; only the manifest's own image, for the manifest's
+    platform, is bootstrapped). Returns how it was found."""
     ref = ref or release.base.image
-    if image_exists(client, ref):
+    platform = platform or release.build.platform
+    if _local_for(client, ref, platform):
         return "local"
-    log(f"base image {ref} is not here; trying to pull it")
+    log(f"base image {ref} for {platform} is not here; trying to pull it")
     try:
-        for _ in client.pull(ref, stream=True, decode=True, platform=release.build.platform):
+        for _ in client.pull(ref, stream=True, decode=True, platform=platform):
             pass
-        if image_exists(client, ref):
+        if _local_for(client, ref, platform):
             return "pulled"
     except docker.errors.APIError as exc:
         log(f"cannot pull {ref}: {exc.explanation or exc}")
-    if release.base.bootstrap is None or ref != release.base.image:
-        raise OperationError(f"base image {ref} is not here and cannot be pulled; pull or load it, or pass --base")
+    if release.base.bootstrap is None or ref != release.base.image or platform != release.build.platform:
+        raise OperationError(f"base image {ref} for {platform} is not here and cannot be pulled; "
+                             "pull or load it, or pass --base")
     log(f"making {ref} locally with debootstrap (`invoke base --release {release.release}`)")
     make_base(client, release, log=log)
     return "bootstrapped"
+
+
+def _local_for(client: docker.APIClient, ref: str, platform: str) -> bool:
+    """`ref` is here and built for `platform` (an amd64 image must not stand in for arm64)."""
+    if not image_exists(client, ref):
+        return False
+    return client.inspect_image(ref).get("Architecture") == platform.split("/")[1]
 
 
 def make_base(client: docker.APIClient, release: Release, log=print) -> str:

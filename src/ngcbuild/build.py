@@ -95,7 +95,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
                                      platform, lookup, auth, say)
         if reused is not None:
             return reused
-    ensure_base(client, release, log=say, ref=rendered.plan.base_image)
+    ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, _python_tag(release)) \
         if options.wheelhouse else []

@@ -62,3 +62,14 @@ def test_no_engine_is_a_clear_message(scratch):
     assert result.returncode == 1
     assert "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_other_platform_without_its_base_is_a_clear_error(engine, dev_build, scratch):
+    # The amd64 base image is here; it must not stand in for arm64 (this engine cannot run arm64).
+    scratch.copy_release("dev")
+    before = containers(engine)
+    result = scratch.invoke("build", "--release", "dev", "--platform", "linux/arm64", "--force")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "base image debian:bookworm-slim for linux/arm64 is not here and cannot be pulled" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert containers(engine) == before
