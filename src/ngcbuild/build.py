@@ -7,6 +7,7 @@ enter build/R/ or the context hash. Tags are applied only after the build succee
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import subprocess
@@ -14,6 +15,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,9 +26,10 @@ import urllib3
 from . import context_cache
 from .base import ensure_base
 from .engine import connect
-from .errors import BuildFailed, UserError
+from .errors import BuildFailed, OperationError, UserError, shown_path
 from .events import TAIL_LINES, BuildStream
 from .leftovers import Journal, remove_containers
+from .manifest import load_release
 from .project import Project
 from .record import write_record
 from .registry import credentials
@@ -81,7 +84,26 @@ def image_repository(registry: str, release) -> str:
 
 
 def build_release(project: Project, name: str, options: BuildOptions, out=sys.stdout) -> dict:
-    """Render, build, tag and record `name`. Returns the record."""
+    """Render, build, tag and record `name`. Returns the record. One build of a release at a time:
+    two would share build/R/ (its context, record and journal of intermediate containers)."""
+    load_release(project, name)  # bad input stops here, before anything is written
+    with _exclusive(project.out(name), name):
+        return _build_release(project, name, options, out)
+
+
+@contextmanager
+def _exclusive(directory: Path, name: str):
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".build.lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OperationError(f"another build of {name} is running (it holds {shown_path(directory)}/.build.lock); "
+                                 "wait for it to finish, or build another release") from None
+        yield
+
+
+def _build_release(project: Project, name: str, options: BuildOptions, out) -> dict:
     rendered = render_release(project, name, base=options.base)
     release = rendered.plan.release
     client = connect()

@@ -99,3 +99,18 @@ def test_bad_pip_layers(scratch, layers, expected):
     with pytest.raises(UserError) as caught:
         render_files(Project.at(scratch.root), load_release(Project.at(scratch.root), "dev"))
     assert expected in str(caught.value)
+
+
+def test_one_build_of_a_release_at_a_time(tmp_path):
+    from ngcbuild.build import _exclusive
+    from ngcbuild.errors import OperationError
+
+    with _exclusive(tmp_path / "dev", "dev"):
+        with pytest.raises(OperationError) as caught:
+            with _exclusive(tmp_path / "dev", "dev"):
+                pass
+        with _exclusive(tmp_path / "other", "other"):  # another release is fine
+            pass
+    assert "another build of dev is running" in str(caught.value)
+    with _exclusive(tmp_path / "dev", "dev"):  # released when the first build ended
+        pass
