@@ -9,6 +9,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from .errors import ManifestError
+from .inputs import read_text
 
 _PIN_RE = re.compile(r"(?P<name>[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?)"
                      r"==(?P<version>[0-9]+(\.[0-9]+)*([.+_-]?[A-Za-z0-9]+)*)")
@@ -44,18 +45,9 @@ class Constraints:
 
 
 def load_constraints(path: Path, manifest: Path | None = None) -> Constraints:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        owner = f" (needed by {manifest})" if manifest else ""
-        raise ManifestError(path, "", f"constraints file not found{owner}; "
-                                      "expected lines such as numpy==2.3.4") from None
-    if len(raw) > MAX_BYTES:
-        raise ManifestError(path, "", f"file is {len(raw)} bytes; a constraints file is expected under {MAX_BYTES}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
+    owner = f" (needed by {manifest})" if manifest else ""
+    text = read_text(path, MAX_BYTES, "a constraints file",
+                     f"constraints file not found{owner}; expected lines such as numpy==2.3.4")
     pins: dict[str, Pin] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         body = line.split("#", 1)[0].strip()

@@ -17,6 +17,7 @@ from . import safeyaml
 from .catalog import Catalog
 from .constraints import Constraints, load_constraints
 from .errors import ManifestError, UserError, shown_path
+from .inputs import read_text
 from .model import Release
 from .project import Project
 from .types import RELEASE_NAME_RE, release_parts
@@ -67,16 +68,7 @@ def check_release_name(name: str) -> None:
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ManifestError(path, "", "file not found") from None
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise ManifestError(path, "", f"file is {len(raw)} bytes; a manifest is expected under {MAX_MANIFEST_BYTES}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
+    text = read_text(path, MAX_MANIFEST_BYTES, "a manifest", "file not found")
     try:
         data = safeyaml.load(text)
     except safeyaml.YamlProblem as exc:
