@@ -35,6 +35,10 @@ class CatalogEntry(BaseModel):
     # with its pinned version, under `group` ("Jupyter and JupyterLab:"), instead of one line.
     group: Text | None = None
     listed_packages: dict[PackageName, Text] = Field(default_factory=dict)
+    # What the smoke suite's stack checks look for: the Python module that reports the version, and
+    # the shared library (name up to ".so") the dynamic linker must find.
+    module: PackageName | None = None
+    library: PackageName | None = None
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,10 @@ class MatrixRow:
     status: str
     os: dict | None  # {"name": "Ubuntu", "version": "20.04"}
     cells: dict[str, Segment | None]  # column key -> value
+    origin: str = "nvidia"  # or public-wheels: ngcbuild's own release, never to pass for NVIDIA's
 
     def to_json(self) -> dict:
-        data: dict = {"release": self.release, "status": self.status, "os": self.os}
+        data: dict = {"release": self.release, "status": self.status, "origin": self.origin, "os": self.os}
         data.update({key: cell.text if cell else None for key, cell in self.cells.items()})
         data["provenance"] = {key: cell.provenance for key, cell in self.cells.items() if cell}
         return data
@@ -61,6 +62,8 @@ def _row(release: Release) -> MatrixRow:
     for name in COMPONENT_COLUMNS:
         component = release.components.get(name)
         cells[name] = Segment(component.version, component.provenance) if component else None
+        if component and component.install == "none" and release.origin == "public-wheels":
+            cells[name] = Segment("not included", "chosen")
     driver = release.notes.driver
     cells["min_driver"] = Segment(driver.minimum, driver.provenance) if driver and driver.minimum else None
     capability = release.gpu.min_compute_capability
@@ -69,7 +72,7 @@ def _row(release: Release) -> MatrixRow:
     cells["min_compute_capability"] = (
         Segment(capability, gpu_notes.provenance if gpu_notes else "chosen") if capability else None)
     os_json = {"name": os_.name, "version": os_.version} if os_ else None
-    return MatrixRow(release.release, release.status, os_json, cells)
+    return MatrixRow(release.release, release.status, os_json, cells, release.origin)
 
 
 def render_matrix(project: Project, series: Series | None = None, link: str | None = None) -> str:

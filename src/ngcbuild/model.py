@@ -174,6 +174,19 @@ class BannerSpec(Strict):
 Platform = Literal["linux/amd64", "linux/arm64"]
 
 
+class CudaHomeSpec(Strict):
+    """A CUDA toolkit tree assembled in the image from the CUDA wheels under site-packages (the
+    public-wheels path): nvcc, headers and libraries linked under `path` (CUDA_HOME, nvcc on PATH), and
+    every library folder of the wheels known to the dynamic linker, as NGC images have them."""
+
+    path: AbsPath = "/usr/local/cuda"
+    # The folder under python.site_packages whose */include, */lib and cuda_nvcc/ the wheels install.
+    wheels: RepoPath = "nvidia"
+    # The CUDA wheel that carries nvcc, and the one whose lib/ holds libcudart.
+    nvcc: PackageName = "cuda_nvcc"
+    runtime: PackageName = "cuda_runtime"
+
+
 class BuildSpec(Strict):
     number: BuildNumber = "0"
     # The platform `invoke build` builds when none is asked for.
@@ -275,6 +288,9 @@ class Notes(Strict):
 class Release(Strict):
     release: str  # filled in from the file name by the loader
     status: Literal["buildable", "archived"] = "buildable"
+    # nvidia: a release NVIDIA ships (its notes are the facts); public-wheels: ngcbuild's own release
+    # assembled from public Debian and PyPI packages, whose documents must never pass for NVIDIA's.
+    origin: Literal["nvidia", "public-wheels"] = "nvidia"
     summary: Text
     image: ImageSpec = Field(default_factory=ImageSpec)
     base: BaseImage | None = None
@@ -286,6 +302,7 @@ class Release(Strict):
     builder: BuilderSpec = Field(default_factory=BuilderSpec)
     workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     gpu: GpuSpec = Field(default_factory=GpuSpec)
+    cuda_home: CudaHomeSpec | None = None
     banner: BannerSpec = Field(default_factory=BannerSpec)
     components: dict[ComponentName, Component] = Field(default_factory=dict)
     env: dict[EnvName, SafeValue] = Field(default_factory=dict)

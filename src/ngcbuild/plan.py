@@ -63,6 +63,10 @@ class ImagePlan:
         return self.loaded.release
 
     @property
+    def cuda_home(self):
+        return self.release.cuda_home
+
+    @property
     def staged_steps(self) -> tuple[Step, ...]:
         return tuple(step for step in self.builder_steps if step.staged)
 
@@ -93,6 +97,21 @@ class ImagePlan:
             },
             # Components whose checks run: those the image actually carries (not documented-only).
             "components_in_image": sorted(_in_image(release)),
+            "stack": self._stack(),
+        }
+
+    def _stack(self) -> dict:
+        """What the stack checks (no GPU needed) look for: each component's module and the version it
+        reports, its shared library in the linker's cache, and the CUDA_HOME tree with nvcc."""
+        in_image = _in_image(self.release)
+        entries = {name: self.catalog.get(name) for name in in_image}
+        home = self.release.cuda_home
+        return {
+            "modules": {name: {"module": entry.module, "version": in_image[name].shown_version}
+                        for name, entry in entries.items() if entry.module},
+            "libraries": {name: entry.library for name, entry in entries.items() if entry.library},
+            "cuda_home": home.path if home else None,
+            "cuda_wheels": f"{self.release.python.site_packages}/{home.wheels}" if home else None,
         }
 
     def env_with_constraint(self) -> dict[str, str]:
@@ -213,6 +232,8 @@ def _env(release, catalog: Catalog) -> dict[str, str]:
     for name, component in _in_image(release).items():
         for var in catalog.get(name).env:
             env[var] = component.shown_version
+    if release.cuda_home:
+        env["CUDA_HOME"] = release.cuda_home.path
     if release.gpu.cuda_arch_list:
         env["TORCH_CUDA_ARCH_LIST"] = release.gpu.cuda_arch_list
     if release.pip.break_system_packages:

@@ -51,8 +51,9 @@ RELEASE_NAME_RE = re.compile(r"[0-9]{2}\.[0-9]{2}|[a-z][a-z0-9-]{0,30}")
 ReleaseName = _pattern_type("release", RELEASE_NAME_RE.pattern,
                             "a release name (YY.MM such as 25.12, or a lower-case word such as dev)")
 MajorMinor = _pattern_type("major_minor", r"[0-9]+\.[0-9]+", "a MAJOR.MINOR version such as 3.11")
-PackageName = _pattern_type("package", r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?",
-                            "a package name (letters, digits, . _ -)")
+# Debian's names may hold + (g++-12); no shell metacharacter is possible.
+PackageName = _pattern_type("package", r"[A-Za-z0-9]([A-Za-z0-9._+-]*[A-Za-z0-9+])?",
+                            "a package name (letters, digits, . _ + -)")
 ComponentName = _pattern_type("component", r"[a-z][a-z0-9_]*", "a component name (lower-case, digits, _)")
 EnvName = _pattern_type("env", r"[A-Z_][A-Z0-9_]*", "an environment variable name (A-Z, 0-9, _)")
 LabelKey = _pattern_type("label", r"[a-z0-9]+([._-][a-z0-9]+)*", "a label key in reverse-DNS form")

@@ -198,6 +198,8 @@ def test_matrix_markdown_and_json(series, project):
     assert row["os"] == {"name": "Ubuntu", "version": "20.04"}
     dev = next(r for r in data["releases"] if r["release"] == "dev")
     assert dev["ubuntu"] == "Debian 12" and dev["cuda"] is None and dev["status"] == "buildable"
+    assert dev["origin"] == "public-wheels" and row["origin"] == "nvidia"
+    assert "| dev | buildable, public wheels (not an NVIDIA release) |" in text
 
 
 def test_markdown_escape():
@@ -241,3 +243,21 @@ def test_tasks_are_wired_and_bad_input_is_exit_2(scratch, project):
     assert bad.returncode == 2 and "no release '21.01'" in bad.stderr and "Traceback" not in bad.stderr
     bad = scratch.invoke("notes", "--release", "nope")
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_public_wheels_release_says_it_is_not_nvidias_and_lists_what_it_lacks():
+    from ..conftest import REPO
+
+    repo = Project.at(REPO)
+    path = write_notes(repo, "cuda-dev")
+    text = path.read_text()
+    sections = st.notes_sections(text)
+    contents = sections["Contents of the PyTorch container"]
+    assert "This is not an NVIDIA release" in text
+    included, _, lacking = contents.partition("does not include the following")
+    # TensorRT, Transformer Engine and APEX are left out: never listed as included, each with its reason
+    for name in ("TensorRT 10.13.3.9", "Transformer Engine 2.9.0", "APEX 0.1"):
+        assert name not in included and f"- {name}: " in lacking
+    assert "NVIDIA cuDNN 9.10.2.21" in included and "torchvision 0.24.1" in included
+    row = next(r for r in matrix_json(repo)["releases"] if r["release"] == "cuda-dev")
+    assert row["origin"] == "public-wheels" and row["tensorrt"] == "not included" and row["cuda"] == "12.8.1"

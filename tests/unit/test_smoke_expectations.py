@@ -39,3 +39,36 @@ def test_dev_promises_no_gpu_feature():
 def test_an_unknown_gpu_feature_is_an_error(scratch):
     message = error(scratch, WITH_GPU.replace("[mempool]", "[mempools]"))
     assert "gpu.features" in message and "mempool" in message
+
+
+def _repo_expected(name):
+    project = Project.at(REPO)
+    return json.loads(render_files(project, load_release(project, name)).files["expected.json"])
+
+
+def test_cuda_dev_expects_its_stack_from_the_manifest_and_the_catalog():
+    stack = _repo_expected("cuda-dev")["stack"]
+    # torch reports the local version PyPI's CUDA build carries, not the distribution's version
+    assert stack["modules"]["pytorch"] == {"module": "torch", "version": "2.9.1+cu128"}
+    assert stack["modules"]["dali"] == {"module": "nvidia.dali", "version": "1.53.0"}
+    assert set(stack["modules"]) == {"pytorch", "triton", "torchvision", "dali"}
+    # every library the linker must find comes from a component in the image; TensorRT is left out
+    assert stack["libraries"] == {"cuda": "libcudart", "cublas": "libcublas", "cudnn": "libcudnn",
+                                  "nccl": "libnccl", "cusparselt": "libcusparseLt", "nvshmem": "libnvshmem_host"}
+    assert stack["cuda_home"] == "/usr/local/cuda"
+    assert stack["cuda_wheels"] == "/usr/local/lib/python3.11/dist-packages/nvidia"
+
+
+def test_a_release_without_cuda_home_expects_none():
+    stack = _repo_expected("dev")["stack"]
+    assert stack["cuda_home"] is None and stack["libraries"] == {}
+    assert stack["modules"] == {"pytorch": {"module": "torch", "version": "2.13.0+cpu"}}
+
+
+def test_cuda_dev_env_is_ngc_run_time_contract():
+    env = _repo_expected("cuda-dev")["env"]
+    assert env["CUDA_HOME"] == "/usr/local/cuda" and env["PATH"].startswith("/usr/local/cuda/bin:")
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "all" and env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+    assert (env["CUDA_VERSION"], env["CUDNN_VERSION"], env["NCCL_VERSION"]) == ("12.8.1", "9.10.2.21", "2.27.5")
+    # no version variable for what the image lacks
+    assert "TRT_VERSION" not in env

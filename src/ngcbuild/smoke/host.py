@@ -96,6 +96,9 @@ def expectations_from_env(facts: dict) -> dict:
         "components_in_image": sorted(components),
         "gpu": {"required": False, "min_compute_capability": None, "cuda": facts.get("cuda"),
                 "cudnn": cudnn, "nccl": nccl, "features": ["mempool"] if facts.get("mempool") else []},
+        # The stack checks that need the image (linker cache, CUDA_HOME, ldd) are deselected in host mode.
+        "stack": {"modules": {"pytorch": {"module": "torch", "version": facts["torch"]}}, "libraries": {},
+                  "cuda_home": None, "cuda_wheels": None},
         "source": "generated from the environment of the host's Python (invoke smoke --host --expect-from-env)",
     }
 

@@ -1,4 +1,5 @@
-"""The GPU is there and the image's CUDA stack is the one the manifest names.
+"""The GPU is there, PyTorch sees every device the driver hands in, and the build has kernels for them.
+The versions of the CUDA stack need no GPU: test_stack.py checks them.
 
 Each check skips with a reason where no GPU is visible; --require-gpu makes that skip a failure."""
 
@@ -7,7 +8,7 @@ import shutil
 import subprocess
 
 import pytest
-from gpu_facts import arch_support, cuda_matches, cudnn_number, manifest_nccl, nccl_tuple
+from gpu_facts import arch_support
 
 
 def test_cuda_is_available(gpu):
@@ -65,40 +66,6 @@ def test_device_architecture_is_in_the_build(gpu, figure):
     figure("; ".join(sorted({how for how in found.values() if how})) or "none")
     missing = ["cuda:{} (sm_{}{})".format(i, *gpu.get_device_capability(i)) for i, how in found.items() if how is None]
     assert not missing, f"{missing} not runnable with torch.cuda.get_arch_list() = {arch_list}"
-
-
-def test_cuda_version_matches_the_manifest(gpu, expected, figure):
-    import torch
-
-    wanted = expected["gpu"]["cuda"]
-    figure(f"CUDA {torch.version.cuda}")
-    if not wanted:
-        pytest.skip("the manifest names no CUDA component")
-    assert cuda_matches(torch.version.cuda, wanted), \
-        f"torch.version.cuda is {torch.version.cuda}, the manifest says {wanted}"
-
-
-def test_cudnn_version_matches_the_manifest(gpu, expected, figure):
-    import torch
-
-    wanted = expected["gpu"]["cudnn"]
-    have = torch.backends.cudnn.version()
-    figure(f"cuDNN {have}")
-    if not wanted:
-        pytest.skip("the manifest names no cuDNN component")
-    assert have == cudnn_number(wanted), \
-        f"torch.backends.cudnn.version() is {have}, the manifest's {wanted} is {cudnn_number(wanted)}"
-
-
-def test_nccl_version_matches_the_manifest(gpu, expected, figure):
-    import torch
-
-    wanted = expected["gpu"]["nccl"]
-    have = nccl_tuple(torch.cuda.nccl.version())
-    figure("NCCL {}.{}.{}".format(*have))
-    if not wanted:
-        pytest.skip("the manifest names no NCCL component")
-    assert have == manifest_nccl(wanted), f"torch.cuda.nccl.version() is {have}, the manifest says {wanted}"
 
 
 def _driver_gpu_names():

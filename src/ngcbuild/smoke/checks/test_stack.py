@@ -1,0 +1,203 @@
+"""The software stack is the one the manifest names, checked without a GPU: versions that the
+libraries themselves report, shared libraries the dynamic linker finds and that load, no unresolved
+dependency, nvcc building a CUDA extension, a whole pip environment.
+
+None of these needs a device, so none skips for lack of one; a check skips only where it does not
+apply (the manifest names no such component, the image has no CUDA_HOME)."""
+
+import ctypes
+import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gpu_facts import cuda_matches, cudnn_number, manifest_nccl, nccl_tuple, version_matches_pin
+
+from conftest import load_expected
+
+# A library whose dependencies ldd cannot resolve prints "libfoo.so.1 => not found".
+_NOT_FOUND = re.compile(r"^\s*(\S+) => not found", re.M)
+
+
+def _stack():
+    return load_expected().get("stack", {})
+
+
+def pytest_generate_tests(metafunc):
+    # One check per component, so the summary names what is wrong.
+    if "module_component" in metafunc.fixturenames:
+        metafunc.parametrize("module_component", sorted(_stack().get("modules", {})))
+    if "library_component" in metafunc.fixturenames:
+        metafunc.parametrize("library_component", sorted(_stack().get("libraries", {})))
+
+
+def test_cuda_runtime_version_matches_the_manifest(expected, figure):
+    import torch
+
+    wanted = expected["gpu"]["cuda"]
+    figure(f"CUDA {torch.version.cuda}")
+    if not wanted:
+        pytest.skip("the manifest names no CUDA component")
+    assert cuda_matches(torch.version.cuda, wanted), \
+        f"torch.version.cuda is {torch.version.cuda}, the manifest says {wanted}"
+
+
+def test_cudnn_version_matches_the_manifest(expected, figure):
+    import torch
+
+    wanted = expected["gpu"]["cudnn"]
+    if not wanted:
+        pytest.skip("the manifest names no cuDNN component")
+    have = torch.backends.cudnn.version()
+    figure(f"cuDNN {have}")
+    assert have == cudnn_number(wanted), \
+        f"torch.backends.cudnn.version() is {have}, the manifest's {wanted} is {cudnn_number(wanted)}"
+
+
+def test_nccl_version_matches_the_manifest(expected, figure):
+    import torch
+
+    wanted = expected["gpu"]["nccl"]
+    if not wanted:
+        pytest.skip("the manifest names no NCCL component")
+    have = nccl_tuple(torch.cuda.nccl.version())
+    figure("NCCL {}.{}.{}".format(*have))
+    assert have == manifest_nccl(wanted), f"torch.cuda.nccl.version() is {have}, the manifest says {wanted}"
+
+
+def test_component_reports_the_manifest_version(module_component, figure):
+    entry = _stack()["modules"][module_component]
+    module = importlib.import_module(entry["module"])
+    have = getattr(module, "__version__", None)
+    figure(f"{entry['module']} {have}")
+    assert have is not None, f"{entry['module']} has no __version__"
+    assert version_matches_pin(str(have), entry["version"]), \
+        f"{entry['module']}.__version__ is {have}, the manifest says {entry['version']}"
+
+
+def _linker_cache() -> dict:
+    """soname -> path, as `ldconfig -p` lists the dynamic linker's cache."""
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True, timeout=60).stdout
+    found = {}
+    for line in out.splitlines()[1:]:
+        name, _, path = line.strip().partition(" => ")
+        found.setdefault(name.split(" (")[0], path)
+    return found
+
+
+@pytest.mark.image
+def test_library_is_in_the_linker_cache_and_loads(library_component, figure):
+    """Found by the dynamic linker for programs that are not Python, and loadable (its own
+    dependencies resolve)."""
+    prefix = _stack()["libraries"][library_component] + ".so"
+    matches = {name: path for name, path in _linker_cache().items() if name.startswith(prefix)}
+    assert matches, f"ldconfig -p lists no {prefix}*: the linker cannot find {library_component}'s library"
+    figure(", ".join(sorted(matches)))
+    for name in sorted(matches):
+        ctypes.CDLL(name)  # by soname, as a program would
+
+
+def _shared_objects(directory: Path):
+    for path in sorted(directory.rglob("*.so*")):
+        if path.is_file() and not path.is_symlink() and ".so" in path.name and not path.name.endswith(".py"):
+            yield path
+
+
+@pytest.mark.image
+def test_no_library_of_the_stack_has_an_unresolved_dependency(figure):
+    stack = _stack()
+    roots = {Path(importlib.import_module(entry["module"]).__file__).parent
+             for entry in stack.get("modules", {}).values()}
+    if stack.get("cuda_wheels"):
+        roots.add(Path(stack["cuda_wheels"]))
+    allowed = stack.get("unresolved_allowed", {})
+    checked, broken = 0, {}
+    for root in sorted(roots):
+        for path in _shared_objects(root):
+            out = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=60).stdout
+            checked += 1
+            missing = sorted(set(_NOT_FOUND.findall(out)) - set(allowed.get(path.name, [])))
+            if missing:
+                broken[str(path)] = missing
+    figure(f"{checked} libraries")
+    assert checked, f"no shared library under {sorted(map(str, roots))}"
+    assert not broken, f"unresolved dependencies (ldd): {broken}"
+
+
+def _cuda_home(expected):
+    home = expected.get("stack", {}).get("cuda_home")
+    if not home:
+        pytest.skip(f"the manifest of {expected['release']} assembles no CUDA_HOME in the image")
+    return Path(home)
+
+
+@pytest.mark.image
+def test_nvcc_is_on_path_in_cuda_home_and_matches_cuda(expected, figure):
+    home = _cuda_home(expected)
+    assert os.environ.get("CUDA_HOME") == str(home), f"CUDA_HOME is {os.environ.get('CUDA_HOME')!r}, not {home}"
+    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    release = re.search(r"release ([0-9]+\.[0-9]+)", out)
+    figure(out.strip().splitlines()[-1])
+    assert release, f"nvcc --version says no release: {out!r}"
+    assert cuda_matches(release.group(1), expected["gpu"]["cuda"]), \
+        f"nvcc is CUDA {release.group(1)}, the manifest's CUDA is {expected['gpu']['cuda']}"
+
+
+KERNEL = r"""
+#include <cuda_runtime.h>
+__global__ void add_one(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+void add_one_launch(float* x, int n) { add_one<<<(n + 255) / 256, 256>>>(x, n); }
+"""
+BINDING = r"""
+#include <torch/extension.h>
+void add_one_launch(float* x, int n);
+torch::Tensor add_one(torch::Tensor x) {
+  TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat32, "a float32 CUDA tensor");
+  auto y = x.contiguous().clone();
+  add_one_launch(y.data_ptr<float>(), (int) y.numel());
+  return y;
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def cuda_extension(expected, tmp_path_factory):
+    """A CUDA extension compiled with nvcc and linked by torch.utils.cpp_extension (no GPU needed)."""
+    _cuda_home(expected)
+    from torch.utils.cpp_extension import load_inline
+
+    # Without a GPU, cpp_extension compiles for every architecture it knows: one is enough here.
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "8.0")
+    build = tmp_path_factory.mktemp("cuda_extension")
+    return load_inline(name="ngcbuild_add_one", cpp_sources=BINDING, cuda_sources=KERNEL, functions=["add_one"],
+                       build_directory=str(build), verbose=False)
+
+
+@pytest.mark.image
+def test_nvcc_builds_a_cuda_extension(cuda_extension, figure):
+    library = Path(cuda_extension.__file__)
+    out = subprocess.run(["ldd", str(library)], capture_output=True, text=True, timeout=60).stdout
+    figure(f"{library.name}, {library.stat().st_size // 1024} KiB")
+    assert "libcudart" in out, f"the extension does not link the CUDA runtime:\n{out}"
+    assert not _NOT_FOUND.findall(out), f"the extension has unresolved dependencies:\n{out}"
+
+
+@pytest.mark.image
+def test_the_cuda_extension_runs_on_the_gpu(gpu, cuda_extension):
+    import torch
+
+    x = torch.arange(1000, dtype=torch.float32, device="cuda")
+    assert torch.equal(cuda_extension.add_one(x).cpu(), x.cpu() + 1)
+
+
+@pytest.mark.image
+def test_pip_check_passes():
+    out = subprocess.run([sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, f"pip check:\n{out.stdout}{out.stderr}"

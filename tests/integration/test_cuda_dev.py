@@ -1,0 +1,92 @@
+"""`cuda-dev` for real: NVIDIA's CUDA stack from PyPI's wheels built into an image on every CI run, and
+its stack checks (versions, linker cache, ldd, nvcc building an extension) passing with no GPU.
+
+The image is multi-GB: the module removes it, its tags and the dangling builder layers it left."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import docker
+import pytest
+
+from ..conftest import REPO
+from .conftest import run_invoke
+
+pytestmark = pytest.mark.engine
+OUT = REPO / "build" / "cuda-dev"
+
+
+@pytest.fixture(scope="module")
+def cuda_dev(engine):
+    result = run_invoke("build", "--release", "cuda-dev", timeout=5400)
+    try:
+        assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        record = json.loads((OUT / "record.json").read_text())
+        smoke = run_invoke("smoke", "--release", "cuda-dev", timeout=1800)
+        yield {"build": result, "record": record, "smoke": smoke}
+    finally:
+        _remove_images(engine)
+
+
+def _remove_images(engine):
+    for image in engine.images(name="nvcr.io/nvidia/pytorch"):
+        if any(tag.startswith("nvcr.io/nvidia/pytorch:cuda-dev-") for tag in image.get("RepoTags") or []):
+            try:
+                engine.remove_image(image["Id"], force=True)
+            except docker.errors.APIError:
+                pass
+    # The builder stage's layers (gigabytes of wheels unpacked) stay as dangling images.
+    engine.prune_images(filters={"dangling": True})
+
+
+def _cases(junit: str) -> dict:
+    """name -> (outcome, message) for every check of a JUnit report."""
+    cases = {}
+    for case in ET.fromstring(junit).iter("testcase"):
+        outcome, message = "passed", ""
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome, message = child.tag, child.get("message", "")
+        cases[f"{case.get('classname')}.{case.get('name')}"] = (outcome, message)
+    return cases
+
+
+def test_cuda_dev_builds_with_the_cuda_stack_from_wheels(cuda_dev):
+    record = cuda_dev["record"]
+    assert record["tags"][0] == "nvcr.io/nvidia/pytorch:cuda-dev-py3"
+    layers = cuda_dev["build"].stdout
+    for step in ("/stage/cuda", "/stage/cudnn", "/stage/pytorch", "/stage/python-packages"):
+        assert step in layers, f"no build step installs into {step}"
+
+
+def test_cuda_dev_smoke_passes_with_every_stack_check_run(cuda_dev):
+    smoke = cuda_dev["smoke"]
+    assert smoke.returncode == 0, f"smoke failed:\n{smoke.stdout[-6000:]}\n{smoke.stderr[-3000:]}"
+    cases = _cases((OUT / "smoke-junit.xml").read_text())
+    stack = {name: result for name, result in cases.items() if ".test_stack." in f".{name}"}
+    # Versions of CUDA, cuDNN, NCCL, torch, torchvision, Triton and DALI; six libraries in the linker
+    # cache; ldd; nvcc; the extension; pip check. The one GPU check of the module may skip.
+    assert len(stack) >= 17, sorted(stack)
+    skipped = {name: message for name, (outcome, message) in stack.items()
+               if outcome == "skipped" and not name.endswith("test_the_cuda_extension_runs_on_the_gpu")}
+    assert not skipped, f"stack checks must never skip in cuda-dev: {skipped}"
+    failed = {name: message for name, (outcome, message) in cases.items() if outcome in ("failure", "error")}
+    assert not failed, failed
+
+
+def test_cuda_dev_gpu_checks_skip_with_their_reason(cuda_dev):
+    cases = _cases((OUT / "smoke-junit.xml").read_text())
+    gpu = {name: message for name, (outcome, message) in cases.items() if ".test_gpu." in f".{name}"}
+    assert gpu, "no GPU check ran"
+    assert all("no GPU visible to PyTorch 2.9.1+cu128" in message for message in gpu.values()), gpu
+
+
+def test_cuda_dev_sbom_lists_the_nvidia_wheels(cuda_dev):
+    result = run_invoke("sbom", "--release", "cuda-dev")
+    assert result.returncode == 0, result.stdout + result.stderr
+    sbom = json.loads((OUT / "sbom.cdx.json").read_text())
+    versions = {c["name"]: c.get("version") for c in sbom["components"]}
+    assert versions.get("nvidia-cudnn-cu12") == "9.10.2.21"
+    assert versions.get("nvidia-nccl-cu12") == "2.27.5"
+    assert versions.get("nvidia-cuda-nvcc-cu12") == "12.8.93"
+    assert versions.get("torch") == "2.9.1"
