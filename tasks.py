@@ -104,11 +104,12 @@ def base(c, release="dev"):
 
 
 @task(help={"runs": "runs per timed figure (median and spread)",
-            "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)"})
+            "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)",
+            "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section"})
 @guarded
-def bench(c, runs=3, registry=None):
-    """Build speed, cache reuse, image size, render and push figures for `dev`, written to BENCHMARKS.md."""
-    api.bench(runs=int(runs), registry=registry)
+def bench(c, runs=3, registry=None, release="dev"):
+    """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
+    api.bench(runs=int(runs), registry=registry, release=release)
 
 
 @task

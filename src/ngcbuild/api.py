@@ -90,10 +90,10 @@ def base(release: str = "dev", root=".") -> None:
     base_image.make_base(connect(), loaded.release)
 
 
-def bench(runs: int = 3, registry: str | None = None, root=".") -> None:
+def bench(runs: int = 3, registry: str | None = None, root=".", release: str = "dev") -> None:
     from .bench import run_bench
 
-    path = run_bench(Project.at(root), runs=runs, registry=registry)
+    path = run_bench(Project.at(root), runs=runs, registry=registry, release=release)
     print(f"figures written to {path}")
 
 

@@ -1,5 +1,6 @@
-"""`invoke bench`: build speed, cache reuse, image size and push reuse of the `dev` release, as
-ratios measured in one run (these machines are noisy), written to BENCHMARKS.md.
+"""`invoke bench`: build speed, cache reuse, image size and push reuse of the `dev` release (and, with
+`--release cuda-dev`, the multi-GB CUDA image), as ratios measured in one run (these machines are
+noisy), written to BENCHMARKS.md.
 
 Never a timed test: figures with their spread and the targets they meet or miss.
 """
@@ -17,8 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .build import BuildOptions, _write_context, build_release, options_from
+from .build import BuildOptions, _write_context, build_release, options_from, python_tag
 from .engine import connect
+from .errors import UserError
 from .events import BuildStream, PushStream
 from .manifest import load_release
 from .project import Project
@@ -26,9 +28,15 @@ from .render import render_files
 from .wheelhouse import select_wheels
 
 RELEASE = "dev"
-# A pin with an older release on PyPI that nothing else depends on: the one-pin-change benchmark.
-# Each run bumps to another release, so no run finds the previous run's layers in the cache.
-BUMP = ("tqdm", "4.70.1", ("4.67.1", "4.66.5", "4.66.4", "4.66.2", "4.66.1"))
+# Per release, a small pin with older releases on PyPI that the rest accepts: the one-pin-change
+# benchmark. Each run bumps to another release, so no run finds the previous run's layers in the cache.
+BUMPS = {
+    "dev": ("tqdm", "4.70.1", ("4.67.1", "4.66.5", "4.66.4", "4.66.2", "4.66.1")),
+    "cuda-dev": ("six", "1.17.0", ("1.16.0", "1.15.0", "1.14.0", "1.13.0", "1.12.0")),
+}
+# The full set of figures is for `dev`; a multi-GB release gets the ones its size makes interesting
+# (cold build against docker build, size against payload, a small pin's rebuild and push).
+FULL = ("dev",)
 
 
 @dataclass
@@ -52,8 +60,8 @@ class Figure:
 
 
 class Bench:
-    def __init__(self, project: Project, runs: int, log=print):
-        self.project, self.runs, self.log = project, runs, log
+    def __init__(self, project: Project, runs: int, log=print, release: str = RELEASE):
+        self.project, self.runs, self.log, self.release = project, runs, log, release
         self.client = connect()
         self.options = options_from(None, None, None, False)
         self.created: set[str] = set()
@@ -64,14 +72,15 @@ class Bench:
         options = BuildOptions(registry=self.options.registry, ca_bundle=self.options.ca_bundle,
                                wheelhouse=self.options.wheelhouse, no_cache=no_cache, force=True)
         started = time.monotonic()
-        record = build_release(project, RELEASE, options, out=io.StringIO())
+        record = build_release(project, self.release, options, out=io.StringIO())
         self.created.add(record["image_id"])
         return time.monotonic() - started, record
 
     def plain(self, project: Project, no_cache: bool) -> float:
         """`docker build` (classic builder, as docker-py uses) of the very same context tar."""
-        rendered = render_files(project, load_release(project, RELEASE))
-        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints, "cp311") \
+        rendered = render_files(project, load_release(project, self.release))
+        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints,
+                               python_tag(rendered.plan.release)) \
             if self.options.wheelhouse else []
         with tempfile.TemporaryFile() as context:
             _write_context(context, project, rendered, self.options, wheels)
@@ -102,6 +111,21 @@ class Bench:
                 pass
 
     # --- the figures ------------------------------------------------------------------------
+    def cold_only(self) -> list[Figure]:
+        """Cold ngcbuild against cold `docker build` of the same context, alternating."""
+        ours, plain = [], []
+        for run in range(self.runs):
+            self.log(f"cold run {run + 1}/{self.runs}: ngcbuild, then docker build")
+            ours.append(self.ours(self.project, no_cache=True)[0])
+            plain.append(self.plain(self.project, no_cache=True))
+        self.cold = ours
+        ratio = [a / b for a, b in zip(ours, plain, strict=True)]
+        return [
+            Figure("cold build, ngcbuild", ours, "s"),
+            Figure("cold build, plain docker build", plain, "s"),
+            Figure("overhead, cold (ngcbuild / docker build)", ratio, "×", "≤ 1.05", statistics.median(ratio) <= 1.05),
+        ]
+
     def overhead(self) -> list[Figure]:
         cold_ours, cold_plain, warm_ours, warm_plain = [], [], [], []
         for run in range(self.runs):
@@ -132,7 +156,7 @@ class Bench:
         skips = []
         for _ in range(self.runs):
             started = time.monotonic()
-            build_release(self.project, RELEASE, self.options, out=io.StringIO())  # no force: skip by hash
+            build_release(self.project, self.release, self.options, out=io.StringIO())  # no force: skip by hash
             skips.append(time.monotonic() - started)
         return [
             Figure("unchanged release rebuild (engine cache) / cold build", ratio, "×", "≤ 0.05",
@@ -143,9 +167,9 @@ class Bench:
         ]
 
     def one_pin(self, scratch_root: Path) -> tuple[Figure, dict]:
-        name, old, olders = BUMP
+        name, old, olders = BUMPS[self.release]
         samples, record = [], None
-        constraints = scratch_root / "constraints" / f"{RELEASE}.txt"
+        constraints = scratch_root / "constraints" / f"{self.release}.txt"
         original = constraints.read_text()
         for new in olders[:self.runs]:
             # prime the cache with the original pins, then rebuild with the bumped one
@@ -168,18 +192,20 @@ class Bench:
         payload_paths = ["/usr/local", "/opt/nvidia", "/etc/pip"]
         installed = _run(self.client, record["image_id"],
                          "du -sbx " + " ".join(payload_paths) + " | awk '{s+=$1} END {print s}'")
-        interpreter = _interpreter_layer(self.client, record["image_id"])
+        interpreter = _apt_layers(self.client, record["image_id"])
         payload = base["Size"] + interpreter + int(installed)
         ratio = image["Size"] / payload
-        naive = self.naive_size()
-        return [
-            Figure("image size / payload (base + interpreter + installed files)", [ratio], "×", "≤ 1.10",
+        figures = [
+            Figure("image size / payload (base + apt packages + installed files)", [ratio], "×", "≤ 1.10",
                    ratio <= 1.10, f"image {image['Size'] / 1e6:.0f} MB, payload {payload / 1e6:.0f} MB "
-                                  f"(base {base['Size'] / 1e6:.0f}, interpreter {interpreter / 1e6:.0f}, "
+                                  f"(base {base['Size'] / 1e6:.0f}, apt {interpreter / 1e6:.0f}, "
                                   f"installed {int(installed) / 1e6:.0f})"),
-            Figure("naive single-stage build / ngcbuild image", [naive / image["Size"]], "×", "",
-                   None, f"naive {naive / 1e6:.0f} MB"),
         ]
+        if self.release in FULL:
+            naive = self.naive_size()
+            figures.append(Figure("naive single-stage build / ngcbuild image", [naive / image["Size"]], "×", "",
+                                  None, f"naive {naive / 1e6:.0f} MB"))
+        return figures
 
     def naive_size(self) -> int:
         """The same content built the obvious way: one stage, pip with its cache, wheels copied in."""
@@ -196,7 +222,8 @@ class Bench:
         files = dict(rendered.files)
         files["Dockerfile"] = dockerfile.encode()
         naive = type(rendered)(rendered.release, rendered.directory, files, rendered.plan)
-        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints, "cp311") \
+        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints,
+                               python_tag(rendered.plan.release)) \
             if self.options.wheelhouse else []
         stream = BuildStream()
         with tempfile.TemporaryFile() as context:
@@ -275,17 +302,16 @@ def _run(client, image: str, script: str) -> str:
         client.remove_container(container, force=True)
 
 
-def _interpreter_layer(client, image: str) -> int:
-    """Size of the layer that installed the interpreter (the apt step of the runtime stage)."""
-    for entry in client.history(image):
-        if "apt-get install" in entry.get("CreatedBy", ""):
-            return int(entry["Size"])
-    return 0
+def _apt_layers(client, image: str) -> int:
+    """Size of the layers apt installed (the interpreter, and build tools where a release has them)."""
+    return sum(int(e["Size"]) for e in client.history(image) if "apt-get install" in e.get("CreatedBy", ""))
 
 
 def run_bench(project: Project, runs: int = 3, registry: str | None = None, out_path: Path | None = None,
-              log=print) -> Path:
-    bench = Bench(project, runs, log)
+              log=print, release: str = RELEASE) -> Path:
+    if release not in BUMPS:
+        raise UserError(f"--release {release!r}: the benchmark knows {', '.join(BUMPS)}")
+    bench = Bench(project, runs, log, release)
     started = time.time()
     figures = []
     with tempfile.TemporaryDirectory(prefix="ngcbuild-bench-") as tmp:
@@ -293,30 +319,61 @@ def run_bench(project: Project, runs: int = 3, registry: str | None = None, out_
         for part in ("manifests", "constraints", "templates"):
             shutil.copytree(project.root / part, scratch / part)
         try:
-            figures += bench.overhead()
-            log("unchanged release")
-            figures += bench.unchanged()
+            if release in FULL:
+                figures += bench.overhead()
+                log("unchanged release")
+                figures += bench.unchanged()
+            else:
+                figures += bench.cold_only()
             log("one pin changed")
             pin_figure, pin_record = bench.one_pin(scratch)
             figures.append(pin_figure)
             log("size")
             _, dev_record = bench.ours(project, no_cache=False)
             figures += bench.size(dev_record)
-            log("render")
-            figures += bench.render_speed(scratch)
+            if release in FULL:
+                log("render")
+                figures += bench.render_speed(scratch)
             if registry:
                 log("push reuse")
                 figures.append(bench.push_reuse(registry, dev_record, pin_record))
         finally:
             bench.cleanup()
     path = out_path or project.root / "BENCHMARKS.md"
-    path.write_text(_report(figures, runs, time.time() - started))
-    (project.build / "bench.json").parent.mkdir(parents=True, exist_ok=True)
-    (project.build / "bench.json").write_text(json.dumps([f.__dict__ for f in figures], indent=2, default=str))
+    report = _report(figures, runs, time.time() - started, release)
+    if release in FULL:
+        # dev's report is the page; another release's section, kept between markers, follows it.
+        kept = _sections(path.read_text()) if path.exists() else ""
+        path.write_text(report + kept)
+    else:
+        path.write_text(_with_section(path.read_text() if path.exists() else "# Benchmarks\n", release, report))
+    (project.build / f"bench-{release}.json").parent.mkdir(parents=True, exist_ok=True)
+    (project.build / f"bench-{release}.json").write_text(
+        json.dumps([f.__dict__ for f in figures], indent=2, default=str))
     return path
 
 
-def _report(figures: list[Figure], runs: int, elapsed: float) -> str:
+def _marks(release: str) -> tuple[str, str]:
+    return f"<!-- invoke bench --release {release} -->", f"<!-- end {release} -->"
+
+
+def _sections(text: str) -> str:
+    """The other releases' sections of BENCHMARKS.md, each between its markers."""
+    start = text.find("<!-- invoke bench --release ")
+    return "\n" + text[start:] if start >= 0 else ""
+
+
+def _with_section(text: str, release: str, report: str) -> str:
+    begin, end = _marks(release)
+    body = report.replace("# Benchmarks\n", f"## `{release}`\n", 1)
+    section = f"{begin}\n{body.rstrip()}\n{end}\n"
+    if begin in text and end in text:
+        head, _, rest = text.partition(begin)
+        return head + section + rest.partition(end)[2].lstrip("\n")
+    return text.rstrip("\n") + "\n\n" + section
+
+
+def _report(figures: list[Figure], runs: int, elapsed: float, release: str = RELEASE) -> str:
     rows = []
     for f in figures:
         verdict = "" if f.met is None else ("met" if f.met else "**missed**")
@@ -329,7 +386,7 @@ def _report(figures: list[Figure], runs: int, elapsed: float) -> str:
         f"{platform.machine()}, {_cpus()} cores, Docker engine {connect().version().get('Version')}), "
         f"{runs} runs per timed figure, {elapsed / 60:.0f} minutes in all.",
         "",
-        "Method: every figure is measured on the `dev` release in one run of the task, and speed figures",
+        f"Method: every figure is measured on the `{release}` release in one run of the task, and speed figures",
         "are ratios of two builds measured side by side (alternating), so a busy machine slows both.",
         "Cold = `--no-cache`; warm = the engine's layer cache holds every step. The plain `docker build`",
         "gets the very same context tar (rendered files plus the CA bundle and wheels), with the classic",

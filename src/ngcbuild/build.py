@@ -119,7 +119,7 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
             return reused
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
 
-    wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, _python_tag(release)) \
+    wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
         if options.wheelhouse else []
     say(f"building {release.release} from {rendered.directory} "
         f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
@@ -255,7 +255,8 @@ def _tarinfo(name: str, size: int, mode: int) -> tarfile.TarInfo:
     return info
 
 
-def _python_tag(release) -> str:
+def python_tag(release) -> str:
+    """cp311 for Python 3.11: the wheel tag a release's interpreter installs."""
     return "cp" + release.python.version.replace(".", "")
 
 

@@ -180,11 +180,20 @@ class CudaHomeSpec(Strict):
     every library folder of the wheels known to the dynamic linker, as NGC images have them."""
 
     path: AbsPath = "/usr/local/cuda"
-    # The folder under python.site_packages whose */include, */lib and cuda_nvcc/ the wheels install.
+    # The folder under python.site_packages whose */include and */lib the CUDA wheels install.
     wheels: RepoPath = "nvidia"
-    # The CUDA wheel that carries nvcc, and the one whose lib/ holds libcudart.
-    nvcc: PackageName = "cuda_nvcc"
-    runtime: PackageName = "cuda_runtime"
+    # The folder under `wheels` that holds bin/nvcc and nvvm/, and the one whose lib/ holds libcudart
+    # (CUDA 13's wheels share one, cu13; CUDA 12's had one per wheel).
+    nvcc: PackageName
+    runtime: PackageName
+
+
+class StackSpec(Strict):
+    """What the stack checks of the smoke suite accept."""
+
+    # Libraries that `ldd` may report "not found" for a library of the stack, each with why: provided
+    # at run time (the driver's libcuda), or needed only by an optional plugin (an MPI bootstrap).
+    unresolved_ok: dict[PackageName, Text] = Field(default_factory=dict)
 
 
 class BuildSpec(Strict):
@@ -303,6 +312,7 @@ class Release(Strict):
     workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
     gpu: GpuSpec = Field(default_factory=GpuSpec)
     cuda_home: CudaHomeSpec | None = None
+    stack: StackSpec = Field(default_factory=StackSpec)
     banner: BannerSpec = Field(default_factory=BannerSpec)
     components: dict[ComponentName, Component] = Field(default_factory=dict)
     env: dict[EnvName, SafeValue] = Field(default_factory=dict)

@@ -112,6 +112,7 @@ class ImagePlan:
             "libraries": {name: entry.library for name, entry in entries.items() if entry.library},
             "cuda_home": home.path if home else None,
             "cuda_wheels": f"{self.release.python.site_packages}/{home.wheels}" if home else None,
+            "unresolved_ok": sorted(self.release.stack.unresolved_ok),
         }
 
     def env_with_constraint(self) -> dict[str, str]:

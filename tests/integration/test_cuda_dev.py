@@ -78,7 +78,7 @@ def test_cuda_dev_gpu_checks_skip_with_their_reason(cuda_dev):
     cases = _cases((OUT / "smoke-junit.xml").read_text())
     gpu = {name: message for name, (outcome, message) in cases.items() if ".test_gpu." in f".{name}"}
     assert gpu, "no GPU check ran"
-    assert all("no GPU visible to PyTorch 2.9.1+cu128" in message for message in gpu.values()), gpu
+    assert all("no GPU visible to PyTorch 2.11.0+cu130" in message for message in gpu.values()), gpu
 
 
 def test_cuda_dev_sbom_lists_the_nvidia_wheels(cuda_dev):
@@ -86,7 +86,7 @@ def test_cuda_dev_sbom_lists_the_nvidia_wheels(cuda_dev):
     assert result.returncode == 0, result.stdout + result.stderr
     sbom = json.loads((OUT / "sbom.cdx.json").read_text())
     versions = {c["name"]: c.get("version") for c in sbom["components"]}
-    assert versions.get("nvidia-cudnn-cu12") == "9.10.2.21"
-    assert versions.get("nvidia-nccl-cu12") == "2.27.5"
-    assert versions.get("nvidia-cuda-nvcc-cu12") == "12.8.93"
-    assert versions.get("torch") == "2.9.1"
+    assert versions.get("nvidia-cudnn-cu13") == "9.19.0.56"
+    assert versions.get("nvidia-nccl-cu13") == "2.28.9"
+    assert versions.get("nvidia-cuda-nvcc") == "13.0.88"
+    assert versions.get("torch") == "2.11.0"

@@ -83,3 +83,12 @@ def test_invoke_changed_prints_json(repo):
     assert result.returncode == 0, result.stderr
     import json
     assert json.loads(result.stdout)["releases"] == ["child"]
+
+
+def test_cuda_dev_is_built_smoked_and_published_on_gpu_runners_like_any_release():
+    """release.yml's plan (invoke matrix --json --changed) gives cuda-dev a GPU runner per platform;
+    its build job smokes with --require-gpu and publishes, as for every release."""
+    jobs = ci_jobs(Project.at(REPO), ["cuda-dev"])
+    assert [(j["platform"], "gpu" in j["runner"]) for j in jobs] == [("linux/amd64", True), ("linux/arm64", True)]
+    workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
+    assert 'invoke smoke --release "${{ matrix.release }}" --require-gpu' in workflow

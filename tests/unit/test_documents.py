@@ -256,8 +256,8 @@ def test_public_wheels_release_says_it_is_not_nvidias_and_lists_what_it_lacks():
     assert "This is not an NVIDIA release" in text
     included, _, lacking = contents.partition("does not include the following")
     # TensorRT, Transformer Engine and APEX are left out: never listed as included, each with its reason
-    for name in ("TensorRT 10.13.3.9", "Transformer Engine 2.9.0", "APEX 0.1"):
+    for name in ("TensorRT 10.16.1.11", "Transformer Engine 2.20.2", "APEX 0.1"):
         assert name not in included and f"- {name}: " in lacking
-    assert "NVIDIA cuDNN 9.10.2.21" in included and "torchvision 0.24.1" in included
+    assert "NVIDIA cuDNN 9.19.0.56" in included and "torchvision 0.26.0" in included
     row = next(r for r in matrix_json(repo)["releases"] if r["release"] == "cuda-dev")
-    assert row["origin"] == "public-wheels" and row["tensorrt"] == "not included" and row["cuda"] == "12.8.1"
+    assert row["origin"] == "public-wheels" and row["tensorrt"] == "not included" and row["cuda"] == "13.0.2"

@@ -138,3 +138,16 @@ def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
     broken = {**doc, "components": doc["components"] + [{"type": "not-a-type", "name": "x", "bom-ref": "x"}]}
     with pytest.raises(Exception, match="does not validate"):
         validate(broken)
+
+
+def test_bench_keeps_each_release_section_between_its_markers():
+    from ngcbuild.bench import _sections, _with_section
+
+    page = "# Benchmarks\n\ndev figures\n"
+    once = _with_section(page, "cuda-dev", "# Benchmarks\n\nfirst\n")
+    twice = _with_section(once, "cuda-dev", "# Benchmarks\n\nsecond\n")
+    assert twice.startswith(page) and "## `cuda-dev`" in twice
+    assert "second" in twice and "first" not in twice and twice.count("<!-- end cuda-dev -->") == 1
+    # a new dev report keeps the other releases' sections
+    assert _sections(twice).strip().startswith("<!-- invoke bench --release cuda-dev -->")
+    assert _sections(page) == ""
