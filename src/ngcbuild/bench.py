@@ -191,7 +191,7 @@ class Bench:
         base = self.client.inspect_image(image["Config"]["Labels"]["org.opencontainers.image.base.name"])
         payload_paths = ["/usr/local", "/opt/nvidia", "/etc/pip"]
         installed = _run(self.client, record["image_id"],
-                         "du -sbx " + " ".join(payload_paths) + " | awk '{s+=$1} END {print s}'")
+                         "du -sbx " + " ".join(payload_paths) + " | awk '{s+=$1} END {printf \"%.0f\\n\", s}'")
         interpreter = _apt_layers(self.client, record["image_id"])
         payload = base["Size"] + interpreter + int(installed)
         ratio = image["Size"] / payload
