@@ -62,7 +62,7 @@ def _row(release: Release) -> MatrixRow:
     for name in COMPONENT_COLUMNS:
         component = release.components.get(name)
         cells[name] = Segment(component.version, component.provenance) if component else None
-        if component and component.install == "none" and release.origin == "public-wheels":
+        if name in release.left_out:
             cells[name] = Segment("not included", "chosen")
     driver = release.notes.driver
     cells["min_driver"] = Segment(driver.minimum, driver.provenance) if driver and driver.minimum else None

@@ -345,5 +345,14 @@ class Release(Strict):
     def tag(self) -> str:
         return f"{self.release}-{self.image.tag_suffix}"
 
+    @property
+    def left_out(self) -> dict[str, Component]:
+        """Components the image we ship lacks and its documents must say so: install: none in a
+        public-wheels release. (In an NVIDIA release they are in NVIDIA's image, which the documents
+        describe; only our build lacks them.)"""
+        if self.origin != "public-wheels":
+            return {}
+        return {name: c for name, c in self.components.items() if c.install == "none"}
+
 
 __all__ = ["Release", "Component", "ComponentName", "GitRef", "Provenance", "InstallMethod"]

@@ -124,7 +124,7 @@ def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
         python=python.version if python else None,
         python_pins=tuple(sorted(loaded.constraints.pins, key=lambda p: p.key)) if loaded.constraints else (),
         also_includes=also,
-        not_included=tuple((f"{catalog.get(n).display} {c.version}", c.reason) for n, c in _left_out(release).items()),
+        not_included=tuple((f"{catalog.get(n).display} {c.version}", c.reason) for n, c in release.left_out.items()),
         groups=groups,
         examples=tuple(release.notes.tensor_core_examples),
         cuda=cuda,
@@ -173,7 +173,7 @@ def _also_includes(release: Release, catalog: Catalog) -> tuple[tuple[Item, ...]
     inside = {name for name, entry in catalog.entries.items() if entry.within in release.components}
     ordered = [n for n in catalog.entries if n in release.components]
     ordered += sorted(n for n in release.components if n not in catalog.entries)
-    left_out = _left_out(release)
+    left_out = release.left_out
     for name in ordered:
         if name == "pytorch" or name in inside or name in left_out:
             continue
@@ -184,14 +184,6 @@ def _also_includes(release: Release, catalog: Catalog) -> tuple[tuple[Item, ...]
             items.append(component_item(release, catalog, name))
     items += _facts(release.notes.also_includes)
     return tuple(items), tuple(groups)
-
-
-def _left_out(release: Release) -> dict:
-    """install: none in a public-wheels release: the image we ship lacks it. (In an NVIDIA release it
-    is in NVIDIA's image, which the notes describe, and only our build lacks it.)"""
-    if release.origin != "public-wheels":
-        return {}
-    return {name: c for name, c in release.components.items() if c.install == "none"}
 
 
 def _os_segment(release: Release, text: str | None) -> Segment | None:
