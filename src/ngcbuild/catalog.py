@@ -1,4 +1,4 @@
-"""Component metadata, declared once in templates/components.yaml.
+"""Component metadata, declared once in templates/image/components.yaml.
 
 How the release notes name a component (and whether they list it inside another one's line, as in
 "NVIDIA CUDA 11.1.1 including cuBLAS 11.3.0"), which env vars and label carry its version in the
@@ -48,7 +48,7 @@ class Catalog:
 
     @classmethod
     def load(cls, project: Project) -> "Catalog":
-        path = project.templates / "components.yaml"
+        path = project.image_templates / "components.yaml"
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as exc:

@@ -1,7 +1,8 @@
 """Which releases a change touches, for the release workflow's `invoke matrix --json --changed`.
 
 A release is affected when a file it is made from changed: its manifest or any manifest in its
-`extends` chain, its constraints file, or any template (templates are shared by every release).
+`extends` chain, its constraints file, or any image template (templates/image/ is shared by every
+release; a change under templates/docs/ changes documents only and builds no image).
 Archived releases are never built, so they are never selected. `ci_jobs` turns the selection into
 the rows of a GitHub Actions job matrix: one per release and platform, with the runner labels.
 """
@@ -52,7 +53,7 @@ def inputs_of(project: Project, name: str) -> set[str]:
 
 def affected_releases(project: Project, files: list[str]) -> list[str]:
     """Buildable releases whose inputs include one of `files`."""
-    template_changed = any(f.startswith("templates/") for f in files)
+    template_changed = any(f.startswith("templates/image/") for f in files)
     changed = set(files)
     selected = []
     for name in release_names(project):

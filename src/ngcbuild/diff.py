@@ -155,7 +155,7 @@ def drafted_features(diff: ReleaseDiff, new: Release, catalog: Catalog) -> list[
 
 
 def render_diff(project: Project, series: Series, old: str, new: str) -> str:
-    """The Markdown page of what changed from `old` to `new` (templates/notes/diff.md.j2)."""
+    """The Markdown page of what changed from `old` to `new` (templates/docs/notes/diff.md.j2)."""
     catalog = Catalog.load(project)
     a, b = series.get(old), series.get(new)
     diff = diff_releases(a, b, catalog)

@@ -7,7 +7,7 @@ import re
 import jinja2
 
 from .project import Project
-from .render import environment
+from .templating import environment
 
 # Characters that would start Markdown syntax inside a value: emphasis, code, links, table cells,
 # raw HTML. An underscore inside a word (NCCL_ALGO) is left alone: it starts no emphasis.
@@ -20,6 +20,6 @@ def md(value) -> str:
 
 
 def document_environment(project: Project) -> jinja2.Environment:
-    env = environment(project)
+    env = environment(project.docs_templates)
     env.filters["md"] = md
     return env

@@ -1,7 +1,7 @@
 """Values as the documents show them: text plus where it comes from.
 
 Every generated document (notes, matrix, diff, site) marks a value that is not NVIDIA's own
-statement. The marks and their footnotes are wording, so they live in templates/notes/macros.j2;
+statement. The marks and their footnotes are wording, so they live in templates/docs/notes/macros.j2;
 here is only the data: a Segment is one value with its provenance, an Item is one line of a list.
 """
 

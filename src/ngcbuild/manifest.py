@@ -242,7 +242,7 @@ def _check_pins_agree(path: Path, release: Release, catalog: Catalog, constraint
             package = component.package or catalog.get(name).pip_package
             if package is None:
                 raise ManifestError(path, f"components.{name}.package",
-                                    "install: pip needs a package name (none in templates/components.yaml)")
+                                    "install: pip needs a package name (none in templates/image/components.yaml)")
             wanted = {package: (f"components.{name}.version", component.version)}
         for package, (key, version) in wanted.items():
             pin = constraints.get(package)

@@ -1,6 +1,6 @@
 """The support matrix: one row per release, every manifest, newest first.
 
-Markdown for people (templates/notes/matrix.md.j2), JSON for CI and scripts. Each value keeps its
+Markdown for people (templates/docs/notes/matrix.md.j2), JSON for CI and scripts. Each value keeps its
 provenance, so a value chosen by us is marked (Markdown) or labelled (JSON) as such.
 """
 

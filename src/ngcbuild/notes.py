@@ -1,7 +1,7 @@
 """Release notes: build/R/release-notes.md from the manifests, in the sections of NVIDIA's pages.
 
 This module gathers the facts of one release (and of the releases before it, for the versions table)
-into a NotesContext; templates/notes/release-notes.md.j2 holds every sentence that is the same for
+into a NotesContext; templates/docs/notes/release-notes.md.j2 holds every sentence that is the same for
 every release. Nothing here reads a manifest file: it gets loaded releases from ngcbuild.releases.
 """
 

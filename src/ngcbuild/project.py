@@ -27,6 +27,16 @@ class Project:
         return self.root / "templates"
 
     @property
+    def image_templates(self) -> Path:
+        """What images are made from: a change here may change an image."""
+        return self.templates / "image"
+
+    @property
+    def docs_templates(self) -> Path:
+        """What documents are made from: a change here rebuilds no image."""
+        return self.templates / "docs"
+
+    @property
     def build(self) -> Path:
         return self.root / "build"
 

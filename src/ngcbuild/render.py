@@ -16,6 +16,7 @@ from pathlib import Path
 import jinja2
 from pydantic import TypeAdapter, ValidationError
 
+from . import templating
 from .catalog import Catalog
 from .errors import ManifestError, UserError, shown_path
 from .manifest import LoadedRelease, load_release
@@ -54,14 +55,7 @@ class Rendered:
 
 
 def environment(project: Project) -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(project.templates)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    return templating.environment(project.image_templates)
 
 
 def render_release(project: Project, name: str, base: str | None = None) -> Rendered:
@@ -92,7 +86,7 @@ def render_files(project: Project, loaded: LoadedRelease, base: str | None = Non
     }
     for name, text in plan.workspace_files.items():
         files[f"{WORKSPACE_DIR}/{name}"] = text
-    for snippet in sorted((project.templates / "entrypoint" / "entrypoint.d").iterdir()):
+    for snippet in sorted((project.image_templates / "entrypoint" / "entrypoint.d").iterdir()):
         target = f"{ENTRYPOINT_DIR}/entrypoint.d/{snippet.name.removesuffix('.j2')}"
         files[target] = _render(env, f"entrypoint/entrypoint.d/{snippet.name}", context)
     encoded = {rel: text.encode("utf-8") for rel, text in sorted(files.items())}
@@ -110,17 +104,17 @@ def _render(env: jinja2.Environment, template: str, context: dict) -> str:
     try:
         return env.get_template(template).render(**context)
     except jinja2.UndefinedError as exc:
-        raise UserError(f"templates/{template}: {exc.message}") from None
+        raise UserError(f"templates/image/{template}: {exc.message}") from None
 
 
 def _check_partials(project: Project, loaded: LoadedRelease, plan: ImagePlan) -> None:
     """Every installed component needs a partial for its install method."""
     for step in (*plan.runtime_steps, *plan.builder_steps):
-        if not (project.templates / step.partial).is_file():
+        if not (project.image_templates / step.partial).is_file():
             raise ManifestError(loaded.path, f"components.{step.name}.install",
                                 f"no template {step.partial} for this component and install method")
     for partial in plan.python_partials.values():
-        if not (project.templates / partial).is_file():
+        if not (project.image_templates / partial).is_file():
             raise ManifestError(loaded.path, "python.install",
                                 f"no template {partial} for {loaded.release.python.install!r}")
 

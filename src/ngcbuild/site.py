@@ -20,6 +20,7 @@ from .matrix import render_matrix
 from .notes import render_notes
 from .project import Project
 from .releases import Series
+from .templating import environment
 
 PAGE = "site/page.html.j2"
 STYLE = "site/style.css"
@@ -44,9 +45,7 @@ def to_html(text: str) -> str:
 
 
 def _environment(project: Project) -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(project.templates)),
-                              undefined=jinja2.StrictUndefined, autoescape=True,
-                              trim_blocks=True, lstrip_blocks=True)
+    return environment(project.docs_templates, html=True)
 
 
 def build_site(project: Project, out: Path | None = None) -> Site:
@@ -56,7 +55,7 @@ def build_site(project: Project, out: Path | None = None) -> Site:
         shutil.rmtree(directory)
     (directory / "releases").mkdir(parents=True)
     (directory / "diffs").mkdir()
-    shutil.copyfile(project.templates / STYLE, directory / "style.css")
+    shutil.copyfile(project.docs_templates / STYLE, directory / "style.css")
     page = _environment(project).get_template(PAGE)
     names = series.names
     pages = []

@@ -61,7 +61,7 @@ class FaultProject(ScratchProject):
         return name
 
     def template(self, run: str) -> None:
-        (self.root / "templates" / "Dockerfile.j2").write_text(dockerfile(run))
+        (self.root / "templates" / "image" / "Dockerfile.j2").write_text(dockerfile(run))
 
     def env(self, **extra) -> dict:
         self.tmp.mkdir(exist_ok=True)

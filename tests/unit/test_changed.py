@@ -44,7 +44,9 @@ def _change(scratch, rel, text="# changed\n"):
     ("constraints/child.txt", ["child"]),
     ("manifests/dev.yaml", ["child", "dev"]),  # child extends dev
     ("manifests/parts/debian-bookworm.yaml", ["child", "dev"]),
-    ("templates/Dockerfile.j2", ["child", "dev"]),  # templates are shared by every release
+    ("templates/image/Dockerfile.j2", ["child", "dev"]),  # image templates are shared by every release
+    ("templates/docs/site/style.css", []),  # documents only: no image changes
+    ("templates/docs/notes/release-notes.md.j2", []),
     ("README.md", []),
     ("manifests/old.yaml", []),  # archived: never built
 ])
