@@ -40,8 +40,20 @@ class ScratchProject:
         return self.invoke_env({}, *args, timeout=timeout)
 
     def invoke_env(self, env: dict, *args: str, timeout: int = 3600) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=self.root, capture_output=True,
-                              text=True, timeout=timeout, env={**os.environ, **env})
+        return run_command("invoke", *args, cwd=self.root, env=env, timeout=timeout)
+
+    def ngcbuild(self, *args: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+        return run_command("ngcbuild", *args, cwd=cwd or self.root, timeout=timeout)
+
+
+def run_command(program: str, *args: str, cwd: Path, env: dict | None = None,
+                timeout: int = 600) -> subprocess.CompletedProcess:
+    """`invoke ARGS` or `ngcbuild ARGS` (python -m ngcbuild) as a process, importing the checkout under
+    test (not whatever copy of ngcbuild is installed)."""
+    module = "invoke" if program == "invoke" else "ngcbuild"
+    path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": path, **(env or {})})
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Errors that reach the user as one clear message (no traceback).
 
 `UserError` is bad input (exit status 2); `OperationError` is a failure of the outside world or of a
-build step (exit status 1). tasks.py turns both into a message and an exit status.
+build step (exit status 1). The commands (cli/guard.py) turn both into a message and an exit status.
 """
 
 

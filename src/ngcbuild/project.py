@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import UserError
+
 
 @dataclass(frozen=True)
 class Project:
@@ -13,6 +15,17 @@ class Project:
     @classmethod
     def at(cls, root: str | Path = ".") -> "Project":
         return cls(Path(root).resolve())
+
+    @classmethod
+    def find(cls, start: Path) -> "Project":
+        """The project that holds `start`: the nearest folder, `start` or above, with manifests/ and
+        templates/image/ (so a command run from any subfolder works on the whole project)."""
+        start = start.resolve()
+        for folder in (start, *start.parents):
+            if (folder / "manifests").is_dir() and (folder / "templates" / "image").is_dir():
+                return cls(folder)
+        raise UserError(f"{start}: not inside an ngcbuild project (no folder here or above holds "
+                        "manifests/ and templates/image/)")
 
     @property
     def manifests(self) -> Path:

@@ -1,0 +1,189 @@
+"""One function per task, on the project found from the current directory: its root is the nearest
+folder, here or above, that holds manifests/ and templates/image/.
+
+Each command imports what it needs when it runs: the Docker SDK, pydantic and Jinja cost tenths of a
+second that a command which does not use them should not pay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..errors import UserError, shown_path
+from ..project import Project
+
+
+def project() -> Project:
+    return Project.find(Path.cwd())
+
+
+def render(release: str, base=None) -> None:
+    from ..render import render_release
+
+    rendered = render_release(project(), release, base=base)
+    print(f"rendered {len(rendered.files)} files into {rendered.directory} (context {rendered.context_hash[:12]})")
+
+
+def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
+          platform=None, force=False, labels=None) -> dict:
+    from .. import build as builder
+
+    options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
+                                   platform=platform, force=force, labels=labels)
+    return builder.build_release(project(), release, options, out=sys.stdout)
+
+
+def golden() -> None:
+    from .. import golden as golden_files
+
+    for path in golden_files.regenerate(project()):
+        print(f"wrote {path}")
+    print("review the changes with `git diff tests/golden` before committing them")
+
+
+def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
+          threshold=None, host=False, expect_from_env=False, python=None) -> None:
+    from ..smoke.perf import DEFAULT_THRESHOLD
+
+    threshold = DEFAULT_THRESHOLD if threshold is None else float(threshold)
+    if not 0 < threshold < 1:
+        raise UserError(f"--threshold: expected a fraction between 0 and 1 (0.05 is 5 %), got {threshold}")
+    if host:
+        if image or baseline:
+            raise UserError("--image and --baseline need Docker; host mode runs the checks with the host's Python")
+        _smoke_host(project(), release, expect_from_env, require_gpu, perf, python)
+        return
+    if expect_from_env or python:
+        raise UserError("--expect-from-env and --python belong to host mode: add --host")
+    if not release:
+        raise UserError("--release: which release's image to test (or --host --expect-from-env on a GPU host)")
+    from ..smoke import runner
+
+    runner.run_smoke(project(), release, require_gpu=require_gpu, image=image, perf=perf,
+                     baseline=baseline, threshold=threshold)
+
+
+def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, python) -> None:
+    from ..manifest import load_release
+    from ..render import render_files
+    from ..smoke import host
+
+    python = python or sys.executable
+    if expect_from_env == bool(release):
+        raise UserError("host mode needs exactly one of --expect-from-env (expectations from the host's "
+                        "PyTorch) or --release R (expectations from R's manifest)")
+    if expect_from_env:
+        facts = host.probe_environment(python)
+        expected = json.dumps(host.expectations_from_env(facts), indent=2, sort_keys=True).encode() + b"\n"
+        name = "host"
+    else:
+        expected = render_files(where, load_release(where, release)).files["expected.json"]
+        name = release
+    host.run_host(where.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
+
+
+def push(release: str, registry: str) -> dict:
+    from ..registry import push_release
+
+    return push_release(project(), release, registry, out=sys.stdout)
+
+
+def base(release: str = "dev") -> None:
+    from ..base import make_base
+    from ..engine import connect
+    from ..manifest import load_release
+
+    loaded = load_release(project(), release)
+    make_base(connect(), loaded.release)
+
+
+def bench(runs: int = 3, registry: str | None = None, release: str = "dev") -> None:
+    from ..bench import run_bench
+
+    path = run_bench(project(), runs=runs, registry=registry, release=release)
+    print(f"figures written to {path}")
+
+
+def notes(release: str) -> None:
+    from ..notes import write_notes
+
+    path = write_notes(project(), release)
+    print(f"wrote {shown_path(path)}")
+
+
+def matrix(as_json=False) -> None:
+    from ..matrix import matrix_json, render_matrix
+
+    where = project()
+    if as_json:
+        print(json.dumps(matrix_json(where), indent=2))
+    else:
+        print(render_matrix(where), end="")
+
+
+def diff(old: str, new: str, as_json=False) -> None:
+    from ..catalog import Catalog
+    from ..diff import diff_releases, render_diff
+    from ..releases import Series
+
+    where = project()
+    series = Series.load(where)
+    if as_json:
+        result = diff_releases(series.get(old), series.get(new), Catalog.load(where))
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(render_diff(where, series, old, new), end="")
+
+
+def docs(screenshot=True) -> None:
+    from .. import browser
+    from ..site import SCREENSHOT, build_site
+
+    site = build_site(project())
+    print(f"wrote {len(site.pages)} pages into {shown_path(site.directory)}")
+    if not screenshot:
+        return
+    chromium = browser.find_chromium()
+    if chromium is None:
+        print("no screenshot: chromium is not installed (bash .ci/browser installs it)")
+        return
+    with browser.serve(site.directory) as url:
+        shot = browser.screenshot(chromium, url + "index.html", site.directory / SCREENSHOT)
+    print(f"screenshot of the index (phone width) at {shown_path(shot)}")
+
+
+def publish(release: str, registry: str) -> dict:
+    from ..publish import publish_release
+
+    return publish_release(project(), release, registry, out=sys.stdout)
+
+
+def sbom(release: str, image=None) -> dict:
+    from ..sbom import write_sbom
+
+    return write_sbom(project(), release, image=image, out=sys.stdout)
+
+
+def promote(release: str, source: str, target: str) -> dict:
+    from ..promote import promote_release
+
+    return promote_release(project(), release, source, target, out=sys.stdout)
+
+
+def changed_jobs(base=None) -> dict:
+    """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base.
+    For `invoke matrix --json --changed [--base REF]`."""
+    from ..changed import selection
+
+    result = selection(project(), base)
+    print(json.dumps(result, indent=2))
+    return result
+
+
+def reliability() -> None:
+    from ..reliability import run_reliability
+
+    run_reliability(project(), out=sys.stdout)

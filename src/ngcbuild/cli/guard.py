@@ -1,0 +1,80 @@
+"""Glue between the tasks and the library: user errors become one message and an exit status."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+
+from invoke import task
+from invoke.exceptions import Exit
+
+from ..errors import NgcbuildError
+
+
+def guarded(function):
+    """Run `function`; an NgcbuildError becomes its message on stderr and its exit status (2 for bad
+    input, 1 for failures), with no traceback. Ctrl-C exits 130."""
+    # The engine's and HTTP libraries' exceptions are imported only when one is raised: importing
+    # docker costs a tenth of a second that the commands which never reach an engine should not pay.
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except NgcbuildError as exc:
+            raise Exit(f"ngcbuild: {exc}", code=exc.exit_code) from None
+        except BrokenPipeError:
+            # output piped into `head` and the like: stop quietly, as other tools do
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise Exit(code=0) from None
+        except KeyboardInterrupt:
+            raise Exit("ngcbuild: interrupted", code=130) from None
+        except Exception as exc:
+            message = _engine_failure(exc)
+            if message is None:
+                raise
+            raise Exit(f"ngcbuild: {message}", code=1) from None
+
+    return wrapper
+
+
+def _engine_failure(exc: Exception) -> str | None:
+    """The message for a failure of the engine or of the connection to it; None for anything else."""
+    if "docker" in sys.modules:
+        from docker.errors import DockerException
+
+        if isinstance(exc, DockerException):
+            return f"the Docker engine failed: {exc}"
+    if "requests" in sys.modules:
+        import requests
+        import urllib3
+
+        if isinstance(exc, (requests.exceptions.RequestException, urllib3.exceptions.HTTPError)):
+            # a backstop: the connection to the engine broke somewhere no module expected it
+            return f"the connection to the Docker engine broke: {exc}"
+    return None
+
+
+def command(positional=(), **options):
+    """A task: guarded, every argument a --flag unless named in `positional` (so `build --help` is
+    help, not a release named "--help"), no automatic short flags (`-h` is help, never `--host`).
+    An argument without a default is required: its absence is a usage error (exit 2)."""
+
+    def decorate(function):
+        required = [name for name, p in list(inspect.signature(function).parameters.items())[1:]
+                    if p.default is inspect.Parameter.empty and name not in positional]
+
+        @functools.wraps(function)
+        def checked(c, *args, **kwargs):
+            missing = [name for name in required if kwargs.get(name) is None]
+            if missing:
+                flags = ", ".join("--" + name.rstrip("_").replace("_", "-") for name in missing)
+                raise Exit(f"ngcbuild: {function.__name__}: missing {flags} "
+                           f"(see `ngcbuild {function.__name__} --help`)", code=2)
+            return function(c, *args, **kwargs)
+
+        return task(positional=list(positional), auto_shortflags=False, **options)(guarded(checked))
+
+    return decorate

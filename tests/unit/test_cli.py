@@ -1,0 +1,73 @@
+"""The entry points: `ngcbuild` (python -m ngcbuild) and `invoke` run the same tasks, from any folder
+of the project; usage errors exit 2 with one line and no traceback; `TASK --help` is help."""
+
+import pytest
+
+from tests.conftest import REPO, run_command
+
+
+@pytest.fixture
+def project(scratch):
+    scratch.copy_release("dev")
+    (scratch.root / "docs" / "deep").mkdir(parents=True)
+    return scratch
+
+
+def test_ngcbuild_works_from_a_subfolder_on_the_whole_project(project):
+    result = project.ngcbuild("render", "--release", "dev", cwd=project.root / "docs" / "deep")
+    assert result.returncode == 0, result.stderr
+    assert (project.root / "build" / "dev" / "Dockerfile").is_file()
+    assert not (project.root / "docs" / "deep" / "build").exists()
+
+
+def test_invoke_works_from_a_subfolder_too(project):
+    result = run_command("invoke", "render", "--release", "dev", cwd=project.root / "docs")
+    assert result.returncode == 0, result.stderr
+    assert (project.root / "build" / "dev" / "Dockerfile").is_file()
+
+
+@pytest.mark.parametrize("program", ["ngcbuild", "invoke"])
+@pytest.mark.parametrize("task", ["build", "smoke", "render", "push"])
+def test_task_help_after_the_task_name(program, task):
+    result = run_command(program, task, "--help", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "Usage:" in result.stdout and f" {task} " in result.stdout
+    assert "--release" in result.stdout
+    assert not (REPO / "build" / "--help").exists()
+
+
+def test_dash_h_is_help_never_an_option_of_the_task():
+    result = run_command("ngcbuild", "smoke", "-h", cwd=REPO)
+    assert result.returncode == 0
+    assert "--host" in result.stdout and "Usage:" in result.stdout
+
+
+@pytest.mark.parametrize("args, says", [
+    (["build"], "missing --release"),
+    (["push", "--release", "dev"], "missing --registry"),
+    (["promote", "--release", "dev", "--to", "localhost:5000"], "missing --from"),
+    (["build", "--release", "dev", "--no-such-option"], "--no-such-option"),
+    (["no-such-task"], "no-such-task"),
+    (["build", "--release"], "--release needs a value"),
+    (["build", "--release", "dev", "--registry"], "--registry needs a value"),
+])
+def test_usage_errors_exit_2_with_one_line(args, says):
+    result = run_command("ngcbuild", *args, cwd=REPO)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert says in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+
+
+def test_outside_any_project_is_a_clean_error(tmp_path):
+    result = run_command("ngcbuild", "render", "--release", "dev", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "not inside an ngcbuild project" in result.stderr
+    assert not (tmp_path / "build").exists()
+
+
+def test_python_dash_m_and_the_task_list():
+    result = run_command("ngcbuild", "--list", cwd=REPO)
+    assert result.returncode == 0
+    for task in ("build", "smoke", "push", "render", "notes", "matrix", "diff", "test"):
+        assert f"  {task} " in result.stdout
