@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .build import BuildOptions, _write_context, build_release, options_from, python_tag
+from .build import BuildOptions, build_release, options_from, python_tag, write_context
 from .engine import connect
 from .errors import UserError
 from .events import BuildStream, PushStream
@@ -83,7 +83,7 @@ class Bench:
                                python_tag(rendered.plan.release)) \
             if self.options.wheelhouse else []
         with tempfile.TemporaryFile() as context:
-            _write_context(context, project, rendered, self.options, wheels)
+            write_context(context, project, rendered, self.options, wheels)
             context.seek(0)
             command = ["docker", "build", "-q", "-t", "ngcbuild-bench/plain:latest", "-"]
             if no_cache:
@@ -227,7 +227,7 @@ class Bench:
             if self.options.wheelhouse else []
         stream = BuildStream()
         with tempfile.TemporaryFile() as context:
-            _write_context(context, self.project, naive, self.options, wheels)
+            write_context(context, self.project, naive, self.options, wheels)
             context.seek(0)
             for event in self.client.build(fileobj=context, custom_context=True, decode=True, rm=True,
                                            forcerm=True, tag="ngcbuild-bench/naive:latest"):

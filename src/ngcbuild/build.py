@@ -18,24 +18,28 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import docker
 import requests
 import urllib3
 
 from . import context_cache
-from .base import ensure_base
 from .engine import connect
 from .errors import BuildFailed, OperationError, UserError, shown_path
 from .events import TAIL_LINES, BuildStream
 from .leftovers import Journal, remove_containers
-from .manifest import load_release
+from .names import ImageNames, check_release_name
 from .project import Project
-from .record import write_record
-from .registry import credentials
-from .registry_api import Registry
-from .render import INPUTS_DIR, Rendered, render_pip_conf, render_release
+from .record import BuildFacts, BuildRecord, record_build, record_path
+from .stamp import current_stamp
 from .wheelhouse import default_wheelhouse, select_wheels
+
+if TYPE_CHECKING:
+    from .render import Rendered
+
+# Rendering and base images need pydantic and Jinja: they are imported where a build really runs,
+# so that reusing an unchanged release's image does not pay for them.
 
 DEFAULT_REGISTRY = "nvcr.io"
 CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
@@ -79,16 +83,43 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
                         labels=context_cache.parse_labels(labels or []))
 
 
-def image_repository(registry: str, release) -> str:
-    return f"{registry}/{release.image.repository}"
+def image_repository(registry: str, names: ImageNames) -> str:
+    return f"{registry}/{names.repository_path}"
 
 
 def build_release(project: Project, name: str, options: BuildOptions, out=sys.stdout) -> dict:
     """Render, build, tag and record `name`. Returns the record. One build of a release at a time:
-    two would share build/R/ (its context, record and journal of intermediate containers)."""
-    load_release(project, name)  # bad input stops here, before anything is written
+    two would share build/R/ (its context, record and journal of intermediate containers).
+
+    An unchanged release (its inputs as build/R/ was rendered from them, see stamp.py) whose image
+    exists is reused without loading or rendering it: the path CI takes most often is the fast one."""
+    check_release_name(name)
+    say = _printer(out)
+    if not options.force:
+        stamp = current_stamp(project, name, options.base)
+        if stamp is not None:
+            with _exclusive(project.out(name), name):
+                reused = _reuse(connect(), project.out(name), stamp.names, stamp.context_hash, options, say)
+            if reused is not None:
+                return reused
+    from .manifest import load_release
+
+    loaded = load_release(project, name)  # bad input stops here, before anything is written
     with _exclusive(project.out(name), name):
-        return _build_release(project, name, options, out)
+        return _build_release(project, loaded, options, say)
+
+
+def _reuse(client, directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, say) -> dict | None:
+    """The record of an image of this context found locally or (with --registry) in the registry."""
+    if options.force:
+        return None
+    from .registry import credentials
+    from .registry_api import Registry
+
+    auth = credentials()
+    lookup = Registry(options.registry, auth) if options.lookup_registry else None
+    return context_cache.reuse(client, names, directory, image_repository(options.registry, names),
+                               context_hash, options.platform or names.default_platform, lookup, auth, say)
 
 
 @contextmanager
@@ -103,20 +134,19 @@ def _exclusive(directory: Path, name: str):
         yield
 
 
-def _build_release(project: Project, name: str, options: BuildOptions, out) -> dict:
-    rendered = render_release(project, name, base=options.base)
+def _build_release(project: Project, loaded, options: BuildOptions, say) -> dict:
+    from .base import ensure_base
+    from .render import render_loaded
+
+    rendered = render_loaded(project, loaded, base=options.base)
     release = rendered.plan.release
+    names = rendered.plan.names
     client = connect()
-    say = _printer(out)
-    platform = options.platform or release.build.platform
-    repository = image_repository(options.registry, release)
-    if not options.force:
-        auth = credentials()
-        lookup = Registry(options.registry, auth) if options.lookup_registry else None
-        reused = context_cache.reuse(client, release, rendered.directory, repository, rendered.context_hash,
-                                     platform, lookup, auth, say)
-        if reused is not None:
-            return reused
+    platform = options.platform or names.default_platform
+    repository = image_repository(options.registry, names)
+    reused = _reuse(client, rendered.directory, names, rendered.context_hash, options, say)
+    if reused is not None:
+        return reused
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
@@ -136,7 +166,7 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
             f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}"
             f"{_hint(stream.error)}\nno tag was moved")
 
-    tags = context_cache.build_tags(repository, release, rendered.context_hash, platform)
+    tags = context_cache.build_tags(repository, names, rendered.context_hash, platform)
     try:
         for ref in tags:
             repo, tag = ref.rsplit(":", 1)
@@ -147,28 +177,12 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
             f"build of {release.release} finished ({stream.image_id[:19]}), but the connection to the Docker "
             f"engine broke before it was tagged ({_first_line(exc)}); is the engine still running? "
             "No record was written; rerun the build (its steps are cached)") from None
-    record = {
-        "release": release.release,
-        "image_id": stream.image_id,
-        "tags": tags,
-        "registry": options.registry,
-        "size_bytes": image["Size"],
-        "layers": len(image["RootFS"]["Layers"]),
-        "duration_s": round(duration, 1),
-        "steps": stream.steps,
-        "cached_steps": stream.cached_steps,
-        "step_log": stream.step_log,
-        "context_sha256": rendered.context_hash,
-        "platform": platform,
-        "base_image": rendered.plan.base_image,
-        "ca_bundle_used": options.ca_bundle is not None,
-        "wheels": [w.name for w in wheels],
-        "source_revision": _git_revision(project),
-        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "pushed": {},
-    }
-    record = context_cache.merge_platforms(rendered.directory, record)
-    path = write_record(rendered.directory, record)
+    facts = BuildFacts(duration_s=round(duration, 1), steps=stream.steps, cached_steps=stream.cached_steps,
+                       step_log=stream.step_log, ca_bundle_used=options.ca_bundle is not None,
+                       wheels=[w.name for w in wheels], source_revision=_git_revision(project))
+    record = record_build(rendered.directory, BuildRecord.of_image(
+        names, image, tags, options.registry, rendered.context_hash, platform, facts))
+    path = record_path(rendered.directory)
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
     return record
@@ -181,7 +195,7 @@ def _run_build(client, project: Project, rendered: Rendered, options: BuildOptio
     stream = BuildStream()
     try:
         with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
-            _write_context(context, project, rendered, options, wheels)
+            write_context(context, project, rendered, options, wheels)
             context.seek(0)
             events = client.build(
                 fileobj=context, custom_context=True, encoding=None, decode=True,
@@ -230,8 +244,10 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:
+def write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:
     """The tar the engine builds from: rendered files, then this machine's build inputs over them."""
+    from .render import INPUTS_DIR, render_pip_conf
+
     files = dict(rendered.files)
     if options.ca_bundle or options.wheelhouse:
         files[f"{INPUTS_DIR}/pip.conf"] = render_pip_conf(

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from .errors import UserError
-from .manifest import load_release, release_names
+from .manifest import buildable_releases, load_release
 from .project import Project
 
 # Runner labels per platform; declared for actionlint in .github/actionlint.yaml.
@@ -55,17 +55,7 @@ def affected_releases(project: Project, files: list[str]) -> list[str]:
     """Buildable releases whose inputs include one of `files`."""
     template_changed = any(f.startswith("templates/image/") for f in files)
     changed = set(files)
-    selected = []
-    for name in release_names(project):
-        if load_release(project, name).release.status != "buildable":
-            continue
-        if template_changed or inputs_of(project, name) & changed:
-            selected.append(name)
-    return selected
-
-
-def buildable_releases(project: Project) -> list[str]:
-    return [n for n in release_names(project) if load_release(project, n).release.status == "buildable"]
+    return [name for name in buildable_releases(project) if template_changed or inputs_of(project, name) & changed]
 
 
 def ci_jobs(project: Project, releases: list[str]) -> list[dict]:

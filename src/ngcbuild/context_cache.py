@@ -15,7 +15,8 @@ import time
 import docker
 
 from .errors import UserError
-from .record import read_record, record_path, write_record
+from .names import ImageNames
+from .record import BuildRecord, record_build
 from .registry_api import Registry, RegistryError
 
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
@@ -40,21 +41,21 @@ def arch_of(platform: str) -> str:
     return platform.split("/")[1]
 
 
-def hash_tag(release, context_hash: str, platform: str) -> str:
-    tag = f"{release.tag}-{context_hash[:HASH_CHARS]}"
-    return tag if platform == release.build.platform else f"{tag}-{arch_of(platform)}"
+def hash_tag(names: ImageNames, context_hash: str, platform: str) -> str:
+    tag = f"{names.tag}-{context_hash[:HASH_CHARS]}"
+    return tag if platform == names.default_platform else f"{tag}-{arch_of(platform)}"
 
 
-def platform_tag(release, platform: str) -> str:
+def platform_tag(tag: str, platform: str) -> str:
     """The per-platform tag `invoke publish` pushes before writing the multi-arch tag."""
-    return f"{release.tag}-{arch_of(platform)}"
+    return f"{tag}-{arch_of(platform)}"
 
 
-def build_tags(repository: str, release, context_hash: str, platform: str) -> list[str]:
+def build_tags(repository: str, names: ImageNames, context_hash: str, platform: str) -> list[str]:
     """The tags a build of `platform` gets: the release tag only for the default platform, so that
     building arm64 never moves `R-py3` off the amd64 image."""
-    main = release.tag if platform == release.build.platform else platform_tag(release, platform)
-    return [f"{repository}:{main}", f"{repository}:{hash_tag(release, context_hash, platform)}"]
+    main = names.tag if platform == names.default_platform else platform_tag(names.tag, platform)
+    return [f"{repository}:{main}", f"{repository}:{hash_tag(names, context_hash, platform)}"]
 
 
 def matches(image: dict, context_hash: str, platform: str) -> bool:
@@ -99,12 +100,12 @@ def find_in_registry(client, registry: Registry, repository_path: str, tag: str,
     return image if matches(image, context_hash, platform) else None
 
 
-def reuse(client, release, directory, repository: str, context_hash: str, platform: str,
+def reuse(client, names: ImageNames, directory, repository: str, context_hash: str, platform: str,
           registry: Registry | None, auth, say) -> dict | None:
     """The record of an existing image of this context, tagged as a build would tag it; None when
     there is none and the build must run."""
     started = time.monotonic()
-    tags = build_tags(repository, release, context_hash, platform)
+    tags = build_tags(repository, names, context_hash, platform)
     image = find_local(client, tags[1], context_hash, platform)
     where = "locally"
     if image is None and registry is not None:
@@ -116,49 +117,9 @@ def reuse(client, release, directory, repository: str, context_hash: str, platfo
     for ref in tags:
         repo, tag = ref.rsplit(":", 1)
         client.tag(image["Id"], repo, tag, force=True)
-    record = _record_for(directory, release, image, tags, repository.split("/", 1)[0], context_hash, platform)
-    record = merge_platforms(directory, record)
-    write_record(directory, record)
-    say(f"skipped the build of {release.release} ({platform}): context {context_hash[:HASH_CHARS]} is already "
+    record = record_build(directory, BuildRecord.of_image(names, image, tags, repository.split("/", 1)[0],
+                                                          context_hash, platform))
+    say(f"skipped the build of {names.release} ({platform}): context {context_hash[:HASH_CHARS]} is already "
         f"built {where} as {image['Id'][:19]}; reused it and tagged {', '.join(tags)} in "
         f"{time.monotonic() - started:.2f}s (--force rebuilds)")
     return record
-
-
-def _record_for(directory, release, image: dict, tags: list[str], registry: str, context_hash: str,
-                platform: str) -> dict:
-    """The earlier record when it describes this very image (keeping its build facts, smoke and
-    pushes); otherwise what the image itself tells."""
-    previous = read_record(directory) if record_path(directory).is_file() else {}
-    if previous.get("image_id") == image["Id"]:
-        return {**previous, "tags": sorted(set(previous.get("tags", [])) | set(tags)), "reused": True}
-    return {
-        "release": release.release,
-        "image_id": image["Id"],
-        "tags": tags,
-        "registry": registry,
-        "size_bytes": image["Size"],
-        "layers": len(image["RootFS"]["Layers"]),
-        "context_sha256": context_hash,
-        "platform": platform,
-        "base_image": release.base.image,
-        "built_at": image.get("Created"),
-        "reused": True,
-        "pushed": {},
-    }
-
-
-def merge_platforms(directory, record: dict) -> dict:
-    """record["platforms"]: the latest image of every platform built for this release, so that an
-    arm64 build does not forget the amd64 one (`invoke publish` needs both)."""
-    previous = read_record(directory) if record_path(directory).is_file() else {}
-    platforms = {
-        platform: entry for platform, entry in (previous.get("platforms") or {}).items()
-        if entry.get("context_sha256") == record["context_sha256"]
-    }
-    platforms[record["platform"]] = {
-        "image_id": record["image_id"],
-        "context_sha256": record["context_sha256"],
-        "tags": record["tags"],
-    }
-    return {**record, "platforms": dict(sorted(platforms.items()))}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .manifest import load_release, release_names
+from .manifest import buildable_releases, load_release
 from .project import Project
 from .render import render_files
 
@@ -14,10 +14,6 @@ GOLDEN_FILES = ("Dockerfile",)
 
 def golden_dir(project: Project) -> Path:
     return project.root / "tests" / "golden"
-
-
-def buildable_releases(project: Project) -> list[str]:
-    return [name for name in release_names(project) if load_release(project, name).release.status == "buildable"]
 
 
 def rendered_golden(project: Project, name: str) -> dict[str, bytes]:

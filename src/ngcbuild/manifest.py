@@ -19,8 +19,9 @@ from .constraints import Constraints, load_constraints
 from .errors import ManifestError, UserError, shown_path
 from .inputs import read_text
 from .model import Release
+from .names import check_release_name
 from .project import Project
-from .types import RELEASE_NAME_RE, release_parts
+from .types import release_parts
 
 MAX_MANIFEST_BYTES = 1_000_000
 
@@ -33,11 +34,17 @@ class LoadedRelease:
     path: Path
     chain: tuple[Path, ...]  # the files merged, parent first
     constraints: Constraints | None
+    catalog: Catalog  # templates/image/components.yaml, read once per load
 
 
 def release_names(project: Project) -> list[str]:
     """Every release with a manifest (shared parts under manifests/parts/ are not releases)."""
     return sorted(p.stem for p in project.manifests.glob("*.yaml"))
+
+
+def buildable_releases(project: Project) -> list[str]:
+    """The releases render and build accept (not archived)."""
+    return [name for name in release_names(project) if load_release(project, name).release.status == "buildable"]
 
 
 def load_release(project: Project, name: str) -> LoadedRelease:
@@ -56,15 +63,7 @@ def load_release(project: Project, name: str) -> LoadedRelease:
     if release.status == "buildable":
         constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path))
         _check_pins_agree(path, release, catalog, constraints)
-    return LoadedRelease(release, path, chain, constraints)
-
-
-def check_release_name(name: str) -> None:
-    """The --release argument becomes a file name, a build/ folder and an image tag: a path or shell
-    characters in it would reach all three."""
-    if not isinstance(name, str) or not RELEASE_NAME_RE.fullmatch(name):
-        raise UserError(f"--release {name!r}: expected a release name (YY.MM such as 25.12, or a lower-case "
-                        "word such as dev) naming a file manifests/NAME.yaml")
+    return LoadedRelease(release, path, chain, constraints, catalog)
 
 
 def _read_yaml(path: Path) -> dict:

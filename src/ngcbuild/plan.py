@@ -14,6 +14,7 @@ from .constraints import Pin
 from .errors import ManifestError
 from .manifest import LoadedRelease
 from .model import Component
+from .names import ImageNames
 
 PIP_CONSTRAINT_PATH = "/etc/pip/constraint.txt"
 STAGE_ROOT = "/stage"
@@ -23,7 +24,6 @@ REST_STAGE = "python-packages"
 # its files staged under /stage/<name> and copied into the image.
 RUNTIME_METHODS = ("apt",)
 BUILDER_ONLY_METHODS = ("conda",)
-STAGED_METHODS = ("pip", "source")
 # Methods that put the component into the image (so its env vars and labels describe the image).
 IN_IMAGE_METHODS = ("apt", "pip", "conda", "source", "base")
 
@@ -65,6 +65,12 @@ class ImagePlan:
     @property
     def cuda_home(self):
         return self.release.cuda_home
+
+    @property
+    def names(self) -> ImageNames:
+        release = self.release
+        return ImageNames(release=release.release, tag=release.tag, repository_path=release.image.repository,
+                          default_platform=release.build.platform, base_image=self.base_image)
 
     @property
     def staged_steps(self) -> tuple[Step, ...]:

@@ -20,7 +20,7 @@ import time
 from .errors import OperationError, UserError
 from .manifest import load_release
 from .project import Project
-from .record import read_record, write_record
+from .record import read_record, utc_timestamp, write_record
 from .registry import credentials
 from .registry_api import Registry, base_url
 
@@ -87,7 +87,7 @@ def promote_release(project: Project, name: str, source: str, target: str, out=s
     served = Registry(target, credentials()).digest(repository, tag)
     if served != digest:
         raise OperationError(f"{target}/{repository}:{tag} serves {served} after the copy, expected {digest}")
-    result = {"digest": digest, "from": source, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    result = {"digest": digest, "from": source, "at": utc_timestamp()}
     record.setdefault("promoted", {})[f"{target}/{repository}:{tag}"] = result
     write_record(directory, record)
     print(f"promoted {target}/{repository}:{tag}@{digest} in {time.monotonic() - started:.1f}s "

@@ -17,8 +17,8 @@ from .context_cache import arch_of, platform_tag
 from .engine import connect
 from .errors import OperationError, UserError
 from .project import Project
-from .record import read_record, write_record
-from .registry import _push_with_retries, credentials
+from .record import read_record, utc_timestamp, write_record
+from .registry import credentials, push_with_retries
 from .registry_api import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, Registry, RegistryError
 from .render import render_release
 
@@ -83,14 +83,14 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     for platform in release.build.published_platforms:
         built = record["platforms"][platform]
         image = _checked_image(client, name, platform, built["image_id"])
-        own = platform_tag(release, platform)
+        own = platform_tag(release.tag, platform)
         # the per-platform tag, and the hash tags (skip-by-hash looks for them in the registry)
         tags = [own] + [ref.rsplit(":", 1)[1] for ref in built["tags"] if ref.rsplit(":", 1)[1] != release.tag]
         digest = None
         for tag in dict.fromkeys(tags):
             client.tag(image["Id"], repository, tag, force=True)
             say(f"pushing {repository}:{tag} ({platform})")
-            stream = _push_with_retries(client, repository, tag, auth, out, sleep)
+            stream = push_with_retries(client, repository, tag, auth, out, sleep)
             served = registry.digest(repository_path, tag)
             if served != stream.digest:
                 raise PublishRefused(f"{repository}:{tag}: pushed {stream.digest} but the registry serves {served}")
@@ -115,7 +115,7 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     ref = f"{repository}:{release.tag}"
     result = {"digest": digest, "media_type": media_type, "registry": host,
               "platforms": {e["platform"]: e["digest"] for e in entries},
-              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+              "at": utc_timestamp()}
     record.setdefault("published", {})[ref] = result
     write_record(directory, record)
     say(f"published {ref}@{digest}: {media_type.rsplit('.', 2)[-2]} of {', '.join(listed)} (verified)")

@@ -14,9 +14,8 @@ import urllib3
 from .engine import connect
 from .errors import PushFailed, UserError
 from .events import PushStream
-from .manifest import load_release
 from .project import Project
-from .record import read_record, write_record
+from .record import read_record, utc_timestamp, write_record
 
 ATTEMPTS = 4
 BACKOFF_S = 2.0
@@ -39,6 +38,8 @@ def is_transient(message: str) -> bool:
 
 
 def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
+    from .manifest import load_release  # pydantic: not for the callers that need only `credentials`
+
     release = load_release(project, name).release
     directory = project.out(name)
     record = read_record(directory)
@@ -61,13 +62,13 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
         client.tag(image_id, repository, tag, force=True)
         ref = f"{repository}:{tag}"
         print(f"pushing {ref}", file=out, flush=True)
-        stream = _push_with_retries(client, repository, tag, auth, out, sleep)
+        stream = push_with_retries(client, repository, tag, auth, out, sleep)
         served = _digest_served(client, ref, auth)
         if served != stream.digest:
             raise PushFailed(f"{ref}: the push reported {stream.digest} but the registry serves {served}; "
                              "the local image is kept, nothing was recorded")
         pushed[ref] = {"digest": stream.digest, "size": stream.size, "registry": host,
-                       "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                       "at": utc_timestamp()}
         print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
     record.setdefault("pushed", {}).update(pushed)
     record["tags"] = sorted(set(record["tags"]) | set(pushed))
@@ -75,7 +76,7 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
     return pushed
 
 
-def _push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> PushStream:
+def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> PushStream:
     last = ""
     for attempt in range(1, ATTEMPTS + 1):
         stream = PushStream()

@@ -17,11 +17,11 @@ import jinja2
 from pydantic import TypeAdapter, ValidationError
 
 from . import templating
-from .catalog import Catalog
 from .errors import ManifestError, UserError, shown_path
 from .manifest import LoadedRelease, load_release
 from .plan import ImagePlan, plan_image
 from .project import Project
+from .stamp import write_stamp
 from .types import ImageRef
 
 _BASE_ADAPTER = TypeAdapter(ImageRef)
@@ -60,9 +60,17 @@ def environment(project: Project) -> jinja2.Environment:
 
 def render_release(project: Project, name: str, base: str | None = None) -> Rendered:
     """Load, validate and render `name` into build/<name>/; `base` replaces the manifest's base image."""
-    loaded = load_release(project, name)
+    return render_loaded(project, load_release(project, name), base=base)
+
+
+def render_loaded(project: Project, loaded: LoadedRelease, base: str | None = None) -> Rendered:
+    """Render a loaded release into build/<name>/ and stamp what it was rendered from."""
     rendered = render_files(project, loaded, base=base)
     write(rendered)
+    inputs = [*loaded.chain, project.constraints / f"{loaded.release.release}.txt"]
+    if all(path.is_relative_to(project.root) for path in inputs):
+        write_stamp(project, rendered.directory, [path.relative_to(project.root).as_posix() for path in inputs],
+                    base, rendered.context_hash, rendered.plan.names)
     return rendered
 
 
@@ -71,7 +79,7 @@ def render_files(project: Project, loaded: LoadedRelease, base: str | None = Non
     if release.status == "archived":
         raise UserError(f"{shown_path(loaded.path)}: status: release {release.release} is archived (documentation "
                         "only: its base images are gone); render and build refuse it, notes/matrix/diff include it")
-    plan = plan_image(loaded, Catalog.load(project), base=_checked_base(base))
+    plan = plan_image(loaded, loaded.catalog, base=_checked_base(base))
     env = environment(project)
     _check_partials(project, loaded, plan)
     context = {"release": release, "plan": plan, "inputs": DEFAULT_INPUTS}

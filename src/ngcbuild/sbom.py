@@ -12,7 +12,6 @@ import hashlib
 import json
 import re
 import sys
-import time
 import uuid
 from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import quote
@@ -25,7 +24,7 @@ from .engine import connect
 from .errors import OperationError, UserError
 from .manifest import load_release
 from .project import Project
-from .record import read_record, write_record
+from .record import read_record, utc_timestamp, write_record
 
 SBOM = "sbom.cdx.json"
 SPEC_VERSION = "1.5"
@@ -183,7 +182,7 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
     found = inventory(client, inspected["Id"])
     name_ref = next(iter(record.get("tags") or []), f"{release.image.repository}:{release.tag}")
     doc = document(release, Catalog.load(project), found, inspected, name_ref, record,
-                   time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), uuid.uuid4().urn)
+                   utc_timestamp(), uuid.uuid4().urn)
     checked = validate(doc)
     data = (json.dumps(doc, indent=2) + "\n").encode()
     path = directory / SBOM

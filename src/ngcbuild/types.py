@@ -46,10 +46,6 @@ def release_parts(version: str) -> int:
     return match.group(0).count(".") + 1 if match else 0
 
 
-# Release names: YY.MM as NVIDIA names them, or a short lower-case word (dev).
-RELEASE_NAME_RE = re.compile(r"[0-9]{2}\.[0-9]{2}|[a-z][a-z0-9-]{0,30}")
-ReleaseName = _pattern_type("release", RELEASE_NAME_RE.pattern,
-                            "a release name (YY.MM such as 25.12, or a lower-case word such as dev)")
 MajorMinor = _pattern_type("major_minor", r"[0-9]+\.[0-9]+", "a MAJOR.MINOR version such as 3.11")
 # Debian's names may hold + (g++-12); no shell metacharacter is possible.
 PackageName = _pattern_type("package", r"[A-Za-z0-9]([A-Za-z0-9._+-]*[A-Za-z0-9+])?",

@@ -112,3 +112,41 @@ def test_dev_push_with_credentials_shows_no_secret(engine, dev_build, marker_ca,
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
     assert json.loads((REPO / "build" / "dev" / "record.json").read_text())["pushed"][ref]["digest"]
     assert found == []
+
+
+def test_an_image_built_from_a_mirror_records_the_mirror_when_reused(engine, dev_build):
+    """`--base` builds FROM a mirror of the manifest's base image. The record says so after the build,
+    after a reuse by context hash that loads and renders the release, and after one taken on the
+    unchanged-release path (build/dev/.rendered.json) that does neither."""
+    mirror_repo, mirror_tag = "ngcbuild-test.invalid/mirror/debian", "bookworm-slim"
+    mirror = f"{mirror_repo}:{mirror_tag}"
+    engine.tag("debian:bookworm-slim", mirror_repo, mirror_tag)
+    record_file = REPO / "build" / "dev" / "record.json"
+    made = []
+    try:
+        built = run_invoke("build", "--release", "dev", "--base", mirror)
+        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+        first = json.loads(record_file.read_text())
+        made = first["tags"]
+        assert first["base_image"] == mirror and first["image_id"] != dev_build["record"]["image_id"]
+
+        (REPO / "build" / "dev" / ".rendered.json").unlink()  # reuse through load + render
+        reused = run_invoke("build", "--release", "dev", "--base", mirror)
+        assert reused.returncode == 0 and "skipped the build of dev" in reused.stdout, reused.stdout + reused.stderr
+        again = json.loads(record_file.read_text())
+        assert again["base_image"] == mirror and again["image_id"] == first["image_id"]
+
+        fast = run_invoke("build", "--release", "dev", "--base", mirror)  # the unchanged-release path
+        assert fast.returncode == 0 and "skipped the build of dev" in fast.stdout
+        assert json.loads(record_file.read_text())["base_image"] == mirror
+    finally:
+        # the manifest's own base again: the dev image of the session is reused and tagged back
+        restored = run_invoke("build", "--release", "dev")
+        engine.remove_image(mirror)
+        for ref in made[1:]:  # the mirror build's hash tag (dev-py3 itself points back at the session's image)
+            with contextlib.suppress(docker.errors.APIError):
+                engine.remove_image(ref)
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    restored_record = json.loads(record_file.read_text())
+    assert restored_record["image_id"] == dev_build["record"]["image_id"]
+    assert restored_record["base_image"] == "debian:bookworm-slim"

@@ -9,6 +9,7 @@ from ngcbuild import context_cache
 from ngcbuild.catalog import Catalog
 from ngcbuild.errors import UserError
 from ngcbuild.manifest import load_release
+from ngcbuild.plan import plan_image
 from ngcbuild.project import Project
 from ngcbuild.promote import PromoteRefused, check_smoke, source_entry
 from ngcbuild.publish import PublishRefused, manifest_list, missing_platforms
@@ -25,7 +26,13 @@ def dev():
     return load_release(Project.at(REPO), "dev").release
 
 
-def test_hash_and_platform_tags(dev):
+@pytest.fixture(scope="module")
+def dev_names():
+    return plan_image(load_release(Project.at(REPO), "dev"), Catalog.load(Project.at(REPO))).names
+
+
+def test_hash_and_platform_tags(dev_names):
+    dev = dev_names
     assert context_cache.hash_tag(dev, HASH, "linux/amd64") == "dev-py3-abababababab"
     assert context_cache.hash_tag(dev, HASH, "linux/arm64") == "dev-py3-abababababab-arm64"
     # building arm64 never moves the release tag off the default platform's image

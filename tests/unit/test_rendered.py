@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
-from ngcbuild.golden import buildable_releases, golden_dir, rendered_golden
-from ngcbuild.manifest import load_release
+from ngcbuild.golden import golden_dir, rendered_golden
+from ngcbuild.manifest import buildable_releases, load_release
 from ngcbuild.project import Project
 from ngcbuild.render import render_files
 

@@ -5,9 +5,9 @@ threshold (the "known performance regressions" of NVIDIA's release notes)."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
+from ..record import utc_timestamp
 from .perf_reference import fraction_of_reference, reference_for
 
 PERF_JSON = "perf.json"
@@ -17,7 +17,7 @@ DEFAULT_THRESHOLD = 0.05  # GEMM and copy figures repeat within ~1-2 % on an idl
 
 def perf_report(release: str, image: str | None, measured: dict | None) -> dict:
     """What perf.json says: the device and its figures, or that there was no GPU (and no figures)."""
-    report = {"release": release, "image": image, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    report = {"release": release, "image": image, "at": utc_timestamp()}
     if not measured or measured.get("device") is None:
         reason = (measured or {}).get("no_gpu_reason") or "the performance smoke did not run"
         return {**report, "status": "no-gpu", "reason": reason, "device": None, "figures": {}}

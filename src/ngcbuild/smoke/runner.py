@@ -13,7 +13,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from ..engine import connect
 from ..errors import SmokeFailed, UserError
 from ..manifest import load_release
 from ..project import Project
-from ..record import read_record, record_path, write_record
+from ..record import read_record, record_path, utc_timestamp, write_record
 from ..render import render_files
 from .perf import DEFAULT_THRESHOLD, MEASURED, perf_report, read_measured, render_perf, with_baseline, write_report
 from .staging import stage_pytest
@@ -74,7 +73,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
     image_id = client.inspect_image(ref)["Id"]
     result = {**counts, "image_id": image_id, "require_gpu": require_gpu,
               "gpu_visible": gpu, "exit_code": exit_code, "junit": str(directory / JUNIT),
-              "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+              "at": utc_timestamp()}
     print(render_table(rows_from_junit(directory / JUNIT)), file=out, end="", flush=True)
     regressed = []
     if perf:

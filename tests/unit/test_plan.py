@@ -1,0 +1,79 @@
+"""plan.py: what a release's image is made of, computed once from the manifest for the templates."""
+
+import pytest
+
+from ngcbuild.catalog import Catalog
+from ngcbuild.errors import ManifestError
+from ngcbuild.manifest import load_release
+from ngcbuild.plan import REST_STAGE, plan_image
+from ngcbuild.project import Project
+from tests.conftest import REPO
+
+PROJECT = Project.at(REPO)
+
+
+def plan_of(name, base=None, project=PROJECT):
+    return plan_image(load_release(project, name), Catalog.load(project), base=base)
+
+
+@pytest.mark.parametrize("name", ["dev", "cuda-dev", "20.12", "25.12"])
+def test_every_pin_of_the_constraints_file_is_installed_exactly_once(name):
+    plan = plan_of(name)
+    staged = [pin for step in plan.builder_steps if step.staged and step.pins for pin in step.pins]
+    assert len(staged) == len(set(staged))
+    constraints = load_release(PROJECT, name).constraints
+    if plan.release.python.install != "conda":
+        assert sorted(staged) == sorted(str(p) for p in constraints.pins)
+
+
+def test_pip_components_come_first_then_the_groups_then_the_rest():
+    plan = plan_of("dev")
+    names = [step.name for step in plan.builder_steps]
+    groups = [n for n in names if n.startswith(REST_STAGE + "-")]
+    assert names[-1] == REST_STAGE
+    assert names.index("pytorch") < names.index(groups[0])
+    assert len(groups) == len(plan.release.pip.layers)
+
+
+def test_a_mirror_replaces_the_base_and_drops_the_original_digest_label():
+    own = plan_of("25.12")
+    mirrored = plan_of("25.12", base="mirror.example/nvidia/cuda-dl-base:25.12")
+    assert own.names.base_image == own.release.base.image
+    assert mirrored.names.base_image == "mirror.example/nvidia/cuda-dl-base:25.12"
+    assert mirrored.labels["org.opencontainers.image.base.name"] == mirrored.names.base_image
+    if own.release.base.digest:
+        assert "org.opencontainers.image.base.digest" in own.labels
+    assert "org.opencontainers.image.base.digest" not in mirrored.labels
+
+
+def test_names_of_the_image():
+    names = plan_of("dev").names
+    assert (names.release, names.tag, names.repository_path, names.default_platform) == \
+        ("dev", "dev-py3", "nvidia/pytorch", "linux/amd64")
+
+
+def test_env_and_labels_carry_component_versions_from_the_catalog():
+    plan = plan_of("cuda-dev")
+    catalog = Catalog.load(PROJECT)
+    for name, component in plan.release.components.items():
+        if component.install in ("pip", "apt", "source", "base"):
+            for var in catalog.get(name).env:
+                assert plan.env[var] == component.shown_version, var
+    assert plan.env["NVIDIA_PYTORCH_VERSION"] == "cuda-dev"
+    assert plan.env["CUDA_HOME"] == plan.release.cuda_home.path
+
+
+def test_a_pip_layer_naming_an_unpinned_package_names_the_key(scratch):
+    scratch.copy_release("dev")
+    text = (scratch.root / "manifests" / "dev.yaml").read_text()
+    text = text.replace("    - [numpy, pillow, pyyaml]", "    - [numpy, not-pinned-anywhere]")
+    scratch.manifest("dev", text)
+    project = Project.at(scratch.root)
+    with pytest.raises(ManifestError, match=r"pip\.layers\.1\.1: 'not-pinned-anywhere' is not pinned"):
+        plan_of("dev", project=project)
+
+
+def test_expected_json_lists_only_components_in_the_image():
+    expected = plan_of("cuda-dev").expected()
+    left_out = plan_of("cuda-dev").release.left_out
+    assert left_out and not set(left_out) & set(expected["components_in_image"])

@@ -1,0 +1,116 @@
+"""record.py and stamp.py: the build record made in one place, and the unchanged-release stamp."""
+
+import json
+
+import pytest
+
+from ngcbuild.errors import UserError
+from ngcbuild.names import ImageNames
+from ngcbuild.project import Project
+from ngcbuild.record import BuildFacts, BuildRecord, read_record, record_build, utc_timestamp
+from ngcbuild.render import render_release
+from ngcbuild.stamp import STAMP, current_stamp
+
+NAMES = ImageNames(release="dev", tag="dev-py3", repository_path="nvidia/pytorch",
+                   default_platform="linux/amd64", base_image="mirror.example/debian:bookworm-slim")
+IMAGE = {"Id": "sha256:" + "a" * 64, "Size": 1234, "RootFS": {"Layers": ["l1", "l2", "l3"]},
+         "Created": "2026-11-23T10:00:00.000Z"}
+TAGS = ["nvcr.io/nvidia/pytorch:dev-py3", "nvcr.io/nvidia/pytorch:dev-py3-abababababab"]
+FACTS = BuildFacts(duration_s=12.5, steps=20, cached_steps=3, step_log=[], ca_bundle_used=True,
+                   wheels=["torch.whl"], source_revision="0" * 40)
+
+
+def test_a_build_and_a_reuse_record_the_base_the_image_was_built_from(tmp_path):
+    built = record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32, "linux/amd64",
+                                                        FACTS))
+    assert built["base_image"] == "mirror.example/debian:bookworm-slim"
+    assert built["duration_s"] == 12.5 and built["cached_steps"] == 3 and "reused" not in built
+    reused = BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32, "linux/amd64")
+    assert reused.to_json()["base_image"] == "mirror.example/debian:bookworm-slim"
+    assert reused.to_json()["reused"] is True and reused.to_json()["built_at"] == IMAGE["Created"]
+
+
+def test_reusing_the_same_image_keeps_its_build_facts_and_later_sections(tmp_path):
+    record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS[:1], "nvcr.io", "ab" * 32, "linux/amd64", FACTS))
+    data = read_record(tmp_path)
+    data["smoke"] = {"passed": 20, "failed": 0}
+    (tmp_path / "record.json").write_text(json.dumps(data))
+    again = record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32, "linux/amd64"))
+    assert again["smoke"] == {"passed": 20, "failed": 0}
+    assert again["duration_s"] == 12.5 and again["reused"] is True
+    assert again["tags"] == sorted(TAGS)
+
+
+def test_platforms_of_the_same_context_add_up_and_others_are_dropped(tmp_path):
+    arm = {**IMAGE, "Id": "sha256:" + "b" * 64}
+    record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32, "linux/amd64", FACTS))
+    both = record_build(tmp_path, BuildRecord.of_image(NAMES, arm, ["x:dev-py3-arm64"], "nvcr.io", "ab" * 32,
+                                                       "linux/arm64", FACTS))
+    assert set(both["platforms"]) == {"linux/amd64", "linux/arm64"}
+    other = record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "cd" * 32, "linux/amd64",
+                                                        FACTS))
+    assert set(other["platforms"]) == {"linux/amd64"}
+
+
+@pytest.mark.parametrize("text", ["[]", "3", '"record"', "null"])
+def test_a_record_that_is_not_an_object_is_a_clean_error(tmp_path, text):
+    (tmp_path / "record.json").write_text(text)
+    with pytest.raises(UserError, match="expected a JSON object"):
+        read_record(tmp_path)
+
+
+def test_utc_timestamp_format():
+    assert utc_timestamp(0) == "1970-01-01T00:00:00Z"
+
+
+@pytest.fixture
+def rendered(scratch):
+    scratch.copy_release("dev")
+    project = Project.at(scratch.root)
+    render_release(project, "dev")
+    return project
+
+
+def test_the_stamp_holds_while_nothing_changed(rendered):
+    stamp = current_stamp(rendered, "dev", None)
+    assert stamp is not None and stamp.names.tag == "dev-py3"
+    assert stamp.context_hash == render_release(rendered, "dev").context_hash
+
+
+@pytest.mark.parametrize("change", [
+    "manifests/dev.yaml", "manifests/parts/debian-bookworm.yaml", "constraints/dev.txt",
+    "templates/image/Dockerfile.j2", "templates/image/components.yaml",
+])
+def test_any_changed_input_voids_the_stamp(rendered, change):
+    path = rendered.root / change
+    path.write_text(path.read_text() + "\n# changed\n")
+    assert current_stamp(rendered, "dev", None) is None
+
+
+def test_another_base_or_release_voids_the_stamp(rendered):
+    assert current_stamp(rendered, "dev", "mirror.example/debian:bookworm-slim") is None
+    (rendered.out("other")).mkdir()
+    (rendered.out("other") / STAMP).write_text((rendered.out("dev") / STAMP).read_text())
+    assert current_stamp(rendered, "other", None) is None
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda data: {**data, "inputs": ["../../etc/passwd"]},
+    lambda data: {**data, "inputs": "manifests/dev.yaml"},
+    lambda data: {**data, "names": {"release": "dev"}},
+    lambda data: [],
+    lambda data: {**data, "inputs_sha256": "0" * 64},
+])
+def test_a_stamp_that_does_not_add_up_is_ignored(rendered, tamper):
+    path = rendered.out("dev") / STAMP
+    path.write_text(json.dumps(tamper(json.loads(path.read_text()))))
+    assert current_stamp(rendered, "dev", None) is None
+
+
+def test_a_stamp_that_is_a_fifo_is_ignored_without_hanging(rendered):
+    import os
+
+    path = rendered.out("dev") / STAMP
+    path.unlink()
+    os.mkfifo(path)
+    assert current_stamp(rendered, "dev", None) is None
