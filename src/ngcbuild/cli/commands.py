@@ -100,10 +100,10 @@ def base(release: str = "dev") -> None:
     make_base(connect(), loaded.release)
 
 
-def bench(runs: int = 3, registry: str | None = None, release: str = "dev") -> None:
+def bench(runs: int = 3, registry: str | None = None, release: str = "dev", skip_path_only=False) -> None:
     from ..bench import run_bench
 
-    path = run_bench(project(), runs=runs, registry=registry, release=release)
+    path = run_bench(project(), runs=runs, registry=registry, release=release, skip_path_only=skip_path_only)
     print(f"figures written to {path}")
 
 

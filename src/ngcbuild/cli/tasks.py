@@ -98,10 +98,11 @@ def base(c, release="dev"):
 
 @command(help={"runs": "runs per timed figure (median and spread)",
             "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)",
-            "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section"})
-def bench(c, runs=3, registry=None, release="dev"):
+            "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section",
+            "skip_path": "only the unchanged-release figures (seconds): `build` of a built release, as a process"})
+def bench(c, runs=3, registry=None, release="dev", skip_path=False):
     """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
-    commands.bench(runs=int(runs), registry=registry, release=release)
+    commands.bench(runs=int(runs), registry=registry, release=release, skip_path_only=skip_path)
 
 
 @command()
