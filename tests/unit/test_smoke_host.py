@@ -97,7 +97,7 @@ def test_perf_only(): pass
 def run_sample(tmp_path, expected, *args, sample=SAMPLE):
     checks = tmp_path / "checks"
     checks.mkdir()
-    for name in ("conftest.py", "gpu_facts.py"):
+    for name in ("conftest.py", "gpu_facts.py", "processes.py"):
         shutil.copy(CHECKS_DIR / name, checks / name)
     (checks / "test_sample.py").write_text(sample)
     (tmp_path / "expect").mkdir()

@@ -60,6 +60,18 @@ print(json.dumps(facts))
 """
 
 
+def interpreter_version(python: str) -> str:
+    """MAJOR.MINOR of an interpreter: which locked pytest it runs the checks with."""
+    try:
+        done = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        raise UserError(f"--python {python}: cannot run it ({exc.strerror})") from None
+    if done.returncode != 0:
+        raise UserError(f"--python {python}: exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    return done.stdout.strip()
+
+
 def probe_environment(python: str) -> dict:
     done = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
@@ -129,7 +141,7 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
         (tmp / "expect").mkdir()
         (tmp / "expect" / "expected.json").write_bytes(expected_json)
         (tmp / "out").mkdir()
-        stage_pytest(tmp / "pytest")
+        stage_pytest(tmp / "pytest", interpreter_version(python), build_dir)
         command = [python, str(CHECKS_DIR / "run_checks.py"), str(CHECKS_DIR),
                    *host_args(require_gpu, perf, tmp / "out" / JUNIT, tmp / "out" / MEASURED)]
         env = {**os.environ, "NGCBUILD_SMOKE_DIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}

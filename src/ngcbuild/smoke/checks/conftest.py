@@ -8,16 +8,15 @@ Two kinds of skip, on purpose:
   every mode, because a GPU runner with an A100 must not fail an FP8 check.
 """
 
-from __future__ import annotations
-
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from gpu_facts import TORCH_API_SINCE, release_at_least
+from processes import run
 
 SMOKE_DIR = Path(os.environ.get("NGCBUILD_SMOKE_DIR", "/opt/ngcbuild"))
 EXPECT_DIR = SMOKE_DIR / "expect"
@@ -89,14 +88,12 @@ def image_config():
 @pytest.fixture(scope="session")
 def installed():
     """Distributions a plain interpreter of the image sees (without the mounted pytest)."""
-    code = ("import importlib.metadata as m, json; "
-            "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    output = run([sys.executable, str(Path(__file__).with_name("list_distributions.py"))], check=True, env=env)
     return json.loads(output.stdout)
 
 
-def gpu_absence_reason() -> str | None:
+def gpu_absence_reason() -> Optional[str]:
     """None when PyTorch sees a GPU; otherwise why not, in one line."""
     import torch
 
@@ -135,7 +132,7 @@ def perf_results(request):
 
 def pytest_sessionfinish(session):
     path = session.config.getoption("--perf-out")
-    if not path:
+    if not path or session.config.getoption("--collect-only"):  # nothing was measured
         return
     import torch
 

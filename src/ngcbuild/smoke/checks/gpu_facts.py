@@ -4,10 +4,9 @@ a device runs a build's kernels, and how close a low-precision result must be to
 No GPU and no torch import at module level: the host's unit tests import this file directly.
 """
 
-from __future__ import annotations
-
 import math
 import re
+from typing import Dict, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -55,7 +54,7 @@ def cudnn_number(version: str) -> int:
     return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
 
 
-def nccl_tuple(reported) -> tuple[int, int, int]:
+def nccl_tuple(reported) -> Tuple[int, int, int]:
     """(major, minor, patch) from what torch.cuda.nccl.version() returns in any PyTorch.
 
     PyTorch >= 1.10 returns a tuple (possibly with a suffix string as 4th item); earlier ones
@@ -69,12 +68,12 @@ def nccl_tuple(reported) -> tuple[int, int, int]:
     return code // 1000, code // 100 % 10, code % 100
 
 
-def manifest_nccl(version: str) -> tuple[int, int, int]:
+def manifest_nccl(version: str) -> Tuple[int, int, int]:
     """'2.28.9' or '2.7.8-1' (a Debian revision) -> (2, 28, 9)."""
     return tuple(int(p) for p in _numeric(version, 3))
 
 
-def cuda_matches(torch_cuda: str | None, manifest_cuda: str) -> bool:
+def cuda_matches(torch_cuda: Optional[str], manifest_cuda: str) -> bool:
     """torch.version.cuda names MAJOR.MINOR ('13.1'); the manifest the full toolkit ('13.1.0')."""
     if not torch_cuda:
         return False
@@ -112,7 +111,7 @@ def version_matches_pin(actual: str, pin: str) -> bool:
 _ARCH = re.compile(r"(sm|compute)_([0-9]+)([a-z]?)")
 
 
-def arch_support(capability: tuple[int, int], arch_list: list[str]) -> str | None:
+def arch_support(capability: Tuple[int, int], arch_list: List[str]) -> Optional[str]:
     """How a device of this compute capability runs kernels of a build with this arch list, or None.
 
     - native: a cubin for exactly this architecture (sm_90, or the arch-specific sm_90a);
@@ -123,7 +122,7 @@ def arch_support(capability: tuple[int, int], arch_list: list[str]) -> str | Non
     major, minor = capability
     device = major * 10 + minor
     # For each way, the newest matching entry (the one closest to the device).
-    found: dict[str, tuple[int, str]] = {}
+    found: Dict[str, Tuple[int, str]] = {}
     for entry in arch_list:
         match = _ARCH.fullmatch(entry)
         if not match:
@@ -146,7 +145,7 @@ def arch_support(capability: tuple[int, int], arch_list: list[str]) -> str | Non
     return None
 
 
-def capability_at_least(capability: tuple[int, int], kernel: str) -> bool:
+def capability_at_least(capability: Tuple[int, int], kernel: str) -> bool:
     return tuple(capability) >= MIN_CAPABILITY[kernel]
 
 
@@ -167,7 +166,7 @@ def relative_error(actual, reference) -> float:
     return float((a - r).norm() / r.norm().clamp_min(1e-300))
 
 
-def _numeric(version: str, count: int) -> tuple[int, ...]:
+def _numeric(version: str, count: int) -> Tuple[int, ...]:
     """The first `count` numeric parts of a version, padded with zeros ('13.1' -> (13, 1, 0))."""
     parts = re.match(r"[0-9]+(\.[0-9]+)*", version.strip())
     if not parts:
@@ -180,7 +179,7 @@ def _numeric(version: str, count: int) -> tuple[int, ...]:
 COMPILE_TOLERANCE = 1e-4
 
 
-def launcher_command(python: str, torch_version: str, nproc: int, script: str) -> list[str]:
+def launcher_command(python: str, torch_version: str, nproc: int, script: str) -> List[str]:
     """The command that starts `script` once per GPU on this node.
 
     torchrun (torch.distributed.run) from PyTorch 1.9 on, with its standalone rendezvous on the

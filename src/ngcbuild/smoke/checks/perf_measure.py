@@ -3,9 +3,8 @@
 The formulas are pure (unit-tested on the host); `time_per_call` needs a GPU and CUDA events, which
 time the device's work rather than Python's launch overhead."""
 
-from __future__ import annotations
-
 import statistics
+from typing import List
 
 
 def gemm_tflops(m: int, n: int, k: int, seconds: float) -> float:
@@ -23,7 +22,7 @@ def speedup(baseline_seconds: float, seconds: float) -> float:
     return baseline_seconds / seconds
 
 
-def summarise(samples: list[float]) -> dict:
+def summarise(samples: List[float]) -> dict:
     """Median of repeated timings (robust to one disturbed repeat) and the spread around it."""
     median = statistics.median(samples)
     return {"median": median, "min": min(samples), "max": max(samples),

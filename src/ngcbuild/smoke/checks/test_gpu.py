@@ -5,10 +5,10 @@ Each check skips with a reason where no GPU is visible; --require-gpu makes that
 
 import os
 import shutil
-import subprocess
 
 import pytest
 from gpu_facts import arch_support
+from processes import run
 
 
 def test_cuda_is_available(gpu):
@@ -73,6 +73,5 @@ def _driver_gpu_names():
     no nvidia-smi in the image, or CUDA_VISIBLE_DEVICES hides some of them from CUDA."""
     if shutil.which("nvidia-smi") is None or os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
         return None
-    out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    out = run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], timeout=60, check=True).stdout
     return [line.strip() for line in out.splitlines() if line.strip()]

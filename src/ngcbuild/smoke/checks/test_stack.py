@@ -9,12 +9,13 @@ import ctypes
 import importlib
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
+from typing import List
 
 import pytest
 from gpu_facts import cuda_matches, cudnn_number, manifest_nccl, nccl_tuple, version_matches_pin
+from processes import run
 
 from conftest import load_expected
 
@@ -80,7 +81,7 @@ def test_component_reports_the_manifest_version(module_component, figure):
 
 def _linker_cache() -> dict:
     """soname -> path, as `ldconfig -p` lists the dynamic linker's cache."""
-    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = run(["ldconfig", "-p"], check=True, timeout=60).stdout
     found = {}
     for line in out.splitlines()[1:]:
         name, _, path = line.strip().partition(" => ")
@@ -100,14 +101,14 @@ def test_library_is_in_the_linker_cache_and_loads(library_component, figure):
         ctypes.CDLL(name)  # by soname, as a program would
 
 
-def _unresolved(path: Path) -> list[str]:
+def _unresolved(path: Path) -> List[str]:
     """What `ldd` cannot resolve for a library. Extensions (torchvision's, one built with
     cpp_extension) link torch's libraries without a run path: `import torch` has loaded them before,
     so ldd looks in torch/lib too."""
     import torch
 
     env = dict(os.environ, LD_LIBRARY_PATH=str(Path(torch.__file__).parent / "lib"))
-    out = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=60, env=env).stdout
+    out = run(["ldd", str(path)], timeout=60, env=env).stdout
     return _NOT_FOUND.findall(out)
 
 
@@ -150,7 +151,7 @@ def _cuda_home(expected):
 def test_nvcc_is_on_path_in_cuda_home_and_matches_cuda(expected, figure):
     home = _cuda_home(expected)
     assert os.environ.get("CUDA_HOME") == str(home), f"CUDA_HOME is {os.environ.get('CUDA_HOME')!r}, not {home}"
-    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    out = run(["nvcc", "--version"], timeout=60, check=True).stdout
     release = re.search(r"release ([0-9]+\.[0-9]+)", out)
     figure(out.strip().splitlines()[-1])
     assert release, f"nvcc --version says no release: {out!r}"
@@ -194,7 +195,7 @@ def cuda_extension(expected, tmp_path_factory):
 @pytest.mark.image
 def test_nvcc_builds_a_cuda_extension(cuda_extension, figure):
     library = Path(cuda_extension.__file__)
-    out = subprocess.run(["ldd", str(library)], capture_output=True, text=True, timeout=60).stdout
+    out = run(["ldd", str(library)], timeout=60).stdout
     figure(f"{library.name}, {library.stat().st_size // 1024} KiB")
     assert "libcudart" in out, f"the extension does not link the CUDA runtime:\n{out}"
     assert not _unresolved(library), f"the extension has unresolved dependencies: {_unresolved(library)}"
@@ -210,6 +211,6 @@ def test_the_cuda_extension_runs_on_the_gpu(gpu, cuda_extension):
 
 @pytest.mark.image
 def test_pip_check_passes():
-    out = subprocess.run([sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
-                         capture_output=True, text=True, timeout=300)
+    out = run([sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
+                         timeout=300)
     assert out.returncode == 0, f"pip check:\n{out.stdout}{out.stderr}"
