@@ -26,6 +26,7 @@ def stage_pytest(target: Path, python: str, build_dir: Path) -> list[Pin]:
     cache = build_dir / CACHE_DIR / f"py{python_minor(python)}"
     wheels = cached_wheels(cache, pins)
     if len(wheels) != len(pins):
+        _drop_unverified(cache, pins)
         _fetch(python, cache)
         wheels = cached_wheels(cache, pins)
     missing = sorted({p.name for p in pins} - {canonicalize_name(parse_wheel_filename(w.name)[0]) for w in wheels})
@@ -49,6 +50,17 @@ def cached_wheels(cache: Path, pins: list[Pin]) -> list[Path]:
                 found.append(wheel)
                 break
     return found
+
+
+def _drop_unverified(cache: Path, pins: list[Pin]) -> None:
+    """A cached file of a pinned name and version whose sha256 the lock does not name is removed
+    (a truncated download, a changed file), so that pip fetches it again."""
+    wanted = {(p.name, p.version): p.sha256 for p in pins}
+    for wheel in sorted(cache.glob("*.whl")) if cache.is_dir() else ():
+        name, version, _, _ = parse_wheel_filename(wheel.name)
+        hashes = wanted.get((canonicalize_name(name), str(version)))
+        if hashes is not None and hashlib.sha256(wheel.read_bytes()).hexdigest() not in hashes:
+            wheel.unlink()
 
 
 def _fetch(python: str, cache: Path) -> None:
