@@ -8,6 +8,7 @@ Two kinds of skip, on purpose:
   every mode, because a GPU runner with an A100 must not fail an FP8 check.
 """
 
+import importlib
 import json
 import os
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 import pytest
-from gpu_facts import TORCH_API_SINCE, release_at_least
+from gpu_facts import TORCH_API_SINCE, release_at_least, unsupported_family_reason
 from processes import run
 
 SMOKE_DIR = Path(os.environ.get("NGCBUILD_SMOKE_DIR", "/opt/ngcbuild"))
@@ -110,10 +111,29 @@ def gpu(request):
 
     reason = gpu_absence_reason()
     if reason is None:
+        # Not a missing GPU but one the release predates: a skip in every mode.
+        expected = load_expected()
+        devices = [(torch.cuda.get_device_name(i), tuple(torch.cuda.get_device_capability(i)))
+                   for i in range(torch.cuda.device_count())]
+        unsupported = unsupported_family_reason(devices, expected["gpu"].get("families", []), expected["release"])
+        if unsupported:
+            pytest.skip(unsupported)
         return torch.cuda
     if request.config.getoption("--require-gpu"):
         pytest.fail(f"--require-gpu: {reason}")
     pytest.skip(reason)
+
+
+def import_component(component: str, module: str):
+    """A component's Python module; where the image carries the component (the manifest says so)
+    but the module does not import, the check fails saying that, not with a bare ImportError."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        expected = load_expected()
+        version = expected["components"].get(component, "")
+        pytest.fail(f"{component} {version} is in the image by the manifest of {expected['release']}, but its "
+                    f"Python module does not import: `import {module}`: {exc}", pytrace=False)
 
 
 @pytest.fixture

@@ -14,10 +14,17 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from gpu_facts import cuda_matches, cudnn_number, manifest_nccl, nccl_tuple, version_matches_pin
+from gpu_facts import (
+    cuda_matches,
+    cudnn_number,
+    manifest_nccl,
+    nccl_library_tuple,
+    nccl_tuple,
+    version_matches_pin,
+)
 from processes import run
 
-from conftest import load_expected
+from conftest import import_component, load_expected
 
 # A library whose dependencies ldd cannot resolve prints "libfoo.so.1 => not found".
 _NOT_FOUND = re.compile(r"^\s*(\S+) => not found", re.M)
@@ -59,19 +66,39 @@ def test_cudnn_version_matches_the_manifest(expected, figure):
 
 
 def test_nccl_version_matches_the_manifest(expected, figure):
+    """The NCCL this process loaded (ncclGetVersion) where torch links it as a library, else the
+    version torch was compiled with (torch.cuda.nccl.version()); the two are reported side by side."""
     import torch
 
     wanted = expected["gpu"]["nccl"]
     if not wanted:
         pytest.skip("the manifest names no NCCL component")
-    have = nccl_tuple(torch.cuda.nccl.version())
-    figure("NCCL {}.{}.{}".format(*have))
-    assert have == manifest_nccl(wanted), f"torch.cuda.nccl.version() is {have}, the manifest says {wanted}"
+    built = nccl_tuple(torch.cuda.nccl.version())
+    loaded = loaded_nccl()
+    have = loaded[1] if loaded else built
+    figure("NCCL {}.{}.{}".format(*have) + (f" ({loaded[0]}; torch built with " + "{}.{}.{})".format(*built)
+                                               if loaded else " (torch.cuda.nccl.version(): linked statically)"))
+    source = f"{loaded[0]} (ncclGetVersion)" if loaded else "torch.cuda.nccl.version()"
+    assert have == manifest_nccl(wanted), f"{source} is {have}, the manifest says {wanted}"
+
+
+def loaded_nccl():
+    """(path, version) of the libnccl this process has loaded with torch, or None where torch carries
+    NCCL statically (no libnccl among the process's mappings) or the library cannot say."""
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps if "/libnccl.so" in line})
+    if not paths:
+        return None
+    code = ctypes.c_int(0)
+    library = ctypes.CDLL(paths[0])  # already loaded: the same handle, nothing new is loaded
+    if library.ncclGetVersion(ctypes.byref(code)) != 0:
+        return None
+    return paths[0], nccl_library_tuple(code.value)
 
 
 def test_component_reports_the_manifest_version(module_component, figure):
     entry = _stack()["modules"][module_component]
-    module = importlib.import_module(entry["module"])
+    module = import_component(module_component, entry["module"])
     have = getattr(module, "__version__", None)
     figure(f"{entry['module']} {have}")
     assert have is not None, f"{entry['module']} has no __version__"
