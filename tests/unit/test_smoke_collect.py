@@ -53,6 +53,14 @@ def collected(command: list[str], staging: Path) -> list[str]:
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
+def collected_here(release: str, tmp_path: Path) -> list[str]:
+    """The checks this machine's own pytest and Python collect for a release: the expected ones."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    staging, _ = stage(release, tmp_path)
+    command = suite_command([*suite_args(perf=True, mount=str(staging)), "--collect-only"], checks=str(CHECKS_DIR))
+    return collected([sys.executable, "-m", "pytest", *command[2:]], staging)
+
+
 def stage(release: str, tmp_path: Path) -> tuple[Path, str]:
     loaded = load_release(PROJECT, release)
     staging = tmp_path / release
@@ -69,11 +77,9 @@ def test_the_staged_suite_is_collected_by_the_python_of_the_image(release, tmp_p
     version = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                              capture_output=True, text=True, check=True).stdout.strip()
     assert version == minor, f"{python} is Python {version}, not {minor}"
-    args = [*suite_args(perf=True, mount=str(staging)), "--collect-only"]
-    command = suite_command(args, checks=str(CHECKS_DIR))
+    command = suite_command([*suite_args(perf=True, mount=str(staging)), "--collect-only"], checks=str(CHECKS_DIR))
     items = collected([python, *command[1:]], staging)
-    # The same staging collected by this machine's own pytest and Python: the expected checks.
-    reference = collected([sys.executable, "-m", "pytest", *command[2:]], staging)
+    reference = collected_here(release, tmp_path / "here")
     assert items == reference, f"Python {minor} collects {len(items)} checks, this machine's pytest {len(reference)}"
     files = {item.split("::")[0].rsplit("/", 1)[-1] for item in items}
     assert files == {p.name for p in CHECKS_DIR.glob("test_*.py")}, "a check file collected nothing"

@@ -11,7 +11,8 @@ import pytest
 from ngcbuild.manifest import load_release, release_names
 from ngcbuild.project import Project
 from ngcbuild.smoke.runner import CHECKS_DIR
-from tests.unit.test_smoke_collect import REPO
+
+from ..conftest import REPO
 
 
 def oldest_python() -> str:

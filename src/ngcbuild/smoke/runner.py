@@ -7,6 +7,7 @@ container runs with the NGC flags (shm, memlock, stack) and, where a GPU is visi
 
 from __future__ import annotations
 
+import io
 import json
 import resource
 import shutil
@@ -68,6 +69,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
         junit = tmp / "out" / JUNIT
         if not junit.is_file():
             raise SmokeFailed(f"smoke suite wrote no JUnit report (container exit {exit_code})")
+        directory.mkdir(parents=True, exist_ok=True)  # --image: R may never have been built here
         shutil.copyfile(junit, directory / JUNIT)
         measured = read_measured(tmp / "out" / MEASURED) if perf else None
     counts = junit_counts(directory / JUNIT)
@@ -152,6 +154,19 @@ def _baseline_perf(client, ref: str, expected_json: bytes, gpu: bool, build_dir:
     if exit_code != 0:
         print(f"warning: the baseline's performance smoke exited {exit_code}", file=out, flush=True)
     return measured
+
+
+def collect_in_image(client, ref: str, expected_json: bytes, python: str, build_dir: Path) -> list[str]:
+    """The checks pytest collects inside the image, staged as `run_smoke` stages them (with --perf,
+    so every check counts); proof that the suite starts there, without running a check."""
+    out = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-collect-") as tmp:
+        tmp = Path(tmp)
+        stage_suite(tmp, expected_json, client.inspect_image(ref)["Config"], python, build_dir)
+        exit_code = _run_container(client, ref, tmp, False, [*suite_args(perf=True), "--collect-only"], out)
+    if exit_code != 0:
+        raise SmokeFailed(f"collecting the smoke suite in {ref[:40]} exited {exit_code}:\n{out.getvalue()[-3000:]}")
+    return [line for line in out.getvalue().splitlines() if "::" in line]
 
 
 def gpu_visible(client: docker.APIClient) -> bool:
