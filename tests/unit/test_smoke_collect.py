@@ -6,6 +6,7 @@ syntax, stdlib or pytest API the image's Python lacks fails here.
 
 With CI=true a missing interpreter fails; elsewhere it skips, naming the version."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -96,3 +97,14 @@ def test_the_staged_pytest_is_the_locked_one_for_the_image_python(tmp_path):
     new, _ = stage("dev", tmp_path)
     names = {p.name.split("-")[0].lower() for p in (new / "pytest").glob("*.dist-info")}
     assert "pytest" in names and not {"tomli", "exceptiongroup", "importlib_metadata"} & names
+
+
+@pytest.mark.parametrize("minor", ["3.6", "3.11"])
+def test_installed_distributions_are_listed_with_and_without_importlib_metadata(minor):
+    """The `installed` fixture's helper: importlib.metadata from 3.8, pkg_resources on 3.6 and 3.7."""
+    python = require_interpreter(minor)
+    done = subprocess.run([python, str(CHECKS_DIR / "list_distributions.py")], capture_output=True, text=True,
+                          timeout=120, env={"PATH": os.environ["PATH"]})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert "pip" in found and all(isinstance(v, str) and v for v in found.values()), found
