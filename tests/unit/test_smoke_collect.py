@@ -108,3 +108,16 @@ def test_installed_distributions_are_listed_with_and_without_importlib_metadata(
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert "pip" in found and all(isinstance(v, str) and v for v in found.values()), found
+
+
+def test_every_file_of_the_checks_folder_compiles_on_python_3_6():
+    """Collection imports the check files; this also covers those only run as scripts in the image
+    (the NCCL rank, the distributions helper) or imported later."""
+    python = require_interpreter("3.6")
+    code = ("import pathlib, sys\n"
+            "for path in sorted(pathlib.Path(sys.argv[1]).glob('*.py')):\n"
+            "    compile(path.read_text(), str(path), 'exec')\n"
+            "    print(path.name)\n")
+    done = subprocess.run([python, "-c", code, str(CHECKS_DIR)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert set(done.stdout.split()) == {p.name for p in CHECKS_DIR.glob("*.py")}
