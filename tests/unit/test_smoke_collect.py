@@ -110,10 +110,12 @@ def test_installed_distributions_are_listed_with_and_without_importlib_metadata(
     assert "pip" in found and all(isinstance(v, str) and v for v in found.values()), found
 
 
-def test_every_file_of_the_checks_folder_compiles_on_python_3_6():
+def test_every_file_of_the_checks_folder_compiles_on_the_oldest_python():
     """Collection imports the check files; this also covers those only run as scripts in the image
     (the NCCL rank, the distributions helper) or imported later."""
-    python = require_interpreter("3.6")
+    from .test_smoke_python_compat import oldest_python
+
+    python = require_interpreter(oldest_python())
     code = ("import pathlib, sys\n"
             "for path in sorted(pathlib.Path(sys.argv[1]).glob('*.py')):\n"
             "    compile(path.read_text(), str(path), 'exec')\n"
