@@ -1,6 +1,7 @@
 """The locked pytest of each image's Python: markers evaluated for the target, the lock files, the
 hash-verified cache under build/ and the unpacking of pure wheels."""
 
+import io
 import os
 import shutil
 import zipfile
@@ -127,3 +128,33 @@ def test_nothing_cached_and_nothing_reachable_is_a_clear_failure(tmp_path, monke
     with pytest.raises(SmokeFailed, match=r"PyPI, or a wheelhouse in PIP_FIND_LINKS, must serve them") as info:
         stage_pytest(tmp_path / "target", "3.8", tmp_path / "build")
     assert "Traceback" not in str(info.value)
+
+
+def _dist(wheelhouse: Path, name: str, version: str, requires=(), requires_python=None) -> None:
+    dist = f"{name}-{version}"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    metadata += "".join(f"Requires-Dist: {r}\n" for r in requires)
+    if requires_python:
+        metadata += f"Requires-Python: {requires_python}\n"
+    files = {f"{name}/__init__.py": "", f"{dist}.dist-info/METADATA": metadata,
+             f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             f"{dist}.dist-info/RECORD": ""}
+    _wheel(wheelhouse / f"{dist}-py3-none-any.whl", files)
+
+
+def test_resolve_evaluates_markers_for_the_target_with_pip_choosing_versions(tmp_path, monkeypatch):
+    """pip alone (markers of the running 3.11) would drop the backport a 3.6 image needs."""
+    house = tmp_path / "house"
+    house.mkdir()
+    _dist(house, "runner", "2.0", ["helper>=1", 'backport>=1; python_version < "3.8"'], requires_python=">=3.8")
+    _dist(house, "runner", "1.0", ["helper>=1", 'backport>=1; python_version < "3.8"'])
+    _dist(house, "helper", "1.5")
+    _dist(house, "backport", "1.1", ["helper<1.5"])  # narrows helper for the target that needs it
+    _dist(house, "helper", "1.2")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(house))
+    log = io.StringIO()
+    old = {p.name: p.version for p in pytest_lock.resolve("3.6", roots=("runner",), log=log)}
+    assert old == {"runner": "1.0", "helper": "1.2", "backport": "1.1"}
+    new = {p.name: p.version for p in pytest_lock.resolve("3.11", roots=("runner",), log=log)}
+    assert new == {"runner": "2.0", "helper": "1.5"}
