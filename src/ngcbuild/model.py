@@ -157,6 +157,8 @@ class Component(Strict):
 # GPU features a release promises beyond its component versions; the smoke suite checks each one
 # the manifest lists (mempool: torch.cuda.MemPool is usable).
 GpuFeature = Literal["mempool"]
+# GPU families by architecture name; the smoke suite maps a device's compute capability to one.
+GpuFamily = Literal["Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell"]
 
 
 class GpuSpec(Strict):
@@ -164,6 +166,9 @@ class GpuSpec(Strict):
     min_compute_capability: ComputeCapability | None = None
     cuda_arch_list: ArchList | None = None
     features: list[GpuFeature] = Field(default_factory=list)
+    # The families the release's CUDA stack supports; on another one the GPU checks skip, naming it
+    # (an image older than the device). Empty: no such limit stated.
+    families: list[GpuFamily] = Field(default_factory=list)
 
 
 class BannerSpec(Strict):

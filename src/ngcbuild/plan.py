@@ -100,6 +100,7 @@ class ImagePlan:
                 "cudnn": _version_of(release, "cudnn"),
                 "nccl": _version_of(release, "nccl"),
                 "features": list(release.gpu.features),
+                "families": list(release.gpu.families),
             },
             # Components whose checks run: those the image actually carries (not documented-only).
             "components_in_image": sorted(_in_image(release)),

@@ -74,3 +74,15 @@ def test_cuda_dev_env_is_ngc_run_time_contract():
     assert (env["CUDA_VERSION"], env["CUDNN_VERSION"], env["NCCL_VERSION"]) == ("13.0.2", "9.19.0.56", "2.28.9")
     # no version variable for what the image lacks
     assert "TRT_VERSION" not in env
+
+
+def test_gpu_families_reach_expected_json_and_old_releases_stop_before_newer_families():
+    assert _repo_expected("20.02")["gpu"]["families"] == ["Pascal", "Volta", "Turing"]
+    assert _repo_expected("20.12")["gpu"]["families"] == ["Pascal", "Volta", "Turing", "Ampere"]
+    assert "Hopper" in _repo_expected("25.12")["gpu"]["families"]
+    assert _repo_expected("dev")["gpu"]["families"] == []  # no GPU: no limit to state
+
+
+def test_an_unknown_gpu_family_is_an_error(scratch):
+    message = error(scratch, WITH_GPU.replace("features: [mempool]", "families: [Hoper]"))
+    assert "gpu.families" in message and "Hopper" in message, message

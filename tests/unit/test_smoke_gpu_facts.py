@@ -1,19 +1,31 @@
-"""The pure parts of the GPU checks: version encodings, applicability, arch support, tolerances."""
+"""The pure parts of the GPU checks: version encodings, applicability, arch support, tolerances,
+and the API of each PyTorch / Transformer Engine a manifest names (fakes of the old APIs)."""
 
+import sys
+import types
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
 from ngcbuild.smoke.checks.gpu_facts import (
+    FP8_GEMM_TOLERANCE,
     UNIT_ROUNDOFF,
     arch_support,
     capability_at_least,
     cuda_matches,
     cudnn_number,
     cudnn_string,
+    device_kernel_support,
+    fp8_autocast,
+    gpu_family,
     launcher_command,
     manifest_nccl,
+    nccl_library_tuple,
     nccl_tuple,
     release_at_least,
     tolerance,
+    unsupported_family_reason,
     version_matches_pin,
 )
 
@@ -27,15 +39,25 @@ def test_cudnn_number_follows_cudnn_s_own_encoding(version, number):
 
 
 @pytest.mark.parametrize("reported,expected", [
-    ((2, 28, 9), (2, 28, 9)),
+    ((2, 28, 9), (2, 28, 9)),                # PyTorch >= 1.10: a tuple
     ((2, 21, 5, "+cuda12.4"), (2, 21, 5)),   # PyTorch appends NCCL's version suffix
-    (2708, (2, 7, 8)),                       # old PyTorch: NCCL_VERSION_CODE before 2.9
-    (2408, (2, 4, 8)),
-    (20906, (2, 9, 6)),                      # from NCCL 2.9 on: major*10000
-    (21805, (2, 18, 5)),
+    # PyTorch < 1.10: NCCL_MAJOR*1000 + NCCL_MINOR*100 + NCCL_PATCH, whatever NCCL's own encoding
+    (2408, (2, 4, 8)),                       # 20.02: PyTorch 1.5 with NCCL 2.4.8 (not 24.0.8)
+    (2708, (2, 7, 8)),                       # 20.12: PyTorch 1.8 with NCCL 2.7.8
+    (2906, (2, 9, 6)),                       # PyTorch 1.9 with NCCL 2.9.6: not NCCL's 20906
+    (3003, (2, 10, 3)),                      # NCCL 2.10.3 under the old formula (not 3.0.3)
+    (1000, (1, 0, 0)),                       # built with NCCL 1, which has no version macros
 ])
 def test_nccl_tuple_reads_every_form_pytorch_reported(reported, expected):
     assert nccl_tuple(reported) == expected
+
+
+@pytest.mark.parametrize("code,expected", [
+    (2408, (2, 4, 8)), (2708, (2, 7, 8)), (2804, (2, 8, 4)),        # NCCL <= 2.8: major*1000
+    (20906, (2, 9, 6)), (21805, (2, 18, 5)), (22809, (2, 28, 9)),  # NCCL >= 2.9: major*10000
+])
+def test_nccl_library_tuple_reads_ncclgetversion_of_each_era(code, expected):
+    assert nccl_library_tuple(code) == expected
 
 
 def test_manifest_nccl_drops_a_debian_revision():
@@ -141,3 +163,155 @@ def test_non_finite_results_never_pass():
     assert relative_error(torch.tensor([1.0, float("nan"), 1.0, 1.0]), reference) == float("inf")
     with pytest.raises(ValueError, match="shapes differ"):
         relative_error(torch.ones(3), reference)
+
+
+# --- PyTorch 1.5 (20.02): no torch.cuda.get_arch_list (1.6), no Tensor.isfinite (1.6) -----------
+
+class Cuda15:
+    """torch.cuda of PyTorch 1.5 as the arch check uses it: two devices, no get_arch_list."""
+
+    def device_count(self):
+        return 2
+
+    def get_device_capability(self, index):
+        return (7, 0)
+
+
+def test_arch_check_on_pytorch_1_5_runs_a_kernel_instead_of_listing_architectures():
+    def run_kernel(index):
+        if index == 1:
+            raise RuntimeError("CUDA error: no kernel image is available for execution on the device")
+
+    found = device_kernel_support(Cuda15(), run_kernel)
+    assert found[0].startswith("ran a kernel") and found[1] is None
+
+
+def test_arch_check_reads_the_arch_list_where_pytorch_has_it():
+    cuda = SimpleNamespace(device_count=lambda: 1, get_device_capability=lambda i: (9, 0),
+                           get_arch_list=lambda: ["sm_80", "sm_90"])
+    assert device_kernel_support(cuda, run_kernel=None) == {0: "native (sm_90)"}
+
+
+def test_another_kernel_failure_is_not_taken_for_a_missing_architecture():
+    def run_kernel(index):
+        raise RuntimeError("CUDA error: out of memory")
+
+    with pytest.raises(RuntimeError, match="out of memory"):
+        device_kernel_support(Cuda15(), run_kernel)
+
+
+class Tensor15:
+    """What relative_error touches of a PyTorch 1.5 tensor, backed by numpy: no isfinite() or
+    clamp_min() methods."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values, dtype=np.float64)
+
+    def detach(self):
+        return self
+
+    def double(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    @property
+    def shape(self):
+        return self.values.shape
+
+    def __sub__(self, other):
+        return Tensor15(self.values - other.values)
+
+    def norm(self):
+        return Tensor15(np.linalg.norm(self.values))
+
+    def all(self):
+        return Tensor15(self.values.all())
+
+    def __float__(self):
+        return float(self.values)
+
+    def __bool__(self):
+        return bool(self.values)
+
+
+def test_relative_error_uses_only_what_pytorch_1_5_has(monkeypatch):
+    from ngcbuild.smoke.checks.gpu_facts import relative_error
+
+    torch15 = types.ModuleType("torch")
+    torch15.isfinite = lambda t: Tensor15(np.isfinite(t.values))
+    monkeypatch.setitem(sys.modules, "torch", torch15)
+    assert relative_error(Tensor15([1.0, 2.0]), Tensor15([1.0, 2.0])) == 0.0
+    assert relative_error(Tensor15([3.0, 4.0]), Tensor15([0.0, 0.0])) == pytest.approx(5e300)
+    assert relative_error(Tensor15([1.0, float("nan")]), Tensor15([1.0, 1.0])) == float("inf")
+
+
+# --- Transformer Engine on both sides of 2.9, and the FP8 bound ------------------------------------
+
+def te_module(*apis):
+    calls = []
+    te = types.ModuleType("transformer_engine.pytorch")
+    for api in apis:
+        setattr(te, api, lambda api=api, **kwargs: calls.append((api, kwargs)) or api)
+    return te, calls
+
+
+def test_fp8_region_uses_te_autocast_where_transformer_engine_has_it():
+    te, calls = te_module("autocast", "fp8_autocast")  # 2.9 and later (fp8_autocast deprecated in 2.10)
+    assert fp8_autocast(te, "R") == "autocast" and calls == [("autocast", {"enabled": True, "recipe": "R"})]
+
+
+def test_fp8_region_uses_fp8_autocast_before_2_9():
+    te, calls = te_module("fp8_autocast")
+    assert fp8_autocast(te, "R") == "fp8_autocast"
+    assert calls == [("fp8_autocast", {"enabled": True, "fp8_recipe": "R"})]
+
+
+def e4m3(values):
+    """Round to FP8 E4M3 (3 mantissa bits, smallest normal 2^-6, subnormal step 2^-9, saturating at 448)."""
+    magnitude = np.minimum(np.abs(values), 448.0)
+    exponent = np.maximum(np.floor(np.log2(np.maximum(magnitude, 2.0 ** -9))), -6)
+    step = 2.0 ** (exponent - 3)
+    return np.sign(values) * np.minimum(np.round(magnitude / step) * step, 448.0)
+
+
+def fp8_linear_error(x_scale=1.0, w_scale=1.0):
+    """A default-initialised te.Linear(256, 256) on 64 inputs, both operands in E4M3 with per-tensor
+    scales (amax -> 448), optionally wrong by a factor; relative Frobenius error against float64."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 256))
+    w = rng.uniform(-1 / 16, 1 / 16, (256, 256))
+    sx, sw = 448 / np.abs(x).max() * x_scale, 448 / np.abs(w).max() * w_scale
+    out = (e4m3(x * sx) / sx) @ (e4m3(w * sw) / sw).T
+    reference = x @ w.T
+    return np.linalg.norm(out - reference) / np.linalg.norm(reference)
+
+
+def test_the_fp8_bound_passes_a_correct_gemm_and_catches_a_half_broken_scaling():
+    correct = fp8_linear_error()
+    assert 0.03 < correct < 0.05  # the 3-5% a correct FP8 GEMM shows
+    assert correct < FP8_GEMM_TOLERANCE
+    # One operand's amax underestimated twofold: its upper half saturates at 448.
+    for broken in (fp8_linear_error(x_scale=2.0), fp8_linear_error(w_scale=2.0)):
+        assert broken > FP8_GEMM_TOLERANCE
+        assert broken < tolerance("float8_e4m3")  # what the former bound (8 unit roundoffs) let pass
+
+
+# --- GPU families: an old image on a newer GPU skips, naming the family ------------------------------
+
+@pytest.mark.parametrize("capability,family", [
+    ((6, 0), "Pascal"), ((7, 0), "Volta"), ((7, 5), "Turing"), ((8, 0), "Ampere"), ((8, 6), "Ampere"),
+    ((8, 9), "Ada"), ((9, 0), "Hopper"), ((10, 0), "Blackwell"), ((12, 0), "Blackwell"), ((4, 0), None),
+])
+def test_gpu_family_of_a_compute_capability(capability, family):
+    assert gpu_family(capability) == family
+
+
+def test_an_old_release_on_a_newer_family_does_not_apply():
+    families = ["Pascal", "Volta", "Turing"]  # 20.02
+    reason = unsupported_family_reason([("NVIDIA V100", (7, 0)), ("NVIDIA H100 80GB HBM3", (9, 0))], families, "20.02")
+    assert reason == ("cuda:1 is NVIDIA H100 80GB HBM3 (compute capability 9.0, Hopper); "
+                      "the manifest of 20.02 supports Pascal, Volta, Turing")
+    assert unsupported_family_reason([("Tesla V100", (7, 0))], families, "20.02") is None
+    assert unsupported_family_reason([("H200", (9, 0))], [], "host") is None  # no limit stated

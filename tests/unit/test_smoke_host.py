@@ -96,8 +96,8 @@ def test_perf_only(): pass
 
 def run_sample(tmp_path, expected, *args, sample=SAMPLE):
     checks = tmp_path / "checks"
-    checks.mkdir()
-    for name in ("conftest.py", "gpu_facts.py"):
+    checks.mkdir(exist_ok=True)
+    for name in ("conftest.py", "gpu_facts.py", "processes.py"):
         shutil.copy(CHECKS_DIR / name, checks / name)
     (checks / "test_sample.py").write_text(sample)
     (tmp_path / "expect").mkdir()
@@ -153,3 +153,81 @@ def test_host_run_on_a_cpu_machine_skips_every_gpu_check_and_writes_no_figures(t
     assert perf["status"] == "no-gpu" and perf["figures"] == {} and "no GPU visible" in perf["reason"]
     with pytest.raises(SmokeFailed, match="host smoke failed"):
         host.run_host(tmp_path, expected, "host", require_gpu=True, out=io.StringIO())
+
+
+def test_pytorch_2_5_has_mempool_but_not_the_snapshot_the_check_reads():
+    """Host mode gated MemPool on the class alone; MemPool.snapshot() came in 2.6."""
+    for torch_version, features in (("2.5.1+cu124", []), ("2.6.0+cu126", ["mempool"])):
+        facts = {**GPU_HOST, "torch": torch_version, "distributions": {"torch": torch_version}}
+        assert host.expectations_from_env(facts)["gpu"]["features"] == features
+
+
+def test_the_mempool_check_skips_on_pytorch_2_5_even_where_the_manifest_lists_it(tmp_path):
+    sample = ('import pytest\n\n@pytest.mark.gpu_feature("mempool")\n'
+              '@pytest.mark.torch_api("torch.cuda.MemPool.snapshot()")\ndef test_pool(): pass\n')
+    done = run_sample(tmp_path, manifest_like(pytorch="2.5.1", features=["mempool"]), sample=sample)
+    assert "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert "torch.cuda.MemPool.snapshot() appeared in PyTorch 2.6; the manifest pins 2.5.1" in done.stdout
+
+
+def test_a_component_whose_module_does_not_import_is_reported_as_such(tmp_path):
+    """TensorRT with install: base, from a base image without its Python bindings."""
+    sample = ("from conftest import import_component\n\n"
+              "def test_trt():\n    import_component('tensorrt', 'tensorrt_not_here')\n")
+    expected = {**manifest_like(in_image=["pytorch", "tensorrt"]), "release": "25.12"}
+    expected["components"]["tensorrt"] = "10.14.1.48"
+    done = run_sample(tmp_path, expected, sample=sample)
+    assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout + done.stderr
+    assert ("tensorrt 10.14.1.48 is in the image by the manifest of 25.12, but its Python module does not import: "
+            "`import tensorrt_not_here`: No module named 'tensorrt_not_here'") in done.stdout
+    assert "Traceback" not in done.stdout and "raise ImportError" not in done.stdout
+
+
+FAKE_TORCH_ON_H100 = '''
+"""torch as the gpu fixture sees it on one H100: available, one device, compute capability 9.0."""
+__version__ = "1.5.0a0+8f84ded"
+
+
+class _Version:
+    cuda = "10.2"
+
+
+version = _Version()
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def device_count():
+        return 1
+
+    @staticmethod
+    def get_device_name(index):
+        return "NVIDIA H100 80GB HBM3"
+
+    @staticmethod
+    def get_device_capability(index):
+        return (9, 0)
+'''
+
+
+def test_an_old_image_on_a_newer_gpu_family_skips_naming_it_even_under_require_gpu(tmp_path):
+    """20.02 (Pascal, Volta, Turing) on a Hopper: the GPU checks do not apply; not a failure."""
+    sample = "def test_uses_gpu(gpu):\n    pass\n"
+    expected = {**manifest_like(pytorch="1.5.0a0+8f84ded"), "release": "20.02"}
+    expected["gpu"]["families"] = ["Pascal", "Volta", "Turing"]
+    (tmp_path / "checks" / "torch").mkdir(parents=True)
+    (tmp_path / "checks" / "torch" / "__init__.py").write_text(FAKE_TORCH_ON_H100)
+    done = run_sample(tmp_path, expected, "--require-gpu", sample=sample)
+    assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert ("cuda:0 is NVIDIA H100 80GB HBM3 (compute capability 9.0, Hopper); "
+            "the manifest of 20.02 supports Pascal, Volta, Turing") in done.stdout
+    (tmp_path / "listed").mkdir()
+    (tmp_path / "listed" / "checks" / "torch").mkdir(parents=True)
+    (tmp_path / "listed" / "checks" / "torch" / "__init__.py").write_text(FAKE_TORCH_ON_H100)
+    expected["gpu"]["families"] = ["Hopper"]
+    done = run_sample(tmp_path / "listed", expected, "--require-gpu", sample=sample)
+    assert "1 passed" in done.stdout, done.stdout + done.stderr

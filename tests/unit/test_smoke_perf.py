@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from ngcbuild.smoke.checks.perf_measure import copy_gbps, gemm_tflops, speedup, summarise
+from ngcbuild.smoke.checks.perf_measure import (
+    MIN_SAMPLE_S,
+    calls_per_sample,
+    copy_gbps,
+    gemm_tflops,
+    speedup,
+    summarise,
+)
 from ngcbuild.smoke.perf import perf_report, regressions, render_perf, with_baseline, write_report
 from ngcbuild.smoke.perf_reference import REFERENCES, reference_for
 
@@ -90,3 +97,21 @@ def test_regressions_need_the_same_device_and_figures_on_both_sides():
     no_gpu = perf_report("c", None, None)
     assert regressions(h100, no_gpu) == []
     assert "no figures" in render_perf(with_baseline(h100, no_gpu, "old", 0.05))
+
+
+@pytest.mark.parametrize("seconds_per_call,calls", [
+    (0.0015, 67),   # an 8192^3 bf16 GEMM on an H100: 67 calls make a 100 ms sample
+    (0.0007, 143),  # a 1 GiB device copy at ~3 TB/s
+    (0.25, 1),      # a slow call is a sample by itself
+    (0.0, 1),
+])
+def test_each_timed_sample_lasts_at_least_100_ms(seconds_per_call, calls):
+    assert MIN_SAMPLE_S == 0.1
+    assert calls_per_sample(seconds_per_call) == calls
+    if seconds_per_call:
+        assert calls * seconds_per_call >= MIN_SAMPLE_S
+
+
+def test_the_summary_says_how_long_each_sample_was():
+    stats = summarise([0.0015, 0.0016, 0.0015], calls=67)
+    assert stats["calls_per_sample"] == 67 and stats["sample_s"] == pytest.approx(0.1005)

@@ -17,7 +17,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from ..errors import SmokeFailed, UserError
-from .checks.gpu_facts import cudnn_string, nccl_tuple
+from .checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
 from .perf import MEASURED, perf_report, read_measured, render_perf, write_report
 from .staging import stage_pytest
 from .summary import render_table, rows_from_junit
@@ -55,9 +55,22 @@ else:
         facts["nccl"] = list(nccl[:3]) if isinstance(nccl, tuple) else nccl
     except (AttributeError, RuntimeError):
         facts["nccl"] = None
-    facts["mempool"] = hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool")
+    facts["mempool"] = (hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool")
+                        and hasattr(torch.cuda.MemPool, "snapshot"))
 print(json.dumps(facts))
 """
+
+
+def interpreter_version(python: str) -> str:
+    """MAJOR.MINOR of an interpreter: which locked pytest it runs the checks with."""
+    try:
+        done = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=60)
+    except OSError as exc:
+        raise UserError(f"--python {python}: cannot run it ({exc.strerror})") from None
+    if done.returncode != 0:
+        raise UserError(f"--python {python}: exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    return done.stdout.strip()
 
 
 def probe_environment(python: str) -> dict:
@@ -87,6 +100,9 @@ def expectations_from_env(facts: dict) -> dict:
             if dist.startswith(prefixes):
                 components[component] = version
                 break
+    # The MemPool check reads MemPool.snapshot() (2.6); PyTorch 2.5 has the class without it.
+    snapshot_since = TORCH_API_SINCE["torch.cuda.MemPool.snapshot()"]
+    mempool = facts.get("mempool") and release_at_least(facts["torch"], snapshot_since)
     return {
         "release": "host",
         "tag": None,
@@ -95,7 +111,7 @@ def expectations_from_env(facts: dict) -> dict:
         "components": components,
         "components_in_image": sorted(components),
         "gpu": {"required": False, "min_compute_capability": None, "cuda": facts.get("cuda"),
-                "cudnn": cudnn, "nccl": nccl, "features": ["mempool"] if facts.get("mempool") else []},
+                "cudnn": cudnn, "nccl": nccl, "features": ["mempool"] if mempool else []},
         # The stack checks that need the image (linker cache, CUDA_HOME, ldd) are deselected in host mode.
         "stack": {"modules": {"pytorch": {"module": "torch", "version": facts["torch"]}}, "libraries": {},
                   "cuda_home": None, "cuda_wheels": None},
@@ -129,7 +145,7 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
         (tmp / "expect").mkdir()
         (tmp / "expect" / "expected.json").write_bytes(expected_json)
         (tmp / "out").mkdir()
-        stage_pytest(tmp / "pytest")
+        stage_pytest(tmp / "pytest", interpreter_version(python), build_dir)
         command = [python, str(CHECKS_DIR / "run_checks.py"), str(CHECKS_DIR),
                    *host_args(require_gpu, perf, tmp / "out" / JUNIT, tmp / "out" / MEASURED)]
         env = {**os.environ, "NGCBUILD_SMOKE_DIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}

@@ -7,6 +7,7 @@ container runs with the NGC flags (shm, memlock, stack) and, where a GPU is visi
 
 from __future__ import annotations
 
+import io
 import json
 import resource
 import shutil
@@ -61,12 +62,13 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
 
     with tempfile.TemporaryDirectory(prefix="ngcbuild-smoke-") as tmp:
         tmp = Path(tmp)
-        _stage(tmp, rendered.files["expected.json"], config)
+        stage_suite(tmp, rendered.files["expected.json"], config, loaded.release.python.version, project.build)
         args = suite_args(require_gpu=require_gpu, perf=perf)
         exit_code = _run_container(client, ref, tmp, gpu, args, out)
         junit = tmp / "out" / JUNIT
         if not junit.is_file():
             raise SmokeFailed(f"smoke suite wrote no JUnit report (container exit {exit_code})")
+        directory.mkdir(parents=True, exist_ok=True)  # --image: R may never have been built here
         shutil.copyfile(junit, directory / JUNIT)
         measured = read_measured(tmp / "out" / MEASURED) if perf else None
     counts = junit_counts(directory / JUNIT)
@@ -79,7 +81,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
     if perf:
         report = perf_report(name, image_id, measured)
         if baseline_ref:
-            other = _baseline_perf(client, baseline_ref, rendered.files["expected.json"], gpu, out)
+            other = _baseline_perf(client, baseline_ref, rendered.files["expected.json"], gpu, project.build, out)
             report = with_baseline(report, perf_report(baseline, client.inspect_image(baseline_ref)["Id"], other),
                                    baseline_ref, threshold)
             regressed = report["baseline"]["regressions"]
@@ -128,26 +130,42 @@ def _baseline_ref(project: Project, other: str) -> str:
     return other
 
 
-def _stage(tmp: Path, expected_json: bytes, config: dict) -> None:
+def stage_suite(tmp: Path, expected_json: bytes, config: dict, python: str, build_dir: Path) -> None:
+    """What the container mounts beside the checks: expectations, the image's config, the locked
+    pytest of the image's Python (`python`, MAJOR.MINOR) and a writable folder for the results."""
     (tmp / "expect").mkdir()
     (tmp / "expect" / "expected.json").write_bytes(expected_json)
     (tmp / "expect" / "image.json").write_text(json.dumps(config, indent=2))
-    stage_pytest(tmp / "pytest")
+    stage_pytest(tmp / "pytest", python, build_dir)
     (tmp / "out").mkdir()
     (tmp / "out").chmod(0o777)
 
 
-def _baseline_perf(client, ref: str, expected_json: bytes, gpu: bool, out) -> dict | None:
+def _baseline_perf(client, ref: str, expected_json: bytes, gpu: bool, build_dir: Path, out) -> dict | None:
     """The performance smoke alone in the baseline image, on the same GPU(s)."""
     print(f"perf baseline: {ref[:40]}", file=out, flush=True)
     with tempfile.TemporaryDirectory(prefix="ngcbuild-baseline-") as tmp:
         tmp = Path(tmp)
-        _stage(tmp, expected_json, client.inspect_image(ref)["Config"])
+        # The baseline may be any image: its own interpreter says which pytest it needs.
+        stage_suite(tmp, expected_json, client.inspect_image(ref)["Config"], image_python(client, ref), build_dir)
         exit_code = _run_container(client, ref, tmp, gpu, suite_args(perf_only=True), out)
         measured = read_measured(tmp / "out" / MEASURED)
     if exit_code != 0:
         print(f"warning: the baseline's performance smoke exited {exit_code}", file=out, flush=True)
     return measured
+
+
+def collect_in_image(client, ref: str, expected_json: bytes, python: str, build_dir: Path) -> list[str]:
+    """The checks pytest collects inside the image, staged as `run_smoke` stages them (with --perf,
+    so every check counts); proof that the suite starts there, without running a check."""
+    out = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-collect-") as tmp:
+        tmp = Path(tmp)
+        stage_suite(tmp, expected_json, client.inspect_image(ref)["Config"], python, build_dir)
+        exit_code = _run_container(client, ref, tmp, False, [*suite_args(perf=True), "--collect-only"], out)
+    if exit_code != 0:
+        raise SmokeFailed(f"collecting the smoke suite in {ref[:40]} exited {exit_code}:\n{out.getvalue()[-3000:]}")
+    return [line for line in out.getvalue().splitlines() if "::" in line]
 
 
 def gpu_visible(client: docker.APIClient) -> bool:
@@ -163,9 +181,30 @@ def run_flags(memlock: int) -> dict:
                         Ulimit(name="stack", soft=NGC_RUN_FLAGS["stack"], hard=NGC_RUN_FLAGS["stack"])]}
 
 
+def image_python(client, ref: str) -> str:
+    """MAJOR.MINOR of the image's python3."""
+    container = client.create_container(ref, command=["-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                        entrypoint=["python3"], labels={"io.ngcbuild.smoke": "1"},
+                                        host_config=client.create_host_config(network_mode="none"))
+    try:
+        client.start(container)
+        status = client.wait(container, timeout=120)
+        output = client.logs(container, stdout=True, stderr=True).decode("utf-8", "replace").strip()
+    finally:
+        client.remove_container(container, force=True)
+    if status.get("StatusCode") != 0:
+        raise SmokeFailed(f"{ref[:40]}: python3 could not report its version: {output[-300:]}")
+    return output
+
+
+def suite_command(args: list[str], checks: str = f"{MOUNT}/smoke") -> list[str]:
+    """The command line of the suite in a container (or, with `checks`, anywhere the staging lies)."""
+    return ["python3", f"{checks}/run_checks.py", "-p", "no:cacheprovider",
+            "-q", "-rs", f"--rootdir={checks}", checks, *args]
+
+
 def _run_container(client, ref: str, tmp: Path, gpu: bool, args: list[str], out) -> int:
-    command = ["python3", f"{MOUNT}/smoke/run_checks.py", "-p", "no:cacheprovider",
-               "-q", "-rs", f"--rootdir={MOUNT}/smoke", f"{MOUNT}/smoke", *args]
+    command = suite_command(args)
     binds = {
         str(CHECKS_DIR): {"bind": f"{MOUNT}/smoke", "mode": "ro"},
         str(tmp / "expect"): {"bind": f"{MOUNT}/expect", "mode": "ro"},

@@ -1,36 +1,90 @@
-"""Stage the host's pytest (pure Python) into a folder that an interpreter without pytest, in an
-image or on a GPU host, can put on sys.path to run the checks."""
+"""Stage the locked pytest of an image's Python (smoke/locks/) into a folder that the image's
+interpreter puts on sys.path: pure-Python wheels, fetched once into a cache under build/ and
+verified by their sha256 there, then unpacked. Nothing is installed into the image.
+
+The wheels come from PyPI (or a wheelhouse named by PIP_FIND_LINKS) through the host's pip."""
 
 from __future__ import annotations
 
-import importlib.metadata
-import shutil
-from pathlib import Path
+import hashlib
+import subprocess
+import sys
+import zipfile
+from pathlib import Path, PurePosixPath
 
-from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name, parse_wheel_filename
 
-PYTEST_DISTS = ("pytest",)
+from ..errors import SmokeFailed
+from .pytest_lock import PIP_TARGET_ARGS, Pin, lock_path, python_minor, read_lock
+
+CACHE_DIR = "smoke-wheels"  # under build/: one folder per Python minor
 
 
-def stage_pytest(target: Path) -> None:
-    """Copy the host's pytest and what it needs (pure Python) for another interpreter to import."""
+def stage_pytest(target: Path, python: str, build_dir: Path) -> list[Pin]:
+    """Unpack the locked pytest of Python `python` into target; the wheels' cache is build_dir/smoke-wheels."""
+    pins = read_lock(python)
+    cache = build_dir / CACHE_DIR / f"py{python_minor(python)}"
+    wheels = cached_wheels(cache, pins)
+    if len(wheels) != len(pins):
+        _drop_unverified(cache, pins)
+        _fetch(python, cache)
+        wheels = cached_wheels(cache, pins)
+    missing = sorted({p.name for p in pins} - {canonicalize_name(parse_wheel_filename(w.name)[0]) for w in wheels})
+    if missing:
+        raise SmokeFailed(f"smoke: no wheel with the locked sha256 in {cache} for {', '.join(missing)} "
+                          f"(lock {lock_path(python)})")
     target.mkdir(parents=True, exist_ok=True)
-    seen: set[str] = set()
-    pending = list(PYTEST_DISTS)
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        dist = importlib.metadata.distribution(name)
-        for file in dist.files or ():
-            source = Path(dist.locate_file(file))
-            if ".." in file.parts or file.suffix == ".pyc" or not source.is_file():
+    for wheel in wheels:
+        unpack_wheel(wheel, target)
+    return pins
+
+
+def cached_wheels(cache: Path, pins: list[Pin]) -> list[Path]:
+    """The cached wheel of each pin whose sha256 is one the lock names (others are ignored)."""
+    found = []
+    for pin in pins:
+        for wheel in sorted(cache.glob("*.whl")) if cache.is_dir() else ():
+            name, version, _, _ = parse_wheel_filename(wheel.name)
+            if canonicalize_name(name) == pin.name and str(version) == pin.version \
+                    and hashlib.sha256(wheel.read_bytes()).hexdigest() in pin.sha256:
+                found.append(wheel)
+                break
+    return found
+
+
+def _drop_unverified(cache: Path, pins: list[Pin]) -> None:
+    """A cached file of a pinned name and version whose sha256 the lock does not name is removed
+    (a truncated download, a changed file), so that pip fetches it again."""
+    wanted = {(p.name, p.version): p.sha256 for p in pins}
+    for wheel in sorted(cache.glob("*.whl")) if cache.is_dir() else ():
+        name, version, _, _ = parse_wheel_filename(wheel.name)
+        hashes = wanted.get((canonicalize_name(name), str(version)))
+        if hashes is not None and hashlib.sha256(wheel.read_bytes()).hexdigest() not in hashes:
+            wheel.unlink()
+
+
+def _fetch(python: str, cache: Path) -> None:
+    """pip downloads exactly the locked files (--require-hashes) for that Python."""
+    cache.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--disable-pip-version-check",
+               "-q", "--python-version", python_minor(python), *PIP_TARGET_ARGS, "-d", str(cache),
+               "-r", str(lock_path(python))]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise SmokeFailed(f"smoke: could not fetch the locked pytest wheels for Python {python_minor(python)} "
+                          f"({lock_path(python).name}); PyPI, or a wheelhouse in PIP_FIND_LINKS, must serve them: "
+                          f"{done.stderr.strip()[-600:]}")
+
+
+def unpack_wheel(wheel: Path, target: Path) -> None:
+    """A pure-Python wheel is its files at the root of site-packages: unzip it, refusing anything else."""
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.infolist():
+            path = PurePosixPath(member.filename)
+            if path.is_absolute() or ".." in path.parts or path.parts[0].endswith(".data"):
+                raise SmokeFailed(f"smoke: {wheel.name} is not a plain pure-Python wheel ({member.filename})")
+            if member.is_dir():
                 continue
-            destination = target / file
+            destination = target.joinpath(*path.parts)
             destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, destination)
-        for requirement in dist.requires or ():
-            req = Requirement(requirement)
-            if req.marker is None or req.marker.evaluate({"extra": ""}):
-                pending.append(req.name)
+            destination.write_bytes(archive.read(member))

@@ -8,16 +8,16 @@ Two kinds of skip, on purpose:
   every mode, because a GPU runner with an A100 must not fail an FP8 check.
 """
 
-from __future__ import annotations
-
+import importlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
-from gpu_facts import TORCH_API_SINCE, release_at_least
+from gpu_facts import TORCH_API_SINCE, release_at_least, unsupported_family_reason
+from processes import run
 
 SMOKE_DIR = Path(os.environ.get("NGCBUILD_SMOKE_DIR", "/opt/ngcbuild"))
 EXPECT_DIR = SMOKE_DIR / "expect"
@@ -89,14 +89,12 @@ def image_config():
 @pytest.fixture(scope="session")
 def installed():
     """Distributions a plain interpreter of the image sees (without the mounted pytest)."""
-    code = ("import importlib.metadata as m, json; "
-            "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    output = run([sys.executable, str(Path(__file__).with_name("list_distributions.py"))], check=True, env=env)
     return json.loads(output.stdout)
 
 
-def gpu_absence_reason() -> str | None:
+def gpu_absence_reason() -> Optional[str]:
     """None when PyTorch sees a GPU; otherwise why not, in one line."""
     import torch
 
@@ -113,10 +111,29 @@ def gpu(request):
 
     reason = gpu_absence_reason()
     if reason is None:
+        # Not a missing GPU but one the release predates: a skip in every mode.
+        expected = load_expected()
+        devices = [(torch.cuda.get_device_name(i), tuple(torch.cuda.get_device_capability(i)))
+                   for i in range(torch.cuda.device_count())]
+        unsupported = unsupported_family_reason(devices, expected["gpu"].get("families", []), expected["release"])
+        if unsupported:
+            pytest.skip(unsupported)
         return torch.cuda
     if request.config.getoption("--require-gpu"):
         pytest.fail(f"--require-gpu: {reason}")
     pytest.skip(reason)
+
+
+def import_component(component: str, module: str):
+    """A component's Python module; where the image carries the component (the manifest says so)
+    but the module does not import, the check fails saying that, not with a bare ImportError."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        expected = load_expected()
+        version = expected["components"].get(component, "")
+        pytest.fail(f"{component} {version} is in the image by the manifest of {expected['release']}, but its "
+                    f"Python module does not import: `import {module}`: {exc}", pytrace=False)
 
 
 @pytest.fixture
@@ -135,7 +152,7 @@ def perf_results(request):
 
 def pytest_sessionfinish(session):
     path = session.config.getoption("--perf-out")
-    if not path:
+    if not path or session.config.getoption("--collect-only"):  # nothing was measured
         return
     import torch
 

@@ -4,10 +4,9 @@ a device runs a build's kernels, and how close a low-precision result must be to
 No GPU and no torch import at module level: the host's unit tests import this file directly.
 """
 
-from __future__ import annotations
-
 import math
 import re
+from typing import Dict, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -21,7 +20,8 @@ TORCH_API_SINCE = {
     "torch.nn.attention.sdpa_kernel": "2.3",
     "torch.amp.GradScaler('cuda')": "2.3",
     "torchrun (torch.distributed.run)": "1.9",
-    "torch.cuda.MemPool": "2.6",
+    # MemPool itself is in 2.5; MemPool.snapshot(), which the check reads, from 2.6.
+    "torch.cuda.MemPool.snapshot()": "2.6",
 }
 
 # Compute capabilities below which a kernel family does not exist (not a defect of the image).
@@ -55,26 +55,36 @@ def cudnn_number(version: str) -> int:
     return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
 
 
-def nccl_tuple(reported) -> tuple[int, int, int]:
+def nccl_tuple(reported) -> Tuple[int, int, int]:
     """(major, minor, patch) from what torch.cuda.nccl.version() returns in any PyTorch.
 
-    PyTorch >= 1.10 returns a tuple (possibly with a suffix string as 4th item); earlier ones
-    returned NCCL_VERSION_CODE, which is major*1000+minor*100+patch before NCCL 2.9 and
-    major*10000+minor*100+patch from 2.9 on (2.9.0 -> 20900)."""
+    PyTorch >= 1.10 returns a tuple (possibly with a suffix string as 4th item). Earlier ones return
+    NCCL_MAJOR*1000 + NCCL_MINOR*100 + NCCL_PATCH of the header torch was compiled with (torch's own
+    formula in torch/csrc/cuda/nccl.cpp, not NCCL's encoding), so 2.10.3 reads 3003. Every NCCL those
+    PyTorch versions were built with is 2.x (1000 stands for NCCL 1): the thousands beyond 2000 are
+    the minor's hundreds."""
     if isinstance(reported, (tuple, list)):
         return tuple(int(p) for p in reported[:3])
     code = int(reported)
-    if code >= 20900:
+    if code < 2000:
+        return code // 1000, code // 100 % 10, code % 100
+    return 2, (code - 2000) // 100, code % 100
+
+
+def nccl_library_tuple(code: int) -> Tuple[int, int, int]:
+    """(major, minor, patch) from NCCL's own NCCL_VERSION_CODE, what ncclGetVersion() of the loaded
+    library returns: major*1000+minor*100+patch up to 2.8, major*10000+minor*100+patch from 2.9."""
+    if code >= 10000:
         return code // 10000, code // 100 % 100, code % 100
     return code // 1000, code // 100 % 10, code % 100
 
 
-def manifest_nccl(version: str) -> tuple[int, int, int]:
+def manifest_nccl(version: str) -> Tuple[int, int, int]:
     """'2.28.9' or '2.7.8-1' (a Debian revision) -> (2, 28, 9)."""
     return tuple(int(p) for p in _numeric(version, 3))
 
 
-def cuda_matches(torch_cuda: str | None, manifest_cuda: str) -> bool:
+def cuda_matches(torch_cuda: Optional[str], manifest_cuda: str) -> bool:
     """torch.version.cuda names MAJOR.MINOR ('13.1'); the manifest the full toolkit ('13.1.0')."""
     if not torch_cuda:
         return False
@@ -112,7 +122,7 @@ def version_matches_pin(actual: str, pin: str) -> bool:
 _ARCH = re.compile(r"(sm|compute)_([0-9]+)([a-z]?)")
 
 
-def arch_support(capability: tuple[int, int], arch_list: list[str]) -> str | None:
+def arch_support(capability: Tuple[int, int], arch_list: List[str]) -> Optional[str]:
     """How a device of this compute capability runs kernels of a build with this arch list, or None.
 
     - native: a cubin for exactly this architecture (sm_90, or the arch-specific sm_90a);
@@ -123,7 +133,7 @@ def arch_support(capability: tuple[int, int], arch_list: list[str]) -> str | Non
     major, minor = capability
     device = major * 10 + minor
     # For each way, the newest matching entry (the one closest to the device).
-    found: dict[str, tuple[int, str]] = {}
+    found: Dict[str, Tuple[int, str]] = {}
     for entry in arch_list:
         match = _ARCH.fullmatch(entry)
         if not match:
@@ -146,7 +156,7 @@ def arch_support(capability: tuple[int, int], arch_list: list[str]) -> str | Non
     return None
 
 
-def capability_at_least(capability: tuple[int, int], kernel: str) -> bool:
+def capability_at_least(capability: Tuple[int, int], kernel: str) -> bool:
     return tuple(capability) >= MIN_CAPABILITY[kernel]
 
 
@@ -157,17 +167,86 @@ def tolerance(fmt: str) -> float:
 
 def relative_error(actual, reference) -> float:
     """||actual - reference|| / ||reference|| in float64 on the CPU, for torch tensors of any dtype;
-    NaN or infinity anywhere gives infinity, so a comparison against a tolerance fails."""
+    NaN or infinity anywhere gives infinity, so a comparison against a tolerance fails.
+
+    Functions of torch, not Tensor methods newer than PyTorch 1.5 (Tensor.isfinite is 1.6)."""
+    import torch
+
     a = actual.detach().double().cpu()
     r = reference.detach().double().cpu()
     if a.shape != r.shape:
         raise ValueError(f"shapes differ: {tuple(a.shape)} vs {tuple(r.shape)}")
-    if not bool(a.isfinite().all()):
+    if not bool(torch.isfinite(a).all()):
         return math.inf
-    return float((a - r).norm() / r.norm().clamp_min(1e-300))
+    return float((a - r).norm()) / max(float(r.norm()), 1e-300)
 
 
-def _numeric(version: str, count: int) -> tuple[int, ...]:
+def device_kernel_support(cuda, run_kernel) -> Dict[int, Optional[str]]:
+    """How each visible device runs the build's kernels, None where it cannot.
+
+    From torch.cuda.get_arch_list() where PyTorch has it (1.6 on); PyTorch 1.5 lists no
+    architectures, so there a small kernel is run on each device: "no kernel image is available"
+    is the answer a missing architecture gives."""
+    devices = range(cuda.device_count())
+    if hasattr(cuda, "get_arch_list"):
+        arch_list = cuda.get_arch_list()
+        return {i: arch_support(cuda.get_device_capability(i), arch_list) for i in devices}
+    found = {}
+    for i in devices:
+        try:
+            run_kernel(i)
+        except RuntimeError as exc:
+            if "no kernel image" not in str(exc):
+                raise
+            found[i] = None
+        else:
+            found[i] = "ran a kernel (this PyTorch has no torch.cuda.get_arch_list)"
+    return found
+
+
+# Each GPU family by compute capability (major, or (major, minor) where a major holds two).
+GPU_FAMILIES = {(3,): "Kepler", (5,): "Maxwell", (6,): "Pascal", (7, 0): "Volta", (7, 2): "Volta",
+                (7, 5): "Turing", (8, 0): "Ampere", (8, 6): "Ampere", (8, 7): "Ampere", (8, 9): "Ada",
+                (9,): "Hopper", (10,): "Blackwell", (11,): "Blackwell", (12,): "Blackwell"}
+
+
+def gpu_family(capability: Tuple[int, int]) -> Optional[str]:
+    major, minor = capability
+    return GPU_FAMILIES.get((major, minor)) or GPU_FAMILIES.get((major,))
+
+
+def unsupported_family_reason(devices: List[Tuple[str, Tuple[int, int]]], families: List[str],
+                              release: str) -> Optional[str]:
+    """Why the checks do not apply on these devices, or None: the manifest lists the GPU families its
+    stack supports, and an older image on a newer family (20.02's CUDA 10.2 on a Hopper) would fail
+    in cuBLAS/cuDNN/NCCL for a reason that is not a defect of the image."""
+    if not families:
+        return None
+    for index, (name, capability) in enumerate(devices):
+        family = gpu_family(capability)
+        if family not in families:
+            return (f"cuda:{index} is {name} (compute capability {capability[0]}.{capability[1]}, "
+                    f"{family or 'an unknown family'}); the manifest of {release} supports {', '.join(families)}")
+    return None
+
+
+def fp8_autocast(te, recipe):
+    """Transformer Engine's FP8 region: te.autocast(recipe=...) where TE has it (2.9 on; 2.10
+    deprecates the other), te.fp8_autocast(fp8_recipe=...) before."""
+    if hasattr(te, "autocast"):
+        return te.autocast(enabled=True, recipe=recipe)
+    return te.fp8_autocast(enabled=True, fp8_recipe=recipe)
+
+
+# A GEMM with both operands in E4M3 under per-tensor scaling is off by about 3.7% in the Frobenius
+# norm (simulated in tests/unit/test_smoke_gpu_facts.py; 3-5% on devices): each operand carries a
+# rounding error of up to one unit roundoff, 1/16. 7.5% leaves twice that; a scale that lets one
+# operand saturate (its amax underestimated twofold) gives 10% or more. 8 unit roundoffs (0.5)
+# would pass that.
+FP8_GEMM_TOLERANCE = 0.075
+
+
+def _numeric(version: str, count: int) -> Tuple[int, ...]:
     """The first `count` numeric parts of a version, padded with zeros ('13.1' -> (13, 1, 0))."""
     parts = re.match(r"[0-9]+(\.[0-9]+)*", version.strip())
     if not parts:
@@ -180,7 +259,7 @@ def _numeric(version: str, count: int) -> tuple[int, ...]:
 COMPILE_TOLERANCE = 1e-4
 
 
-def launcher_command(python: str, torch_version: str, nproc: int, script: str) -> list[str]:
+def launcher_command(python: str, torch_version: str, nproc: int, script: str) -> List[str]:
     """The command that starts `script` once per GPU on this node.
 
     torchrun (torch.distributed.run) from PyTorch 1.9 on, with its standalone rendezvous on the

@@ -3,9 +3,9 @@
 The formulas are pure (unit-tested on the host); `time_per_call` needs a GPU and CUDA events, which
 time the device's work rather than Python's launch overhead."""
 
-from __future__ import annotations
-
+import math
 import statistics
+from typing import List
 
 
 def gemm_tflops(m: int, n: int, k: int, seconds: float) -> float:
@@ -23,28 +23,45 @@ def speedup(baseline_seconds: float, seconds: float) -> float:
     return baseline_seconds / seconds
 
 
-def summarise(samples: list[float]) -> dict:
-    """Median of repeated timings (robust to one disturbed repeat) and the spread around it."""
+# Each timed sample lasts at least this long: a 15 ms sample measures boost clocks, not the sustained
+# speed a training job sees once power and temperature limits apply.
+MIN_SAMPLE_S = 0.1
+
+
+def calls_per_sample(seconds_per_call: float, min_sample_s: float = MIN_SAMPLE_S, at_least: int = 1) -> int:
+    """Calls per timed sample so that the sample lasts at least min_sample_s."""
+    if seconds_per_call <= 0:
+        return max(at_least, 1)
+    return max(at_least, math.ceil(min_sample_s / seconds_per_call))
+
+
+def summarise(samples: List[float], calls: int = 1) -> dict:
+    """Median of repeated timings (robust to one disturbed repeat) and the spread around it; each
+    sample is the time per call over `calls` calls."""
     median = statistics.median(samples)
     return {"median": median, "min": min(samples), "max": max(samples),
-            "spread": (max(samples) - min(samples)) / median if median else 0.0, "repeats": len(samples)}
+            "spread": (max(samples) - min(samples)) / median if median else 0.0, "repeats": len(samples),
+            "calls_per_sample": calls, "sample_s": median * calls}
 
 
-def time_per_call(fn, warmup: int = 3, calls: int = 10, repeats: int = 5) -> dict:
-    """Seconds per call of fn on the current CUDA stream: `repeats` timings of `calls` calls each,
-    after `warmup` calls (cuBLAS heuristics, allocator, clocks ramping up)."""
+def time_per_call(fn, warmup: int = 3, repeats: int = 5, min_sample_s: float = MIN_SAMPLE_S) -> dict:
+    """Seconds per call of fn on the current CUDA stream: `repeats` samples of at least min_sample_s
+    each (as many calls as that takes, from the time of one call after `warmup` calls: cuBLAS
+    heuristics, allocator, clocks ramping up)."""
     import torch
 
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(repeats):
+    def timed(calls: int) -> float:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(calls):
             fn()
         end.record()
         end.synchronize()
-        samples.append(start.elapsed_time(end) / 1000.0 / calls)
-    return summarise(samples)
+        return start.elapsed_time(end) / 1000.0 / calls
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    calls = calls_per_sample(timed(1), min_sample_s)
+    samples = [timed(calls) for _ in range(repeats)]
+    return summarise(samples, calls)

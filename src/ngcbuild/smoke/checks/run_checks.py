@@ -1,10 +1,13 @@
-"""Entry point of the smoke suite inside the image: pytest comes from a read-only mount that is
-appended to sys.path (so the image's own packages win), then the checks run."""
+"""Entry point of the smoke suite inside the image: the locked pytest of this Python comes from a
+read-only mount put first on sys.path (a pytest the image carries never mixes with it), plugins the
+image may have installed are not loaded, then the checks run."""
 
 import os
 import sys
 
-sys.path.append(os.path.join(os.environ.get("NGCBUILD_SMOKE_DIR", "/opt/ngcbuild"), "pytest"))
+sys.path.insert(1, os.path.join(os.environ.get("NGCBUILD_SMOKE_DIR", "/opt/ngcbuild"), "pytest"))
+# An image's own pytest plugins were made for its pytest, not for the locked one.
+os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
 import pytest  # noqa: E402
 

@@ -1,16 +1,16 @@
 """The NGC-style entrypoint prints the banner and the driver warning, then runs the command."""
 
 import os
-import subprocess
 
 import pytest
+from processes import run
 
 # Checks of the image itself: host mode (no image) deselects them.
 pytestmark = pytest.mark.image
 
 
 def _run_entrypoint(expected, *command):
-    return subprocess.run([expected["entrypoint"], *command], capture_output=True, text=True, timeout=60)
+    return run([expected["entrypoint"], *command], timeout=60)
 
 
 def test_banner_is_printed_first(expected):

@@ -2,17 +2,19 @@
 
 Each check runs only where the manifest puts the component in the image (marker `component`)."""
 
-import importlib
-
 import pytest
 from gpu_facts import (
+    FP8_GEMM_TOLERANCE,
     MIN_CAPABILITY,
     UNIT_ROUNDOFF,
     capability_at_least,
+    fp8_autocast,
     relative_error,
     release_at_least,
     tolerance,
 )
+
+from conftest import import_component
 
 # Apex's CUDA extensions that FusedAdam and the fused layers load (built with --cuda_ext).
 APEX_EXTENSIONS = ("amp_C", "fused_layer_norm_cuda")
@@ -21,13 +23,14 @@ APEX_EXTENSIONS = ("amp_C", "fused_layer_norm_cuda")
 @pytest.mark.component("apex")
 @pytest.mark.parametrize("extension", APEX_EXTENSIONS)
 def test_apex_cuda_extension_imports(gpu, extension):
-    importlib.import_module(extension)
+    import_component("apex", extension)
 
 
 @pytest.mark.component("apex")
 def test_apex_fused_adam_steps_like_torch_adamw(gpu, figure):
     import torch
-    from apex.optimizers import FusedAdam
+
+    FusedAdam = import_component("apex", "apex.optimizers").FusedAdam
 
     torch.manual_seed(0)
     start = [torch.randn(256, 128, device="cuda"), torch.randn(128, device="cuda")]
@@ -56,8 +59,8 @@ def test_dali_gpu_pipeline_runs(gpu, expected, figure):
     version = expected["components"]["dali"]
     if not release_at_least(version, "1.0"):
         pytest.skip(f"this check uses DALI's fn API (1.0 and later); the manifest pins DALI {version}")
-    from nvidia.dali import fn
-    from nvidia.dali.pipeline import Pipeline
+    fn = import_component("dali", "nvidia.dali.fn")
+    Pipeline = import_component("dali", "nvidia.dali.pipeline").Pipeline
 
     batch = [np.full((4, 4), i, dtype=np.float32) for i in range(3)]
     pipe = Pipeline(batch_size=len(batch), num_threads=1, device_id=0)
@@ -80,7 +83,8 @@ def test_tensorrt_builds_and_runs_an_engine(gpu, expected, figure):
     version = expected["components"]["tensorrt"]
     if not release_at_least(version, "8.5"):
         pytest.skip(f"this check uses TensorRT's named-tensor API (8.5 and later); the manifest pins {version}")
-    import tensorrt as trt
+    # install: base means the base image brings it; one without the Python bindings fails here, saying so.
+    trt = import_component("tensorrt", "tensorrt")
 
     logger = trt.Logger(trt.Logger.WARNING)
     builder = trt.Builder(logger)
@@ -103,7 +107,10 @@ def test_tensorrt_builds_and_runs_an_engine(gpu, expected, figure):
     output = torch.empty(2, 3, device="cuda")
     context.set_tensor_address("x", inputs.data_ptr())
     context.set_tensor_address("y", output.data_ptr())
-    stream = torch.cuda.current_stream()
+    # A stream of our own: TensorRT warns about (and serialises on) the legacy default stream, handle 0.
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # the inputs were written on the current stream
+    assert stream.cuda_stream != 0
     assert context.execute_async_v3(stream.cuda_stream), "execute_async_v3 reported a failure"
     stream.synchronize()
     reference = torch.relu(inputs.cpu().double() @ torch.from_numpy(weights).double())
@@ -121,19 +128,19 @@ def test_transformer_engine_linear_runs_in_fp8(gpu, figure):
     if not capability_at_least(capability, "fp8"):
         pytest.skip(f"FP8 needs compute capability >= {'.'.join(map(str, MIN_CAPABILITY['fp8']))} "
                     f"(Ada, Hopper and later); cuda:0 is {capability[0]}.{capability[1]}")
-    import transformer_engine.pytorch as te
-    from transformer_engine.common import recipe
+    te = import_component("transformer_engine", "transformer_engine.pytorch")
+    recipe = import_component("transformer_engine", "transformer_engine.common.recipe")
 
     torch.manual_seed(0)
     layer = te.Linear(256, 256, bias=True, params_dtype=torch.float32).cuda()
     x = torch.randn(64, 256, device="cuda")
-    with te.fp8_autocast(enabled=True, fp8_recipe=recipe.DelayedScaling()):
+    with fp8_autocast(te, recipe.DelayedScaling()):
         out = layer(x)
     reference = torch.nn.functional.linear(x.cpu().double(), layer.weight.detach().cpu().double(),
                                            layer.bias.detach().cpu().double())
     error = relative_error(out, reference)
-    figure(f"rel. error {error:.1e} (limit {tolerance('float8_e4m3'):.1e})")
+    figure(f"rel. error {error:.1e} (limit {FP8_GEMM_TOLERANCE:.1e})")
     # Both operands in E4M3 (3 mantissa bits): a correct FP8 GEMM is off by a few percent; a
     # silent fallback to bf16 would be far more accurate, a broken scale far less.
-    assert error <= tolerance("float8_e4m3"), f"te.Linear under fp8_autocast is off by {error:.2e}"
+    assert error <= FP8_GEMM_TOLERANCE, f"te.Linear in FP8 is off by {error:.2e}: is a scaling factor wrong?"
     assert error > 4 * UNIT_ROUNDOFF["bfloat16"], f"error {error:.1e} is too small for FP8: did the GEMM run in FP8?"

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from gpu_facts import launcher_command
+from processes import run
 
 SCRIPT = Path(__file__).with_name("nccl_allreduce.py")
 TIMEOUT_S = 300
@@ -16,7 +17,7 @@ def test_nccl_allreduce_under_torchrun_is_exact(gpu, figure):
     world = gpu.device_count()
     command = launcher_command(sys.executable, torch.__version__, world, str(SCRIPT))
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
+        done = run(command, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"the all-reduce across {world} GPU(s) hung for {TIMEOUT_S}s: "
                              f"{' '.join(command)}") from None

@@ -115,6 +115,7 @@ def test_sdpa_backend_matches_the_math_backend(gpu, backend, figure):
 
 
 @pytest.mark.gpu_feature("mempool")
+@pytest.mark.torch_api("torch.cuda.MemPool.snapshot()")
 def test_mempool_serves_allocations_made_inside_it(gpu, figure):
     import torch
 

@@ -3,13 +3,13 @@
 import base64
 import hashlib
 import os
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
+from processes import run
 
 # Checks of the image itself: host mode (no image) deselects them.
 pytestmark = pytest.mark.image
@@ -58,8 +58,8 @@ def _fake_wheel(directory: Path, name: str, version: str) -> Path:
 
 def _dry_run(directory: Path, requirement: str, constraint: str):
     env = {**os.environ, "PIP_CONSTRAINT": constraint, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(directory)}
-    return subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
-                           "--disable-pip-version-check", requirement], capture_output=True, text=True, env=env)
+    return run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
+                           "--disable-pip-version-check", requirement], env=env)
 
 
 def test_pip_refuses_a_version_that_conflicts_with_a_pin(expected, tmp_path):

@@ -9,14 +9,22 @@ import ctypes
 import importlib
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
+from typing import List
 
 import pytest
-from gpu_facts import cuda_matches, cudnn_number, manifest_nccl, nccl_tuple, version_matches_pin
+from gpu_facts import (
+    cuda_matches,
+    cudnn_number,
+    manifest_nccl,
+    nccl_library_tuple,
+    nccl_tuple,
+    version_matches_pin,
+)
+from processes import run
 
-from conftest import load_expected
+from conftest import import_component, load_expected
 
 # A library whose dependencies ldd cannot resolve prints "libfoo.so.1 => not found".
 _NOT_FOUND = re.compile(r"^\s*(\S+) => not found", re.M)
@@ -58,19 +66,39 @@ def test_cudnn_version_matches_the_manifest(expected, figure):
 
 
 def test_nccl_version_matches_the_manifest(expected, figure):
+    """The NCCL this process loaded (ncclGetVersion) where torch links it as a library, else the
+    version torch was compiled with (torch.cuda.nccl.version()); the two are reported side by side."""
     import torch
 
     wanted = expected["gpu"]["nccl"]
     if not wanted:
         pytest.skip("the manifest names no NCCL component")
-    have = nccl_tuple(torch.cuda.nccl.version())
-    figure("NCCL {}.{}.{}".format(*have))
-    assert have == manifest_nccl(wanted), f"torch.cuda.nccl.version() is {have}, the manifest says {wanted}"
+    built = nccl_tuple(torch.cuda.nccl.version())
+    loaded = loaded_nccl()
+    have = loaded[1] if loaded else built
+    figure("NCCL {}.{}.{}".format(*have) + (f" ({loaded[0]}; torch built with " + "{}.{}.{})".format(*built)
+                                               if loaded else " (torch.cuda.nccl.version(): linked statically)"))
+    source = f"{loaded[0]} (ncclGetVersion)" if loaded else "torch.cuda.nccl.version()"
+    assert have == manifest_nccl(wanted), f"{source} is {have}, the manifest says {wanted}"
+
+
+def loaded_nccl():
+    """(path, version) of the libnccl this process has loaded with torch, or None where torch carries
+    NCCL statically (no libnccl among the process's mappings) or the library cannot say."""
+    with open("/proc/self/maps") as maps:
+        paths = sorted({line.split()[-1] for line in maps if "/libnccl.so" in line})
+    if not paths:
+        return None
+    code = ctypes.c_int(0)
+    library = ctypes.CDLL(paths[0])  # already loaded: the same handle, nothing new is loaded
+    if library.ncclGetVersion(ctypes.byref(code)) != 0:
+        return None
+    return paths[0], nccl_library_tuple(code.value)
 
 
 def test_component_reports_the_manifest_version(module_component, figure):
     entry = _stack()["modules"][module_component]
-    module = importlib.import_module(entry["module"])
+    module = import_component(module_component, entry["module"])
     have = getattr(module, "__version__", None)
     figure(f"{entry['module']} {have}")
     assert have is not None, f"{entry['module']} has no __version__"
@@ -80,7 +108,7 @@ def test_component_reports_the_manifest_version(module_component, figure):
 
 def _linker_cache() -> dict:
     """soname -> path, as `ldconfig -p` lists the dynamic linker's cache."""
-    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True, timeout=60).stdout
+    out = run(["ldconfig", "-p"], check=True, timeout=60).stdout
     found = {}
     for line in out.splitlines()[1:]:
         name, _, path = line.strip().partition(" => ")
@@ -100,14 +128,14 @@ def test_library_is_in_the_linker_cache_and_loads(library_component, figure):
         ctypes.CDLL(name)  # by soname, as a program would
 
 
-def _unresolved(path: Path) -> list[str]:
+def _unresolved(path: Path) -> List[str]:
     """What `ldd` cannot resolve for a library. Extensions (torchvision's, one built with
     cpp_extension) link torch's libraries without a run path: `import torch` has loaded them before,
     so ldd looks in torch/lib too."""
     import torch
 
     env = dict(os.environ, LD_LIBRARY_PATH=str(Path(torch.__file__).parent / "lib"))
-    out = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=60, env=env).stdout
+    out = run(["ldd", str(path)], timeout=60, env=env).stdout
     return _NOT_FOUND.findall(out)
 
 
@@ -150,7 +178,7 @@ def _cuda_home(expected):
 def test_nvcc_is_on_path_in_cuda_home_and_matches_cuda(expected, figure):
     home = _cuda_home(expected)
     assert os.environ.get("CUDA_HOME") == str(home), f"CUDA_HOME is {os.environ.get('CUDA_HOME')!r}, not {home}"
-    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True, timeout=60, check=True).stdout
+    out = run(["nvcc", "--version"], timeout=60, check=True).stdout
     release = re.search(r"release ([0-9]+\.[0-9]+)", out)
     figure(out.strip().splitlines()[-1])
     assert release, f"nvcc --version says no release: {out!r}"
@@ -194,7 +222,7 @@ def cuda_extension(expected, tmp_path_factory):
 @pytest.mark.image
 def test_nvcc_builds_a_cuda_extension(cuda_extension, figure):
     library = Path(cuda_extension.__file__)
-    out = subprocess.run(["ldd", str(library)], capture_output=True, text=True, timeout=60).stdout
+    out = run(["ldd", str(library)], timeout=60).stdout
     figure(f"{library.name}, {library.stat().st_size // 1024} KiB")
     assert "libcudart" in out, f"the extension does not link the CUDA runtime:\n{out}"
     assert not _unresolved(library), f"the extension has unresolved dependencies: {_unresolved(library)}"
@@ -210,6 +238,6 @@ def test_the_cuda_extension_runs_on_the_gpu(gpu, cuda_extension):
 
 @pytest.mark.image
 def test_pip_check_passes():
-    out = subprocess.run([sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
-                         capture_output=True, text=True, timeout=300)
+    out = run([sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
+                         timeout=300)
     assert out.returncode == 0, f"pip check:\n{out.stdout}{out.stderr}"

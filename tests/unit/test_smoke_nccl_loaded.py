@@ -1,0 +1,53 @@
+"""The NCCL check reads the version of the libnccl the process has loaded (ncclGetVersion), in
+NCCL's own encoding of each era, and falls back to torch's compile-time report when none is loaded.
+A small library with NCCL's entry point stands in for libnccl.so.2 (built with the system's gcc)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ngcbuild.smoke.runner import CHECKS_DIR
+
+PROBE = f"""
+import ctypes, json, sys
+sys.path.insert(0, {str(CHECKS_DIR)!r})
+if len(sys.argv) > 1:
+    ctypes.CDLL(sys.argv[1])  # as `import torch` loads libnccl through libtorch_cuda
+from test_stack import loaded_nccl
+print(json.dumps(loaded_nccl()))
+"""
+
+
+def fake_nccl(tmp_path, code: int) -> str:
+    if shutil.which("gcc") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true: no gcc to build the stand-in libnccl")
+        pytest.skip("no gcc to build the stand-in libnccl")
+    folder = tmp_path / str(code)
+    folder.mkdir()
+    source = folder / "nccl.c"
+    source.write_text(f"int ncclGetVersion(int* version) {{ *version = {code}; return 0; }}\n")
+    library = folder / "libnccl.so.2"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    return str(library)
+
+
+def loaded(*library):
+    done = subprocess.run([sys.executable, "-c", PROBE, *library], capture_output=True, text=True, timeout=60,
+                          env={"PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("code,version", [(2408, [2, 4, 8]), (2708, [2, 7, 8]), (22809, [2, 28, 9])])
+def test_the_loaded_library_reports_its_version_in_its_era_encoding(tmp_path, code, version):
+    path = fake_nccl(tmp_path, code)
+    assert loaded(path) == [path, version]
+
+
+def test_without_a_loaded_libnccl_the_check_falls_back_to_torch():
+    assert loaded() is None

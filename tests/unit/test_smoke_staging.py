@@ -1,0 +1,160 @@
+"""The locked pytest of each image's Python: markers evaluated for the target, the lock files, the
+hash-verified cache under build/ and the unpacking of pure wheels."""
+
+import io
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from ngcbuild.changed import buildable_releases
+from ngcbuild.errors import SmokeFailed, UserError
+from ngcbuild.manifest import load_release
+from ngcbuild.project import Project
+from ngcbuild.smoke import pytest_lock
+from ngcbuild.smoke.pytest_lock import lock_path, needed, read_lock, target_environment
+from ngcbuild.smoke.staging import CACHE_DIR, stage_pytest, unpack_wheel
+
+REPO = Path(__file__).resolve().parents[2]
+
+# What pytest 7.x/8.x declare (Requires-Dist): the markers decide what each Python needs.
+PYTEST_REQUIRES = [Requirement(r) for r in (
+    "iniconfig", "packaging", "pluggy<2,>=1.5",
+    'exceptiongroup>=1.0.0rc8; python_version < "3.11"',
+    'tomli>=1; python_version < "3.11"',
+    'importlib-metadata>=0.12; python_version < "3.8"',
+    'colorama; sys_platform == "win32"',
+    'pygments>=2.7.2; extra == "dev"',
+)]
+
+
+@pytest.mark.parametrize("python,extra", [
+    ("3.6", {"exceptiongroup", "tomli", "importlib-metadata"}),
+    ("3.8", {"exceptiongroup", "tomli"}),
+    ("3.11", set()),
+    ("3.12", set()),
+])
+def test_markers_are_evaluated_for_the_image_python_not_this_one(python, extra):
+    names = {r.name for r in needed(PYTEST_REQUIRES, set(), target_environment(python))}
+    assert names == {"iniconfig", "packaging", "pluggy"} | extra
+
+
+def test_an_extra_asked_for_brings_its_requirements():
+    names = {r.name for r in needed(PYTEST_REQUIRES, {"dev"}, target_environment("3.12"))}
+    assert "pygments" in names and "colorama" not in names
+
+
+def test_every_buildable_release_has_a_lock_for_its_python():
+    project = Project.at(REPO)
+    for name in buildable_releases(project):
+        python = load_release(project, name).release.python.version
+        pins = {p.name: p.version for p in read_lock(python)}
+        assert "pytest" in pins, f"{lock_path(python)} pins no pytest"
+
+
+def test_python_3_6_gets_the_last_pytest_for_it_and_its_backports():
+    pins = {p.name: p.version for p in read_lock("3.6")}
+    assert pins["pytest"].startswith("7.0.") and {"importlib-metadata", "zipp"} <= set(pins)
+    pins38 = {p.name: p.version for p in read_lock("3.8")}
+    assert {"exceptiongroup", "tomli"} <= set(pins38) and "importlib-metadata" not in pins38
+    assert not {"exceptiongroup", "tomli"} & {p.name for p in read_lock("3.12")}
+
+
+def test_a_missing_or_broken_lock_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(pytest_lock, "LOCKS_DIR", tmp_path)
+    with pytest.raises(UserError, match=r"no pytest lock for Python 3.6 .*python -m ngcbuild.smoke.pytest_lock 3.6"):
+        read_lock("3.6.15")
+    (tmp_path / "pytest-py3.6.txt").write_text("# header\npytest>=7\n")
+    with pytest.raises(UserError, match=r"pytest-py3.6.txt:2: expected `name==version --hash=sha256"):
+        read_lock("3.6")
+    with pytest.raises(UserError, match="not a Python 3 version"):
+        read_lock("python3")
+
+
+def _wheel(path: Path, files: dict) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return path
+
+
+def test_unpack_keeps_the_dist_info_and_refuses_data_folders(tmp_path):
+    good = _wheel(tmp_path / "a-1.0-py3-none-any.whl", {"a/__init__.py": "x = 1\n", "a-1.0.dist-info/METADATA": "Name: a\n"})
+    unpack_wheel(good, tmp_path / "site")
+    assert (tmp_path / "site" / "a" / "__init__.py").read_text() == "x = 1\n"
+    assert (tmp_path / "site" / "a-1.0.dist-info" / "METADATA").is_file()
+    bad = _wheel(tmp_path / "b-1.0-py3-none-any.whl", {"b-1.0.data/scripts/run": "#!/bin/sh\n"})
+    with pytest.raises(SmokeFailed, match=r"not a plain pure-Python wheel \(b-1.0.data/scripts/run\)"):
+        unpack_wheel(bad, tmp_path / "site")
+    evil = _wheel(tmp_path / "c-1.0-py3-none-any.whl", {"../c.py": ""})
+    with pytest.raises(SmokeFailed, match="not a plain"):
+        unpack_wheel(evil, tmp_path / "site")
+
+
+def _offline(monkeypatch, tmp_path):
+    """pip may reach no index and no wheelhouse."""
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "no-wheelhouse"))
+    monkeypatch.delenv("PIP_CONFIG_FILE", raising=False)
+
+
+def test_a_wheel_changed_in_the_cache_is_not_used(tmp_path, monkeypatch):
+    """Stage once (from PyPI or the cache of an earlier run), then alter a cached wheel: offline, the
+    next staging refuses it instead of unpacking it; the altered file is removed from the cache."""
+    build = tmp_path / "build"
+    shared = REPO / "build" / CACHE_DIR / "py3.6"
+    if shared.is_dir():
+        shutil.copytree(shared, build / CACHE_DIR / "py3.6")
+    try:
+        stage_pytest(tmp_path / "first", "3.6", build)
+    except SmokeFailed as exc:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"the locked wheels cannot be fetched here: {exc}")
+    assert (tmp_path / "first" / "pytest-7.0.1.dist-info").is_dir()
+    wheel = next((build / CACHE_DIR / "py3.6").glob("pluggy-*.whl"))
+    wheel.write_bytes(wheel.read_bytes() + b"\0")
+    _offline(monkeypatch, tmp_path)
+    with pytest.raises(SmokeFailed, match=r"could not fetch the locked pytest wheels for Python 3.6"):
+        stage_pytest(tmp_path / "second", "3.6", build)
+    assert not wheel.exists() and not (tmp_path / "second").exists()
+
+
+def test_nothing_cached_and_nothing_reachable_is_a_clear_failure(tmp_path, monkeypatch):
+    _offline(monkeypatch, tmp_path)
+    with pytest.raises(SmokeFailed, match=r"PyPI, or a wheelhouse in PIP_FIND_LINKS, must serve them") as info:
+        stage_pytest(tmp_path / "target", "3.8", tmp_path / "build")
+    assert "Traceback" not in str(info.value)
+
+
+def _dist(wheelhouse: Path, name: str, version: str, requires=(), requires_python=None) -> None:
+    dist = f"{name}-{version}"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    metadata += "".join(f"Requires-Dist: {r}\n" for r in requires)
+    if requires_python:
+        metadata += f"Requires-Python: {requires_python}\n"
+    files = {f"{name}/__init__.py": "", f"{dist}.dist-info/METADATA": metadata,
+             f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             f"{dist}.dist-info/RECORD": ""}
+    _wheel(wheelhouse / f"{dist}-py3-none-any.whl", files)
+
+
+def test_resolve_evaluates_markers_for_the_target_with_pip_choosing_versions(tmp_path, monkeypatch):
+    """pip alone (markers of the running 3.11) would drop the backport a 3.6 image needs."""
+    house = tmp_path / "house"
+    house.mkdir()
+    _dist(house, "runner", "2.0", ["helper>=1", 'backport>=1; python_version < "3.8"'], requires_python=">=3.8")
+    _dist(house, "runner", "1.0", ["helper>=1", 'backport>=1; python_version < "3.8"'])
+    _dist(house, "helper", "1.5")
+    _dist(house, "backport", "1.1", ["helper<1.5"])  # narrows helper for the target that needs it
+    _dist(house, "helper", "1.2")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(house))
+    log = io.StringIO()
+    old = {p.name: p.version for p in pytest_lock.resolve("3.6", roots=("runner",), log=log)}
+    assert old == {"runner": "1.0", "helper": "1.2", "backport": "1.1"}
+    new = {p.name: p.version for p in pytest_lock.resolve("3.11", roots=("runner",), log=log)}
+    assert new == {"runner": "2.0", "helper": "1.5"}
