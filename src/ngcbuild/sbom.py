@@ -181,7 +181,7 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
         raise UserError(f"image {ref} not found; run `invoke build --release {name}` first") from None
     found = inventory(client, inspected["Id"])
     name_ref = next(iter(record.get("tags") or []), f"{release.image.repository}:{release.tag}")
-    doc = document(release, Catalog.load(project), found, inspected, name_ref, record,
+    doc = document(release, loaded.catalog, found, inspected, name_ref, record,
                    utc_timestamp(), uuid.uuid4().urn)
     checked = validate(doc)
     data = (json.dumps(doc, indent=2) + "\n").encode()
