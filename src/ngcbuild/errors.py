@@ -27,6 +27,15 @@ def shown_path(path) -> str:
     return text if relative.startswith("..") else relative
 
 
+def excerpt(value, limit: int = 80) -> str:
+    """A value for a message: repr (control characters, quotes and newlines escaped), never long."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, (str, bytes)) else ""
+    return text[:limit] + "..." + size
+
+
 class ManifestError(UserError):
     def __init__(self, path, key: str, expected: str):
         self.path, self.key, self.expected = shown_path(path), key, expected
