@@ -24,6 +24,7 @@ from .errors import UserError
 from .events import BuildStream, PushStream
 from .manifest import load_release
 from .project import Project
+from .references import registry_host
 from .render import render_files
 from .wheelhouse import select_wheels
 
@@ -311,6 +312,7 @@ def run_bench(project: Project, runs: int = 3, registry: str | None = None, out_
               log=print, release: str = RELEASE) -> Path:
     if release not in BUMPS:
         raise UserError(f"--release {release!r}: the benchmark knows {', '.join(BUMPS)}")
+    registry = registry_host(registry) if registry is not None else None
     bench = Bench(project, runs, log, release)
     started = time.time()
     figures = []

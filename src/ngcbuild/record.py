@@ -7,7 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import UserError
+from .errors import ManifestError, excerpt
+from .inputs import read_text
 
 RECORD = "record.json"
 
@@ -16,14 +17,35 @@ def record_path(directory: Path) -> Path:
     return directory / RECORD
 
 
+MAX_BYTES = 50_000_000
+
+
 def read_record(directory: Path) -> dict:
+    """The record of build/R/ (a JSON object), read like every user file: build/R/ lies in the
+    project, and a link out of it is refused."""
     path = record_path(directory)
+    text = read_text(path, MAX_BYTES, "a build record (JSON object)",
+                     f"no build record; run `invoke build --release {directory.name}` first",
+                     within=directory.parent.parent)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no build record; run `invoke build --release {directory.name}` first") from None
+        record = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UserError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); rebuild to rewrite it") from None
+        raise ManifestError(path, "", f"not valid JSON ({exc.msg} at line {exc.lineno}); "
+                                      "rebuild to rewrite it") from None
+    except RecursionError:
+        raise ManifestError(path, "", "nested too deeply; rebuild to rewrite it") from None
+    if not isinstance(record, dict):
+        raise ManifestError(path, "", f"expected a JSON object, got {type(record).__name__}; rebuild to rewrite it")
+    return record
+
+
+def require(record: dict, directory: Path, key: str, kind: type, what: str):
+    """record[key] when it is of `kind`; otherwise one clean error naming the file and the key."""
+    value = record.get(key)
+    if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
+        raise ManifestError(record_path(directory), key, f"expected {what}, got {excerpt(value)}; "
+                                                         f"rebuild (`invoke build --release {directory.name}`)")
+    return value
 
 
 def write_record(directory: Path, record: dict) -> Path:

@@ -71,7 +71,7 @@ def render_files(project: Project, loaded: LoadedRelease, base: str | None = Non
     if release.status == "archived":
         raise UserError(f"{shown_path(loaded.path)}: status: release {release.release} is archived (documentation "
                         "only: its base images are gone); render and build refuse it, notes/matrix/diff include it")
-    plan = plan_image(loaded, Catalog.load(project), base=_checked_base(base))
+    plan = plan_image(loaded, Catalog.load(project), base=checked_base(base))
     env = environment(project)
     _check_partials(project, loaded, plan)
     context = {"release": release, "plan": plan, "inputs": DEFAULT_INPUTS}
@@ -119,7 +119,7 @@ def _check_partials(project: Project, loaded: LoadedRelease, plan: ImagePlan) ->
                                 f"no template {partial} for {loaded.release.python.install!r}")
 
 
-def _checked_base(base: str | None) -> str | None:
+def checked_base(base: str | None) -> str | None:
     """--base: a mirror of the base image; validated like the manifest's own value."""
     if base is None:
         return None
