@@ -31,6 +31,7 @@ from .errors import BuildFailed, OperationError, UserError, excerpt, shown_path
 from .events import TAIL_LINES, BuildStream
 from .leftovers import Journal, remove_containers
 from .manifest import load_release
+from .outputs import make_dir, storing
 from .project import Project
 from .record import write_record
 from .references import ImageRef, registry_host
@@ -124,8 +125,10 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
 
 @contextmanager
 def _exclusive(directory: Path, name: str):
-    directory.mkdir(parents=True, exist_ok=True)
-    with (directory / ".build.lock").open("w") as lock:
+    make_dir(directory)
+    with storing(directory / ".build.lock"):
+        lock = (directory / ".build.lock").open("w")
+    with lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -12,6 +12,7 @@ from docker.errors import DockerException
 from invoke.exceptions import Exit
 
 from .errors import NgcbuildError
+from .outputs import describe
 
 
 def guarded(function):
@@ -33,6 +34,9 @@ def guarded(function):
         except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as exc:
             # a backstop: the connection to the engine broke somewhere no module expected it
             raise Exit(f"ngcbuild: the connection to the Docker engine broke: {exc}", code=1) from None
+        except OSError as exc:
+            # a backstop (after the subclasses above): the file system refused what no module expected
+            raise Exit(f"ngcbuild: {describe(exc)}", code=1) from None
         except KeyboardInterrupt:
             raise Exit("ngcbuild: interrupted", code=130) from None
 

@@ -18,6 +18,7 @@ from .diff import diff_releases, drafted_features
 from .documents import document_environment
 from .facts import Group, Item, Segment, component_group, component_item, component_segment, os_text, used_provenances
 from .model import DriverRequirements, Example, GpuRequirements, Release
+from .outputs import write_text
 from .project import Project
 from .releases import Series
 
@@ -152,9 +153,7 @@ def write_notes(project: Project, name: str) -> Path:
     series = Series.load(project)
     text = render_notes(series, name, project)
     path = project.out(name) / FILE_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_text(path, text)
 
 
 def _facts(facts) -> list[Item]:

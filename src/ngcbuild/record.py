@@ -7,8 +7,10 @@ import os
 import tempfile
 from pathlib import Path
 
+from .atomic_dir import release_lock
 from .errors import ManifestError, excerpt
 from .inputs import read_text
+from .outputs import make_dir, storing
 
 RECORD = "record.json"
 
@@ -50,14 +52,17 @@ def require(record: dict, directory: Path, key: str, kind: type, what: str):
 
 def write_record(directory: Path, record: dict) -> Path:
     path = record_path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".record-", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=2, sort_keys=True)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:  # Ctrl-C or a full disk: leave the old record and no temporary file
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    make_dir(directory)
+    # under the release's lock: a render swapping build/R/ carries the record over, and must not
+    # do so while it is being replaced
+    with storing(path), release_lock(directory):
+        fd, tmp = tempfile.mkstemp(prefix=".record-", dir=directory)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(record, handle, indent=2, sort_keys=True)
+                handle.write("\n")
+            os.replace(tmp, path)
+        except BaseException:  # Ctrl-C or a full disk: leave the old record and no temporary file
+            Path(tmp).unlink(missing_ok=True)
+            raise
     return path

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,9 +16,11 @@ import jinja2
 from pydantic import TypeAdapter, ValidationError
 
 from . import templating
+from .atomic_dir import release_lock, replace_dir
 from .catalog import Catalog
 from .errors import ManifestError, UserError, shown_path
 from .manifest import LoadedRelease, load_release
+from .outputs import make_dir, storing
 from .plan import ImagePlan, plan_image
 from .project import Project
 from .types import ImageRef
@@ -130,14 +131,10 @@ def checked_base(base: str | None) -> str | None:
 
 
 def write(rendered: Rendered) -> None:
-    """Write the context; the subtrees render owns are replaced whole so nothing stale remains."""
+    """Write the context as a whole (atomic_dir.py): what render owns is replaced, nothing stale
+    remains, and what later steps wrote into build/R/ (record, lock, journal, notes) is kept."""
     out = rendered.directory
-    out.mkdir(parents=True, exist_ok=True)
-    for owned in (ENTRYPOINT_DIR, INPUTS_DIR, WORKSPACE_DIR):
-        shutil.rmtree(out / owned, ignore_errors=True)
-    for rel, data in rendered.files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_bytes() != data:
-            path.write_bytes(data)
-        path.chmod(0o755 if rel in rendered.executable else 0o644)
+    owned = {rel.split("/", 1)[0] for rel in rendered.files} | {ENTRYPOINT_DIR, INPUTS_DIR, WORKSPACE_DIR}
+    make_dir(out.parent)
+    with storing(out), release_lock(out):
+        replace_dir(out, rendered.files, rendered.executable, owned)

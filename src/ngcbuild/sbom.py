@@ -24,6 +24,7 @@ from .catalog import Catalog
 from .engine import connect
 from .errors import OperationError, UserError
 from .manifest import load_release
+from .outputs import write_bytes
 from .project import Project
 from .record import read_record, require, write_record
 from .references import ImageRef, ReferenceProblem
@@ -187,8 +188,7 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), uuid.uuid4().urn)
     checked = validate(doc)
     data = (json.dumps(doc, indent=2) + "\n").encode()
-    path = directory / SBOM
-    path.write_bytes(data)
+    path = write_bytes(directory / SBOM, data)
     result = {"path": str(path.relative_to(project.root)), "sha256": hashlib.sha256(data).hexdigest(),
               "image_id": inspected["Id"], "components": len(doc["components"]),
               "python_distributions": len(found["python"]), "deb_packages": len(found["dpkg"])}
