@@ -41,8 +41,7 @@ def replace_dir(directory: Path, files: dict[str, bytes], executable: set[str], 
     over. Returns False when the directory already held exactly these files (nothing written).
     Call under `release_lock`."""
     if os.path.lexists(directory) and not directory.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "is not a directory (move it away; it is where the rendered "
-                                 "context goes)", str(directory))
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(directory))
     if directory.is_dir() and _holds(directory, files, executable, owned):
         return False
     fresh = Path(tempfile.mkdtemp(prefix=f".{directory.name}.render-", dir=directory.parent))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from .errors import ManifestError, excerpt
 from .inputs import read_text
@@ -40,7 +40,7 @@ def parse_pin(body: str, line: int) -> Pin | None:
         return None
     try:
         Version(version)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number too long for int()
         return None
     return Pin(name, version, line)
 

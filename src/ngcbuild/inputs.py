@@ -13,7 +13,8 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import ManifestError, shown_path
+from .errors import ManifestError, OperationError, shown_path
+from .outputs import short_path
 
 
 def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) -> str:
@@ -22,14 +23,14 @@ def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) 
     real = Path(os.path.realpath(path))
     inside = Path(os.path.realpath(within))
     if real != inside and inside not in real.parents:
-        raise ManifestError(path, "", f"is a link to a file outside {shown_path(inside)}; expected {what} "
+        raise ManifestError(path, "", f"is a link to a file outside {_folder(inside)}; expected {what} "
                                       "inside the project (the target was not read)")
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise ManifestError(path, "", missing) from None
     except OSError as exc:
-        raise ManifestError(path, "", f"cannot be read ({_reason(exc)}); expected {what}") from None
+        raise _unreadable(path, exc, what) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -38,7 +39,7 @@ def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) 
             raise ManifestError(path, "", f"file is {info.st_size} bytes; {what} is expected under {limit}")
         raw = _read_at_most(fd, limit + 1)
     except OSError as exc:
-        raise ManifestError(path, "", f"cannot be read ({_reason(exc)}); expected {what}") from None
+        raise _unreadable(path, exc, what) from None
     finally:
         os.close(fd)
     if len(raw) > limit:  # grew after the stat
@@ -47,6 +48,11 @@ def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) 
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
+
+
+def _folder(path: Path) -> str:
+    shown = shown_path(path)
+    return "the project" if shown == "." else shown
 
 
 def exists(path: Path) -> bool:
@@ -75,6 +81,17 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+def _unreadable(path: Path, exc: OSError, what: str) -> Exception:
+    """A file the system cannot give us: the machine's trouble (exit 1) when the path is too long or
+    the disk fails, the input's (exit 2) otherwise (a loop of links, no permission)."""
+    if exc.errno in _MACHINE_TROUBLE:
+        return OperationError(f"{short_path(path)}: cannot be read ({_reason(exc)})")
+    return ManifestError(path, "", f"cannot be read ({_reason(exc)}); expected {what}")
+
+
+_MACHINE_TROUBLE = {errno.ENAMETOOLONG, errno.EIO, errno.ENOMEM, errno.EMFILE, errno.ENFILE}
 
 
 def _reason(exc: OSError) -> str:

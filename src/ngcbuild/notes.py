@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from .catalog import Catalog
 from .constraints import Pin
@@ -208,7 +208,7 @@ def _amp_native(pytorch_version: str | None) -> bool:
         return False
     try:
         return Version(pytorch_version).release >= NATIVE_AMP_SINCE.release
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number too long for int()
         return False
 
 

@@ -25,7 +25,7 @@ def describe(exc: OSError, path=None) -> str:
     """`PATH: what went wrong`, the path shortened when it is very long."""
     where = path if path is not None else (exc.filename or "")
     shown = short_path(where)
-    reason = exc.strerror or type(exc).__name__
+    reason = exc.strerror or (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
     hint = _HINTS.get(exc.errno, "")
     return f"{shown}: {reason}{hint}" if shown else f"{reason}{hint}"
 
@@ -38,7 +38,7 @@ def short_path(path) -> str:
 
 
 _HINTS = {
-    errno.ENOTDIR: " (a part of this path is a file where a directory is needed)",
+    errno.ENOTDIR: " (a file is where a directory is needed)",
     errno.EISDIR: " (a directory is where this file must be written)",
     errno.EEXIST: " (something else is in the way)",
     errno.ENOSPC: " (the disk is full)",
@@ -59,9 +59,10 @@ def storing(path):
 
 def make_dir(path: Path) -> Path:
     with storing(path):
-        path.mkdir(parents=True, exist_ok=True)
-        if not path.is_dir():
-            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:  # a file (or a dangling link) is where the directory goes
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path)) from None
     return path
 
 

@@ -361,14 +361,16 @@ def _text(data) -> str:
 
 
 def _deepen(project: ScratchProject, command: list[str]):
-    """Move the project under a path longer than PATH_MAX and run the command from inside it
-    (through a shell that enters it one step at a time: no absolute path of it can be opened)."""
-    segment = "d" * 200
-    depth = 4200 // len(segment) + 1
+    """Move the project under a path just short of PATH_MAX (4096), so that invoke still finds
+    tasks.py but the files deeper in the project (templates, build/R/...) have paths too long to open.
+    The command runs through a shell that enters the path one step at a time."""
     base = project.root.parent
+    wanted = 4040 - len(str(base)) - len("/project")
+    segments = [("d" * 200)] * (wanted // 201)
+    segments.append("e" * (wanted - 201 * len(segments) - 1))
     fd = os.open(base, os.O_RDONLY)
     try:
-        for _ in range(depth):
+        for segment in segments:
             os.mkdir(segment, dir_fd=fd)
             inner = os.open(segment, os.O_RDONLY, dir_fd=fd)
             os.close(fd)
@@ -376,10 +378,10 @@ def _deepen(project: ScratchProject, command: list[str]):
         os.rename(project.root, "project", dst_dir_fd=fd)
     finally:
         os.close(fd)
-    steps = " && ".join(["cd " + segment] * depth + ["cd project"])
+    steps = " && ".join([f"cd {s}" for s in segments] + ["cd project"])
     shell = f"{steps} && exec " + " ".join(_quote(a) for a in command)
     deep = ScratchProject.__new__(ScratchProject)
-    deep.root = base / "/".join([segment] * depth) / "project"
+    deep.root = base.joinpath(*segments, "project")
     return deep, base, ["bash", "-c", shell]
 
 
