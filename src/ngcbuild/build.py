@@ -91,6 +91,8 @@ def checked_ca_bundle(value: str | None, environ) -> Path | None:
             return None
     path = Path(text)
     expected = "expected a PEM CA bundle"
+    if "\x00" in text:
+        raise UserError(f"{flag} {excerpt(text)}: a path cannot hold a NUL character; {expected}")
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO would block the open
             raise UserError(f"{flag} {shown_path(path)}: not a regular file; {expected}")
