@@ -121,6 +121,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     """Render, build, tag and record `name`. Returns the record. One build of a release at a time:
     two would share build/R/ (its context, record and journal of intermediate containers)."""
     load_release(project, name)  # bad input stops here, before anything is written
+    credentials()  # as does a half-set NGCBUILD_REGISTRY_USER/PASSWORD
     with _exclusive(project.out(name), name):
         return _build_release(project, name, options, out)
 

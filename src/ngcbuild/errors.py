@@ -38,6 +38,9 @@ def excerpt(value, limit: int = 80) -> str:
 
 class ManifestError(UserError):
     def __init__(self, path, key: str, expected: str):
+        # a key comes from the user's file: a newline or a huge key must not make the message many lines
+        if len(key) > 120 or any(ord(c) < 32 or ord(c) == 127 for c in key):
+            key = excerpt(key, 120)
         self.path, self.key, self.expected = shown_path(path), key, expected
         where = f"{self.path}: {key}: " if key else f"{self.path}: "
         super().__init__(where + expected)

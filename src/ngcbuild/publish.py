@@ -57,6 +57,7 @@ def missing_platforms(release, record: dict, context_hash: str) -> list[str]:
 
 def publish_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
     host = registry_host(host)
+    auth = credentials()
     rendered = render_release(project, name)
     release = rendered.plan.release
     directory = rendered.directory
@@ -73,7 +74,6 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     def say(line: str) -> None:
         print(line, file=out, flush=True)
 
-    auth = credentials()
     client = connect()
     registry = Registry(host, auth)
     repository_path = release.image.repository

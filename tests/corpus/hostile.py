@@ -22,6 +22,7 @@ from ..conftest import REPO, ScratchProject
 # A secret that lives outside the project: no message may ever show it.
 SECRET = "s3cr3t-T0KEN-4f9a"
 TIME_BOUND_S = 30
+MAX_MESSAGE = 1000  # characters of a one-line error: short excerpts only
 EVIL = "1" + "a" * 40 + "!"  # the catastrophic-backtracking version of the issue
 
 
@@ -307,6 +308,27 @@ def cases() -> list[HostileCase]:
     add(HostileCase("record-lacks-image", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
                     setup_all(dev, record('{"tags": 5}')), mentions=("record.json",)))
 
+    add(HostileCase("build-half-credentials", "arguments", ("build", "--release", "dev"), dev,
+                    extra_env={"NGCBUILD_REGISTRY_USER": "someone"}, after=nothing_built,
+                    mentions=("NGCBUILD_REGISTRY_PASSWORD",)))
+    add(HostileCase("publish-half-credentials", "arguments", ("publish", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    dev, extra_env={"NGCBUILD_REGISTRY_PASSWORD": SECRET}, after=nothing_built, absent=(SECRET,)))
+
+    # --- values echoed in messages: short, escaped, one line
+    for name, text in [
+        ("key-with-newline", '"sum\\nmary": x\n'),
+        ("key-huge", "k" * 5000 + ": x\n"),
+        ("value-huge-with-controls", "summary: \"" + "\\x1b[31m\\r" * 800 + "\"\n"),
+    ]:
+        add(HostileCase(name, "echoed values", ("render", "--release", "dev"),
+                        setup_all(dev, edit(MANIFEST, "summary: CPU-only development release on Debian bookworm with a "
+                                                      "PyTorch CPU wheel\n", text)), after=nothing_built,
+                        absent=("\x1b[", "\r")))
+    add(HostileCase("release-arg-huge", "echoed values", ("render", "--release", "x" * 5000), dev,
+                    after=nothing_built, mentions=("5000 characters",)))
+    add(HostileCase("label-huge", "echoed values", ("build", "--release", "dev", "--label", "a=" + "\x1b" * 3000), dev,
+                    after=nothing_built, absent=("\x1b",)))
+
     # --- wrong help in errors
     add(HostileCase("extends-float", "wrong help", ("render", "--release", "dev"),
                     setup_all(dev, edit(MANIFEST, "extends: parts/debian-bookworm", "extends: 20.10")),
@@ -410,6 +432,8 @@ def judge(case: HostileCase, outcome: Outcome, project: ScratchProject, outside:
             problems.append(f"message says {fragment!r}: {message[-200:]!r}")
     if not case.exit_status == 0 and len(message.splitlines()) != 1:
         problems.append(f"{len(message.splitlines())} lines of error")
+    if len(message) > MAX_MESSAGE:
+        problems.append(f"a message of {len(message)} characters")
     if connections and not case.engine_allowed:
         problems.append("the engine was contacted")
     try:
