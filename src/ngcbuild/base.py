@@ -14,6 +14,7 @@ import docker
 from .engine import image_exists
 from .errors import OperationError, UserError
 from .model import Release
+from .references import ImageRef
 
 # What Debian's -slim images leave out; kept out of every later apt install too.
 SLIM_DPKG_EXCLUDES = """\
@@ -67,7 +68,8 @@ def make_base(client: docker.APIClient, release: Release, log=print) -> str:
     if shutil.which("debootstrap") is None:
         raise OperationError("debootstrap is not installed (apt-get install debootstrap)")
     arch = release.build.platform.split("/")[1]
-    repository, tag = release.base.image.rsplit(":", 1)
+    base = ImageRef.parse(release.base.image)
+    repository, tag = base.repository, base.tag
     with tempfile.TemporaryDirectory(prefix="ngcbuild-base-", dir="/var/tmp") as tmp:
         root = Path(tmp) / "root"
         command = ["debootstrap", f"--variant={spec.variant}", f"--arch={arch}", spec.suite, str(root), spec.mirror]

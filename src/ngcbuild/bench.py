@@ -26,6 +26,7 @@ from .events import BuildStream, PushStream
 from .manifest import load_release
 from .project import Project
 from .record import read_record
+from .references import registry_host
 from .render import render_files
 from .wheelhouse import select_wheels
 
@@ -338,6 +339,7 @@ def run_bench(project: Project, runs: int = 3, registry: str | None = None, out_
               log=print, release: str = RELEASE, skip_path_only: bool = False) -> Path:
     if release not in BUMPS:
         raise UserError(f"--release {release!r}: the benchmark knows {', '.join(BUMPS)}")
+    registry = registry_host(registry) if registry is not None else None
     bench = Bench(project, runs, log, release)
     if skip_path_only:
         return _skip_path_section(bench, out_path or project.root / "BENCHMARKS.md", runs)

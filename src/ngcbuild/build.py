@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import io
 import os
+import stat
 import subprocess
 import sys
 import tarfile
@@ -26,12 +27,15 @@ import urllib3
 
 from . import context_cache
 from .engine import connect
-from .errors import BuildFailed, OperationError, UserError, shown_path
+from .errors import BuildFailed, OperationError, UserError, excerpt, shown_path
 from .events import TAIL_LINES, BuildStream
 from .leftovers import Journal, remove_containers
 from .names import ImageNames, check_release_name
+from .outputs import make_dir, storing
 from .project import Project
 from .record import BuildFacts, BuildRecord, record_build, record_path
+from .references import ImageRef, registry_host
+from .registry import credentials
 from .stamp import current_stamp
 from .wheelhouse import default_wheelhouse, select_wheels
 
@@ -45,6 +49,7 @@ DEFAULT_REGISTRY = "nvcr.io"
 CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 CONTEXT_HASH_LABEL = context_cache.CONTEXT_HASH_LABEL
 PLATFORMS = ("linux/amd64", "linux/arm64")
+MAX_CA_BYTES = 10_000_000
 # What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
 ENGINE_GONE = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError)
 
@@ -67,20 +72,58 @@ class BuildOptions:
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
                  environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
                  labels: list[str] | None = None) -> BuildOptions:
-    """Command-line values, with the defaults a machine behind a proxy expects."""
-    ca = Path(ca_bundle) if ca_bundle else next((Path(environ[v]) for v in CA_ENV_VARS if environ.get(v)), None)
-    if ca is not None and not ca.is_file():
-        raise UserError(f"--ca-bundle {ca}: no such file")
-    house = Path(wheelhouse) if wheelhouse else default_wheelhouse(environ)
+    """Command-line values, with the defaults a machine behind a proxy expects. Every one is checked
+    here, before anything is rendered, locked, tagged or asked of the engine."""
+    ca = checked_ca_bundle(ca_bundle, environ)
+    house = checked_wheelhouse(wheelhouse) if wheelhouse is not None else default_wheelhouse(environ)
     lookup_registry = registry is not None
-    registry = (registry or DEFAULT_REGISTRY).rstrip("/")
-    if "/" in registry or not registry:
-        raise UserError(f"--registry {registry!r}: expected HOST[:PORT] such as localhost:5000")
+    registry = DEFAULT_REGISTRY if registry is None else registry_host(registry)
     if platform is not None and platform not in PLATFORMS:
-        raise UserError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
-    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache, base=base,
-                        platform=platform, force=force, lookup_registry=lookup_registry,
+        raise UserError(f"--platform {excerpt(platform)}: expected one of {', '.join(PLATFORMS)}")
+    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
+                        base=_checked_base(base), platform=platform, force=force, lookup_registry=lookup_registry,
                         labels=context_cache.parse_labels(labels or []))
+
+
+def checked_ca_bundle(value: str | None, environ) -> Path | None:
+    """--ca-bundle (or the first CA variable set): a readable file holding PEM certificates. Its
+    content is never shown: it is not ours to print."""
+    if value is not None:
+        flag, text = "--ca-bundle", value
+    else:
+        flag, text = next(((f"${v}", environ[v]) for v in CA_ENV_VARS if environ.get(v)), (None, None))
+        if flag is None:
+            return None
+    path = Path(text)
+    expected = "expected a PEM CA bundle"
+    if "\x00" in text:
+        raise UserError(f"{flag} {excerpt(text)}: a path cannot hold a NUL character; {expected}")
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO would block the open
+            raise UserError(f"{flag} {shown_path(path)}: not a regular file; {expected}")
+        with path.open("rb") as handle:
+            head = handle.read(MAX_CA_BYTES + 1)
+    except OSError as exc:
+        raise UserError(f"{flag} {shown_path(path)}: cannot be read ({exc.strerror}); {expected}") from None
+    if len(head) > MAX_CA_BYTES or b"-----BEGIN CERTIFICATE-----" not in head:
+        raise UserError(f"{flag} {shown_path(path)}: expected a PEM CA bundle (-----BEGIN CERTIFICATE----- "
+                        f"blocks, under {MAX_CA_BYTES // 1_000_000} MB); its content is not shown")
+    return path
+
+
+def _checked_base(base: str | None) -> str | None:
+    if base is None:
+        return None
+    from .render import checked_base  # the image reference type of the manifest (pydantic)
+
+    return checked_base(base)
+
+
+def checked_wheelhouse(value: str) -> Path:
+    path = Path(value)
+    if not value or not path.is_dir():
+        raise UserError(f"--wheelhouse {excerpt(value)}: expected a directory of wheels")
+    return path
 
 
 def image_repository(registry: str, names: ImageNames) -> str:
@@ -94,6 +137,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     An unchanged release (its inputs as build/R/ was rendered from them, see stamp.py) whose image
     exists is reused without loading or rendering it: the path CI takes most often is the fast one."""
     check_release_name(name)
+    credentials()  # a half-set NGCBUILD_REGISTRY_USER/PASSWORD stops here, before anything is written
     say = _printer(out)
     if not options.force:
         stamp = current_stamp(project, name, options.base)
@@ -113,7 +157,6 @@ def _reuse(client, directory: Path, names: ImageNames, context_hash: str, option
     """The record of an image of this context found locally or (with --registry) in the registry."""
     if options.force:
         return None
-    from .registry import credentials
     from .registry_api import Registry
 
     auth = credentials()
@@ -124,8 +167,10 @@ def _reuse(client, directory: Path, names: ImageNames, context_hash: str, option
 
 @contextmanager
 def _exclusive(directory: Path, name: str):
-    directory.mkdir(parents=True, exist_ok=True)
-    with (directory / ".build.lock").open("w") as lock:
+    make_dir(directory)
+    with storing(directory / ".build.lock"):
+        lock = (directory / ".build.lock").open("w")
+    with lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -168,9 +213,8 @@ def _build_release(project: Project, loaded, options: BuildOptions, say) -> dict
 
     tags = context_cache.build_tags(repository, names, rendered.context_hash, platform)
     try:
-        for ref in tags:
-            repo, tag = ref.rsplit(":", 1)
-            client.tag(stream.image_id, repo, tag, force=True)
+        for ref in map(ImageRef.parse, tags):
+            client.tag(stream.image_id, ref.repository, ref.tag, force=True)
         image = client.inspect_image(stream.image_id)
     except ENGINE_GONE as exc:
         raise BuildFailed(

@@ -10,12 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import safeyaml
 from .errors import ManifestError
+from .inputs import read_text
 from .project import Project
 from .types import EnvName, LabelKey, PackageName, Text
+
+MAX_BYTES = 1_000_000
 
 
 class CatalogEntry(BaseModel):
@@ -49,10 +52,14 @@ class Catalog:
     @classmethod
     def load(cls, project: Project) -> "Catalog":
         path = project.image_templates / "components.yaml"
+        text = read_text(path, MAX_BYTES, "the component catalog (a YAML mapping)", "component catalog not found",
+                         within=project.root)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ManifestError(path, "", f"cannot read the component catalog: {exc}") from None
+            data = safeyaml.load(text) or {}
+        except safeyaml.YamlProblem as exc:
+            raise ManifestError(path, exc.key, exc.message) from None
+        if not isinstance(data, dict):
+            raise ManifestError(path, "", f"expected a mapping of component names, got {type(data).__name__}")
         entries = {}
         for name, raw in data.items():
             try:

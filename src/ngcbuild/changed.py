@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from .errors import UserError
+from .errors import OperationError, UserError, excerpt, shown_path
 from .manifest import buildable_releases, load_release
 from .project import Project
 
@@ -23,17 +23,33 @@ RUNNERS = {
 }
 
 
+def _git(project: Project, *args: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", "-C", str(project.root), *args], capture_output=True, text=True,
+                              timeout=60, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OperationError(f"cannot run git to find changed files: {exc}") from None
+
+
+def commit_of(project: Project, ref: str, flag: str = "--base") -> str:
+    """The commit `ref` names, verified. A ref is never handed to git where it could be read as an
+    option (`--output=FILE`), and only a commit is accepted (not a range, not a tree)."""
+    if not isinstance(ref, str) or not ref or ref.startswith("-") or any(ord(c) < 32 or ord(c) == 127 for c in ref):
+        raise UserError(f"{flag} {excerpt(ref)}: expected a commit, tag or branch name")
+    result = _git(project, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if result.returncode != 0 or not result.stdout.strip():
+        raise UserError(f"{flag} {excerpt(ref)}: no such commit, tag or branch in {shown_path(project.root) or '.'}")
+    return result.stdout.strip()
+
+
 def changed_files(project: Project, base: str, head: str = "HEAD") -> list[str]:
     """Paths (relative to the project) changed between the merge base of `base` and `head`."""
-    command = ["git", "-C", str(project.root), "diff", "--name-only", "--no-renames", f"{base}...{head}"]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise UserError(f"cannot run git to find changed files: {exc}") from None
+    base_commit, head_commit = commit_of(project, base), commit_of(project, head, "head")
+    result = _git(project, "diff", "--name-only", "--no-renames", f"{base_commit}...{head_commit}", "--")
     if result.returncode != 0:
-        raise UserError(f"--base {base!r}: git diff failed: {result.stderr.strip()}")
-    top = subprocess.run(["git", "-C", str(project.root), "rev-parse", "--show-toplevel"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+        message = (result.stderr.strip().splitlines() or ["no message"])[0]
+        raise OperationError(f"--base {excerpt(base)}: git diff failed: {excerpt(message, 200)}")
+    top = _git(project, "rev-parse", "--show-toplevel").stdout.strip()
     prefix = project.root.resolve().relative_to(Path(top).resolve())
     files = []
     for line in result.stdout.splitlines():

@@ -14,14 +14,15 @@ import time
 
 import docker
 
-from .errors import UserError
+from .errors import UserError, excerpt
 from .names import ImageNames
 from .record import BuildRecord, record_build
+from .references import ImageRef
 from .registry_api import Registry, RegistryError
 
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
 HASH_CHARS = 12
-_LABEL_KEY_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
+_LABEL_KEY_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
 
 
 def parse_labels(items: list[str]) -> tuple[tuple[str, str], ...]:
@@ -30,9 +31,10 @@ def parse_labels(items: list[str]) -> tuple[tuple[str, str], ...]:
     labels = []
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not _LABEL_KEY_RE.match(key) or key == CONTEXT_HASH_LABEL or "\n" in value:
-            raise UserError(f"--label {item!r}: expected KEY=VALUE with a lower-case dotted key "
-                            f"(not {CONTEXT_HASH_LABEL})")
+        control = any(ord(c) < 32 or ord(c) == 127 for c in item)
+        if not sep or not _LABEL_KEY_RE.fullmatch(key) or key == CONTEXT_HASH_LABEL or control:
+            raise UserError(f"--label {excerpt(item)}: expected KEY=VALUE with a lower-case dotted key "
+                            f"(not {CONTEXT_HASH_LABEL}) and no control characters")
         labels.append((key, value))
     return tuple(labels)
 
@@ -109,15 +111,14 @@ def reuse(client, names: ImageNames, directory, repository: str, context_hash: s
     image = find_local(client, tags[1], context_hash, platform)
     where = "locally"
     if image is None and registry is not None:
-        image = find_in_registry(client, registry, repository.split("/", 1)[1], tags[1].rsplit(":", 1)[1],
-                                 context_hash, platform, auth, say)
+        hashed = ImageRef.parse(tags[1])
+        image = find_in_registry(client, registry, hashed.path, hashed.tag, context_hash, platform, auth, say)
         where = f"in {registry.host}"
     if image is None:
         return None
-    for ref in tags:
-        repo, tag = ref.rsplit(":", 1)
-        client.tag(image["Id"], repo, tag, force=True)
-    record = record_build(directory, BuildRecord.of_image(names, image, tags, repository.split("/", 1)[0],
+    for ref in map(ImageRef.parse, tags):
+        client.tag(image["Id"], ref.repository, ref.tag, force=True)
+    record = record_build(directory, BuildRecord.of_image(names, image, tags, ImageRef(repository).host,
                                                           context_hash, platform))
     say(f"skipped the build of {names.release} ({platform}): context {context_hash[:HASH_CHARS]} is already "
         f"built {where} as {image['Id'][:19]}; reused it and tagged {', '.join(tags)} in "

@@ -27,8 +27,20 @@ def shown_path(path) -> str:
     return text if relative.startswith("..") else relative
 
 
+def excerpt(value, limit: int = 80) -> str:
+    """A value for a message: repr (control characters, quotes and newlines escaped), never long."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, (str, bytes)) else ""
+    return text[:limit] + "..." + size
+
+
 class ManifestError(UserError):
     def __init__(self, path, key: str, expected: str):
+        # a key comes from the user's file: a newline or a huge key must not make the message many lines
+        if len(key) > 120 or any(ord(c) < 32 or ord(c) == 127 for c in key):
+            key = excerpt(key, 120)
         self.path, self.key, self.expected = shown_path(path), key, expected
         where = f"{self.path}: {key}: " if key else f"{self.path}: "
         super().__init__(where + expected)

@@ -15,9 +15,13 @@ from pathlib import Path
 
 import docker
 
+from . import inputs
+from .outputs import storing
+
 JOURNAL = ".intermediate-containers"
 # How long to keep trying: the engine may itself be removing a container it was cancelling.
 GRACE_S = 20
+MAX_BYTES = 1_000_000
 
 
 class Journal:
@@ -28,20 +32,20 @@ class Journal:
         self._written: set[str] = set()
 
     def read(self) -> list[str]:
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not inputs.exists(self.path):
             return []
+        text = inputs.read_text(self.path, MAX_BYTES, "a list of container ids", "", within=self.path.parent)
         return [line for line in (raw.strip() for raw in text.splitlines()) if line.isalnum()]
 
     def add(self, ids) -> None:
         new = [i for i in ids if i not in self._written]
         if not new:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write("".join(f"{i}\n" for i in new))
-            handle.flush()
+        with storing(self.path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write("".join(f"{i}\n" for i in new))
+                handle.flush()
         self._written.update(new)
 
     def clear(self) -> None:

@@ -6,6 +6,7 @@ Every problem becomes one `ManifestError` naming the file, the key path and what
 from __future__ import annotations
 
 import difflib
+import os
 import types as pytypes
 import typing
 from dataclasses import dataclass
@@ -13,13 +14,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from . import safeyaml
+from . import inputs, safeyaml
 from .catalog import Catalog
 from .constraints import Constraints, load_constraints
-from .errors import ManifestError, UserError, shown_path
+from .errors import ManifestError, UserError, excerpt, shown_path
 from .inputs import read_text
 from .model import Release
-from .names import check_release_name
+from .names import RELEASE_NAME_RE, check_release_name
 from .project import Project
 from .types import release_parts
 
@@ -38,8 +39,15 @@ class LoadedRelease:
 
 
 def release_names(project: Project) -> list[str]:
-    """Every release with a manifest (shared parts under manifests/parts/ are not releases)."""
-    return sorted(p.stem for p in project.manifests.glob("*.yaml"))
+    """Every release with a manifest (shared parts under manifests/parts/ are not releases). A file
+    whose name is no release name is an error naming that file: no command was given that name."""
+    names = []
+    for path in sorted(project.manifests.glob("*.yaml")):
+        if not RELEASE_NAME_RE.fullmatch(path.stem):
+            raise ManifestError(path, "", f"{path.stem!r} is not a release name (YY.MM such as 25.12, or a "
+                                          "lower-case word such as dev); rename the file or move it out of manifests/")
+        names.append(path.stem)
+    return names
 
 
 def buildable_releases(project: Project) -> list[str]:
@@ -50,7 +58,7 @@ def buildable_releases(project: Project) -> list[str]:
 def load_release(project: Project, name: str) -> LoadedRelease:
     check_release_name(name)
     path = project.manifests / f"{name}.yaml"
-    if not path.is_file():
+    if not inputs.exists(path):
         known = release_names(project)
         hint = _did_you_mean(name, known)
         raise UserError(f"{shown_path(path)}: no such manifest; known releases: {', '.join(known) or 'none'}{hint}")
@@ -61,13 +69,14 @@ def load_release(project: Project, name: str) -> LoadedRelease:
     _check_components(path, release, catalog)
     constraints = None
     if release.status == "buildable":
-        constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path))
+        constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path),
+                                       within=project.root)
         _check_pins_agree(path, release, catalog, constraints)
     return LoadedRelease(release, path, chain, constraints, catalog)
 
 
-def _read_yaml(path: Path) -> dict:
-    text = read_text(path, MAX_MANIFEST_BYTES, "a manifest", "file not found")
+def _read_yaml(project: Project, path: Path) -> dict:
+    text = read_text(path, MAX_MANIFEST_BYTES, "a manifest", "file not found", within=project.root)
     try:
         data = safeyaml.load(text)
     except safeyaml.YamlProblem as exc:
@@ -84,7 +93,7 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
     if path in seen:
         cycle = " -> ".join(p.name for p in (*seen, path))
         raise ManifestError(seen[-1], "extends", f"cycle: {cycle}")
-    data = _read_yaml(path)
+    data = _read_yaml(project, path)
     parents = data.pop("extends", None)
     if parents is None:
         return data, (path,)
@@ -93,18 +102,19 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
     if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
         number = next((p for p in (parents if isinstance(parents, list) else [parents])
                        if isinstance(p, (int, float)) and not isinstance(p, bool)), None)
-        hint = f" (YAML read {number!r} as a number: quote it, '{number}')" if number is not None else ""
+        hint = f" ({safeyaml.number_hint(number)})" if number is not None else ""
         raise ManifestError(path, "extends",
                             f"expected a manifest name or a list of names (e.g. parts/debian){hint}")
     merged: dict = {}
     chain: tuple[Path, ...] = ()
     for parent in parents:
-        parent_path = (project.manifests / f"{parent}.yaml").resolve()
-        if project.manifests.resolve() not in parent_path.parents:
-            raise ManifestError(path, "extends", f"{parent!r} is outside {shown_path(project.manifests)}")
-        if not parent_path.is_file():
+        # normalised, not resolved: a link is the reader's to judge (and must stay inside the project)
+        parent_path = Path(os.path.normpath((project.manifests / f"{parent}.yaml").absolute()))
+        if Path(os.path.normpath(project.manifests.absolute())) not in parent_path.parents:
+            raise ManifestError(path, "extends", f"{excerpt(parent)} is outside {shown_path(project.manifests)}")
+        if not inputs.exists(parent_path):
             raise ManifestError(path, "extends",
-                                f"parent {parent!r} not found ({shown_path(parent_path)} does not exist)")
+                                f"parent {excerpt(parent)} not found ({shown_path(parent_path)} does not exist)")
         parent_data, parent_chain = _resolve(project, parent_path, (*seen, path))
         merged = deep_merge(merged, parent_data)
         chain += parent_chain
@@ -169,7 +179,7 @@ def describe_error(model: type[BaseModel], error: dict) -> tuple[str, str]:
             what = "one of " + error["ctx"]["expected"]
         hint = ""
         if kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
-            hint = f" (YAML read {value!r} as a number: quote it, '{value}')"
+            hint = f" ({safeyaml.number_hint(value)})"
         return key, f"expected {what}, got {_show(value)}{hint}"
     return key, error["msg"]
 
@@ -179,7 +189,8 @@ def _show(value) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
-    return repr(value)
+    source = getattr(value, "source", None)  # a number as written (20.10, not 20.1)
+    return source if source is not None and len(source) <= 80 else excerpt(value)
 
 
 def _fields_at(model: type[BaseModel], loc: tuple) -> set[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from .errors import UserError
+from .errors import UserError, excerpt
 
 RELEASE_NAME_RE = re.compile(r"[0-9]{2}\.[0-9]{2}|[a-z][a-z0-9-]{0,30}")
 
@@ -15,7 +15,7 @@ def check_release_name(name: str) -> None:
     """The --release argument becomes a file name, a build/ folder and an image tag: a path or shell
     characters in it would reach all three."""
     if not isinstance(name, str) or not RELEASE_NAME_RE.fullmatch(name):
-        raise UserError(f"--release {name!r}: expected a release name (YY.MM such as 25.12, or a lower-case "
+        raise UserError(f"--release {excerpt(name)}: expected a release name (YY.MM such as 25.12, or a lower-case "
                         "word such as dev) naming a file manifests/NAME.yaml")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from .catalog import Catalog
 from .constraints import Pin
@@ -18,6 +18,7 @@ from .diff import diff_releases, drafted_features
 from .documents import document_environment
 from .facts import Group, Item, Segment, component_group, component_item, component_segment, os_text, used_provenances
 from .model import DriverRequirements, Example, GpuRequirements, Release
+from .outputs import write_text
 from .project import Project
 from .releases import Series
 
@@ -152,9 +153,7 @@ def write_notes(project: Project, name: str) -> Path:
     series = Series.load(project)
     text = render_notes(series, name, project)
     path = project.out(name) / FILE_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_text(path, text)
 
 
 def _facts(facts) -> list[Item]:
@@ -209,7 +208,7 @@ def _amp_native(pytorch_version: str | None) -> bool:
         return False
     try:
         return Version(pytorch_version).release >= NATIVE_AMP_SINCE.release
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number too long for int()
         return False
 
 

@@ -17,10 +17,11 @@ import sys
 import tempfile
 import time
 
-from .errors import OperationError, UserError
+from .errors import ManifestError, OperationError, UserError
 from .manifest import load_release
 from .project import Project
-from .record import read_record, utc_timestamp, write_record
+from .record import read_record, record_path, utc_timestamp, write_record
+from .references import registry_host
 from .registry import credentials
 from .registry_api import Registry, base_url
 
@@ -60,17 +61,18 @@ def check_smoke(record: dict, name: str, images: set[str]) -> dict:
 
 
 def promote_release(project: Project, name: str, source: str, target: str, out=sys.stdout) -> dict:
-    source, target = source.rstrip("/"), target.rstrip("/")
-    for flag, host in (("--from", source), ("--to", target)):
-        if not host or "/" in host:
-            raise UserError(f"{flag} {host!r}: expected HOST[:PORT] such as localhost:5000")
+    source, target = registry_host(source, "--from"), registry_host(target, "--to")
     if source == target:
         raise UserError(f"--from and --to are both {source}")
     release = load_release(project, name).release
     directory = project.out(name)
     record = read_record(directory)
     repository, tag = release.image.repository, release.tag
-    found = source_entry(record, f"{source}/{repository}:{tag}")
+    try:
+        found = source_entry(record, f"{source}/{repository}:{tag}")
+    except (KeyError, TypeError, AttributeError):
+        raise ManifestError(record_path(directory), "published",
+                            "does not say which images the published list holds; rebuild and publish again") from None
     if found is None:
         raise PromoteRefused(f"{source}/{repository}:{tag} is not in the record of {name}: push or publish it "
                              f"there first (`invoke push --release {name} --registry {source}`)")

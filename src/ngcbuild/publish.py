@@ -15,10 +15,11 @@ import docker
 
 from .context_cache import arch_of, platform_tag
 from .engine import connect
-from .errors import OperationError, UserError
+from .errors import OperationError
 from .project import Project
 from .record import read_record, utc_timestamp, write_record
-from .registry import credentials, push_with_retries
+from .references import registry_host
+from .registry import credentials, push_with_retries, record_tag
 from .registry_api import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, Registry, RegistryError
 from .render import render_release
 
@@ -55,9 +56,8 @@ def missing_platforms(release, record: dict, context_hash: str) -> list[str]:
 
 
 def publish_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
-    host = host.rstrip("/")
-    if not host or "/" in host:
-        raise UserError(f"--registry {host!r}: expected HOST[:PORT] such as localhost:5000")
+    host = registry_host(host)
+    auth = credentials()
     rendered = render_release(project, name)
     release = rendered.plan.release
     directory = rendered.directory
@@ -74,7 +74,6 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     def say(line: str) -> None:
         print(line, file=out, flush=True)
 
-    auth = credentials()
     client = connect()
     registry = Registry(host, auth)
     repository_path = release.image.repository
@@ -85,7 +84,7 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
         image = _checked_image(client, name, platform, built["image_id"])
         own = platform_tag(release.tag, platform)
         # the per-platform tag, and the hash tags (skip-by-hash looks for them in the registry)
-        tags = [own] + [ref.rsplit(":", 1)[1] for ref in built["tags"] if ref.rsplit(":", 1)[1] != release.tag]
+        tags = [own] + [t for t in (record_tag(ref, directory) for ref in built["tags"]) if t != release.tag]
         digest = None
         for tag in dict.fromkeys(tags):
             client.tag(image["Id"], repository, tag, force=True)

@@ -6,16 +6,18 @@ from __future__ import annotations
 import os
 import sys
 import time
+from contextlib import contextmanager
 
 import docker
 import requests
 import urllib3
 
 from .engine import connect
-from .errors import PushFailed, UserError
+from .errors import ManifestError, PushFailed, UserError, excerpt
 from .events import PushStream
 from .project import Project
-from .record import read_record, utc_timestamp, write_record
+from .record import read_record, record_path, require, utc_timestamp, write_record
+from .references import ImageRef, ReferenceProblem, registry_host
 
 ATTEMPTS = 4
 BACKOFF_S = 2.0
@@ -40,15 +42,15 @@ def is_transient(message: str) -> bool:
 def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
     from .manifest import load_release  # pydantic: not for the callers that need only `credentials`
 
+    host = registry_host(host)
+    auth = credentials()
     release = load_release(project, name).release
     directory = project.out(name)
     record = read_record(directory)
-    host = host.rstrip("/")
-    if not host or "/" in host:
-        raise UserError(f"--registry {host!r}: expected HOST[:PORT] such as localhost:5000")
-    auth = credentials()
+    image_id = require(record, directory, "image_id", str, "the id of the built image")
+    tags = sorted({record_tag(ref, directory) for ref in require(record, directory, "tags", list,
+                                                                 "a list of image references")})
     client = connect()
-    image_id = record["image_id"]
     try:
         client.inspect_image(image_id)
     except docker.errors.ImageNotFound:
@@ -56,24 +58,66 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
                         f"rebuild it (`invoke build --release {name}`)") from None
 
     repository = f"{host}/{release.image.repository}"
-    tags = sorted({ref.rsplit(":", 1)[1] for ref in record["tags"]})
     pushed = {}
-    for tag in tags:
-        client.tag(image_id, repository, tag, force=True)
-        ref = f"{repository}:{tag}"
-        print(f"pushing {ref}", file=out, flush=True)
-        stream = push_with_retries(client, repository, tag, auth, out, sleep)
-        served = _digest_served(client, ref, auth)
-        if served != stream.digest:
-            raise PushFailed(f"{ref}: the push reported {stream.digest} but the registry serves {served}; "
-                             "the local image is kept, nothing was recorded")
-        pushed[ref] = {"digest": stream.digest, "size": stream.size, "registry": host,
-                       "at": utc_timestamp()}
-        print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
+    with registry_tags(client, image_id, out) as tag_for_push:
+        for tag in tags:
+            ref = tag_for_push(repository, tag)
+            print(f"pushing {ref}", file=out, flush=True)
+            stream = push_with_retries(client, repository, tag, auth, out, sleep)
+            served = _digest_served(client, ref, auth)
+            if served != stream.digest:
+                raise PushFailed(f"{ref}: the push reported {stream.digest} but the registry serves {served}; "
+                                 "the local image is kept, nothing was recorded")
+            pushed[ref] = {"digest": stream.digest, "size": stream.size, "registry": host,
+                           "at": utc_timestamp()}
+            print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
     record.setdefault("pushed", {}).update(pushed)
     record["tags"] = sorted(set(record["tags"]) | set(pushed))
     write_record(directory, record)
     return pushed
+
+
+def record_tag(ref, directory) -> str:
+    """The tag of an image reference the record lists, or a clean error naming the record."""
+    try:
+        tag = ImageRef.parse(ref).tag
+    except ReferenceProblem as exc:
+        raise ManifestError(record_path(directory), "tags", f"{exc}; rebuild to rewrite the record") from None
+    if tag is None:
+        raise ManifestError(record_path(directory), "tags", f"{excerpt(ref)} has no tag; rebuild to rewrite the record")
+    return tag
+
+
+@contextmanager
+def registry_tags(client, image_id: str, out):
+    """Tags `image_id` for pushing; when the push fails, every tag it added is removed again and every
+    tag it moved goes back to its image, so a failed push leaves the engine's tags as they were."""
+    before: dict[ImageRef, str | None] = {}
+
+    def tag_for_push(repository: str, tag: str) -> str:
+        ref = ImageRef(repository, tag)
+        if ref not in before:
+            try:
+                before[ref] = client.inspect_image(str(ref))["Id"]
+            except docker.errors.ImageNotFound:
+                before[ref] = None
+        client.tag(image_id, repository, tag, force=True)
+        return str(ref)
+
+    try:
+        yield tag_for_push
+    except BaseException:
+        for ref, previous in before.items():
+            if previous == image_id:
+                continue
+            try:
+                if previous is None:
+                    client.remove_image(str(ref), noprune=True)
+                else:
+                    client.tag(previous, ref.repository, ref.tag, force=True)
+            except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+                print(f"warning: could not restore the tag {ref} after the failed push ({exc})", file=out, flush=True)
+        raise
 
 
 def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> PushStream:
@@ -100,7 +144,7 @@ def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> Pu
         sleep(delay)
     hint = ""
     if "connection refused" in last.lower():
-        hint = f"; is a registry running at {repository.split('/', 1)[0]}?"
+        hint = f"; is a registry running at {ImageRef(repository).host}?"
     raise PushFailed(f"{repository}:{tag}: push failed after {attempt} attempt(s): {_first_line(last)}{hint}; "
                      "the local image is kept")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +16,10 @@ import jinja2
 from pydantic import TypeAdapter, ValidationError
 
 from . import templating
+from .atomic_dir import release_lock, replace_dir
 from .errors import ManifestError, UserError, shown_path
 from .manifest import LoadedRelease, load_release
+from .outputs import make_dir, storing
 from .plan import ImagePlan, plan_image
 from .project import Project
 from .stamp import write_stamp
@@ -79,7 +80,7 @@ def render_files(project: Project, loaded: LoadedRelease, base: str | None = Non
     if release.status == "archived":
         raise UserError(f"{shown_path(loaded.path)}: status: release {release.release} is archived (documentation "
                         "only: its base images are gone); render and build refuse it, notes/matrix/diff include it")
-    plan = plan_image(loaded, loaded.catalog, base=_checked_base(base))
+    plan = plan_image(loaded, loaded.catalog, base=checked_base(base))
     env = environment(project)
     _check_partials(project, loaded, plan)
     context = {"release": release, "plan": plan, "inputs": DEFAULT_INPUTS}
@@ -127,7 +128,7 @@ def _check_partials(project: Project, loaded: LoadedRelease, plan: ImagePlan) ->
                                 f"no template {partial} for {loaded.release.python.install!r}")
 
 
-def _checked_base(base: str | None) -> str | None:
+def checked_base(base: str | None) -> str | None:
     """--base: a mirror of the base image; validated like the manifest's own value."""
     if base is None:
         return None
@@ -138,14 +139,10 @@ def _checked_base(base: str | None) -> str | None:
 
 
 def write(rendered: Rendered) -> None:
-    """Write the context; the subtrees render owns are replaced whole so nothing stale remains."""
+    """Write the context as a whole (atomic_dir.py): what render owns is replaced, nothing stale
+    remains, and what later steps wrote into build/R/ (record, lock, journal, notes) is kept."""
     out = rendered.directory
-    out.mkdir(parents=True, exist_ok=True)
-    for owned in (ENTRYPOINT_DIR, INPUTS_DIR, WORKSPACE_DIR):
-        shutil.rmtree(out / owned, ignore_errors=True)
-    for rel, data in rendered.files.items():
-        path = out / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_bytes() != data:
-            path.write_bytes(data)
-        path.chmod(0o755 if rel in rendered.executable else 0o644)
+    owned = {rel.split("/", 1)[0] for rel in rendered.files} | {ENTRYPOINT_DIR, INPUTS_DIR, WORKSPACE_DIR}
+    make_dir(out.parent)
+    with storing(out), release_lock(out):
+        replace_dir(out, rendered.files, rendered.executable, owned)

@@ -16,6 +16,32 @@ MAX_VALUES = 100_000
 MAX_DEPTH = 64
 
 
+class YamlFloat(float):
+    """A float that remembers how it was written: YAML reads `20.10` as 20.1, and a message that says
+    "quote it" must show what the user typed."""
+
+    source: str
+
+    def __new__(cls, value: float, source: str):
+        number = super().__new__(cls, value)
+        number.source = source
+        return number
+
+
+class _Loader(yaml.SafeLoader):
+    def construct_yaml_float(self, node):
+        return YamlFloat(super().construct_yaml_float(node), str(node.value))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+
+
+def number_hint(value) -> str:
+    """'YAML read 20.10 as a number: quote it, '20.10'', in the words the user wrote."""
+    text = getattr(value, "source", None) or repr(value)
+    return f"YAML read {text} as a number: quote it, '{text}'"
+
+
 class YamlProblem(Exception):
     """`key` is the dotted key path where the problem is ('' for the whole file)."""
 
@@ -28,7 +54,7 @@ def load(text: str):
     """Parse one YAML document. Returns None for an empty document."""
     try:
         # The reader checks every character as it is created: a NUL byte fails here.
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
     except yaml.YAMLError as exc:
         raise YamlProblem("", "invalid YAML: " + _describe(exc)) from None
     try:

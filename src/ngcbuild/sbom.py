@@ -23,8 +23,10 @@ from .catalog import Catalog
 from .engine import connect
 from .errors import OperationError, UserError
 from .manifest import load_release
+from .outputs import write_bytes
 from .project import Project
-from .record import read_record, utc_timestamp, write_record
+from .record import read_record, require, utc_timestamp, write_record
+from .references import ImageRef, ReferenceProblem
 
 SBOM = "sbom.cdx.json"
 SPEC_VERSION = "1.5"
@@ -137,7 +139,7 @@ def document(release, catalog: Catalog, found: dict, image: dict, ref: str, reco
             "timestamp": now,
             "tools": {"components": [{"type": "application", "name": "ngcbuild", "version": tool_version}]},
             "component": {
-                "type": "container", "bom-ref": "image", "name": ref.rsplit(":", 1)[0],
+                "type": "container", "bom-ref": "image", "name": _repository_of(ref),
                 "version": release.tag,
                 "properties": _props(**{"image-id": image["Id"], "context-sha256": record.get("context_sha256"),
                                         "platform": f"{image.get('Os')}/{image.get('Architecture')}",
@@ -173,7 +175,7 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
     release = loaded.release
     directory = project.out(name)
     record = read_record(directory)
-    ref = image or record["image_id"]
+    ref = image or require(record, directory, "image_id", str, "the id of the built image")
     client = connect()
     try:
         inspected = client.inspect_image(ref)
@@ -185,8 +187,7 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
                    utc_timestamp(), uuid.uuid4().urn)
     checked = validate(doc)
     data = (json.dumps(doc, indent=2) + "\n").encode()
-    path = directory / SBOM
-    path.write_bytes(data)
+    path = write_bytes(directory / SBOM, data)
     result = {"path": str(path.relative_to(project.root)), "sha256": hashlib.sha256(data).hexdigest(),
               "image_id": inspected["Id"], "components": len(doc["components"]),
               "python_distributions": len(found["python"]), "deb_packages": len(found["dpkg"])}
@@ -196,3 +197,11 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
           f"{len(release.components)} manifest components; {checked}; sha256 {result['sha256'][:12]})",
           file=out, flush=True)
     return result
+
+
+def _repository_of(ref: str) -> str:
+    """The component name: the repository of the image's reference (the reference itself if it has none)."""
+    try:
+        return ImageRef.parse(ref).repository
+    except ReferenceProblem:
+        return ref

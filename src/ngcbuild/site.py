@@ -18,6 +18,7 @@ import markdown
 from .diff import render_diff
 from .matrix import render_matrix
 from .notes import render_notes
+from .outputs import storing, write_text
 from .project import Project
 from .releases import Series
 from .templating import environment
@@ -51,11 +52,12 @@ def _environment(project: Project) -> jinja2.Environment:
 def build_site(project: Project, out: Path | None = None) -> Site:
     series = Series.load(project)
     directory = out or project.build / "site"
-    if directory.exists():
-        shutil.rmtree(directory)
-    (directory / "releases").mkdir(parents=True)
-    (directory / "diffs").mkdir()
-    shutil.copyfile(project.docs_templates / STYLE, directory / "style.css")
+    with storing(directory):
+        if directory.is_dir() and not directory.is_symlink():
+            shutil.rmtree(directory)
+        (directory / "releases").mkdir(parents=True)
+        (directory / "diffs").mkdir()
+        shutil.copyfile(project.docs_templates / STYLE, directory / "style.css")
     page = _environment(project).get_template(PAGE)
     names = series.names
     pages = []
@@ -64,9 +66,7 @@ def build_site(project: Project, out: Path | None = None) -> Site:
         root = "../" if "/" in rel else ""
         html = page.render(title=title, body=to_html(body_markdown), root=root, releases=names,
                            current=current, related=related)
-        path = directory / rel
-        path.write_text(html, encoding="utf-8")
-        pages.append(path)
+        pages.append(write_text(directory / rel, html))
 
     matrix = render_matrix(project, series, link="releases/{}.html")
     write("index.html", "Support matrix", matrix)

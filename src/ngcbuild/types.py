@@ -13,9 +13,18 @@ from typing import Annotated
 from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
+from .references import ImageRef as ImageName
+from .references import ReferenceProblem
+
+# Every pattern of this module, by type name: tests/unit/test_linear_patterns.py feeds each long
+# hostile strings with a time bound. No pattern may nest quantifiers over characters that overlap
+# (`(a?b+)*`): a failed match would backtrack exponentially.
+PATTERNS: dict[str, re.Pattern] = {}
+
 
 def _pattern_type(name: str, pattern: str, expected: str):
     compiled = re.compile(pattern)
+    PATTERNS[name] = compiled
 
     def check(value: str) -> str:
         if not compiled.fullmatch(value):
@@ -35,8 +44,10 @@ def _shown(value: str, limit: int = 80) -> str:
 
 # A version as vendors write them: an optional Debian epoch, numeric release segments, then an optional
 # PEP 440 / Debian style tail (2.10.0a0+b4e4ee81d3, 3.11.2-1+b1, 1:2.25.1-1ubuntu3, 1.15.0+nv20.11).
-# No shell metacharacters possible.
-_VERSION_RE = r"([0-9]+:)?[0-9]+(\.[0-9]+)*([.+~_-]?[A-Za-z0-9]+)*"
+# No shell metacharacters possible. Written as "a digit, then characters each with at most one
+# separator before it", which is the same set as digits-and-dots then (separator? alphanumerics)*,
+# but matches in linear time.
+_VERSION_RE = r"(?:[0-9]+:)?[0-9](?:[.+~_-]?[A-Za-z0-9])*"
 Version = _pattern_type("version", _VERSION_RE, "a version (digits and dots, then letters, digits and . + ~ _ -)")
 
 
@@ -64,10 +75,19 @@ Text = _pattern_type("text", r"[^\x00-\x1f\x7f\"$`\\]*",
 AbsPath = _pattern_type("path", r"(/[A-Za-z0-9._+-]+)+/?", "an absolute path (letters, digits, . _ + -)")
 Url = _pattern_type("url", r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+-]*)*/?",
                     "an http(s) URL without query, quotes or spaces")
-ImageRef = _pattern_type(
-    "image",
-    r"([a-z0-9.-]+(:[0-9]+)?/)?[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*:[A-Za-z0-9_][A-Za-z0-9._-]{0,127}",
-    "an image reference with a tag (registry/name:tag)")
+
+
+def _check_image(value: str) -> str:
+    try:
+        ImageName.parse(value, need_tag=True)
+    except ReferenceProblem:
+        raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
+                                  {"value": _shown(value), "expected": "an image reference with a tag "
+                                   "(registry/name:tag)"}) from None
+    return value
+
+
+ImageRef = Annotated[str, AfterValidator(_check_image)]
 RepoPath = _pattern_type("repository", r"[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*",
                          "a repository path such as nvidia/pytorch")
 TagWord = _pattern_type("tag", r"[A-Za-z0-9_][A-Za-z0-9._-]{0,60}", "a tag word (letters, digits, . _ -)")

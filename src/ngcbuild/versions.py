@@ -21,7 +21,7 @@ def compare(old: str, new: str) -> Change:
         return "same"
     try:
         before, after = Version(old), Version(new)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number too long for int()
         before_key, after_key = fallback_key(old), fallback_key(new)
         if before_key == after_key:
             return "rebuilt"
@@ -34,6 +34,8 @@ def compare(old: str, new: str) -> Change:
 
 
 def fallback_key(version: str) -> tuple:
-    """Numbers compare as numbers, words as words, a number sorts after a word at the same place."""
+    """Numbers compare as numbers, words as words, a number sorts after a word at the same place.
+    A number is compared by its length without leading zeros, then its digits: as int() would,
+    without int()'s limit on very long numbers."""
     parts = re.findall(r"[0-9]+|[A-Za-z]+", version)
-    return tuple((1, int(p), "") if p.isdigit() else (0, 0, p.lower()) for p in parts)
+    return tuple((1, len(p.lstrip("0")), p.lstrip("0")) if p.isdigit() else (0, 0, p.lower()) for p in parts)

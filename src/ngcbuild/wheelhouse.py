@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from .constraints import Constraints
 from .errors import UserError
@@ -41,5 +41,5 @@ def select_wheels(directory: Path, constraints: Constraints, python_tag: str) ->
 def _same_version(version: Version, pinned: str) -> bool:
     try:
         return version == Version(pinned)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, or a number too long for int()
         return False

@@ -359,14 +359,21 @@ def _image_kept(project: FaultProject, release: str) -> bool:
         return False
 
 
+def _engine_tags(project: FaultProject) -> list[str]:
+    return [tag for image in project.engine.client().images() for tag in image.get("RepoTags") or []]
+
+
 def test_registry_down_retries_then_fails_clearly(project, pushable, figures):
     address = f"127.0.0.1:{free_port()}"
     result = project.run("push", "--release", pushable, "--registry", address)
     ref = f"{address}/nvidia/pytorch:{pushable}-py3"
     kept = _image_kept(project, pushable)
+    # the tag the failed push made for the registry is removed again: none is left in the engine
+    left_tags = [f"tag {t}" for t in _engine_tags(project) if t.startswith(address + "/")]
     clean = (result.returncode == 1 and "push failed after 4 attempt(s)" in result.stderr
              and f"is a registry running at {address}?" in result.stderr and kept)
-    report(figures, "registry down", result.stdout + result.stderr, project.leftovers(pushable), clean)
+    report(figures, "registry down", result.stdout + result.stderr, project.leftovers(pushable) + left_tags, clean)
+    assert not left_tags
     assert "Traceback" not in result.stderr
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stdout.count("retry ") == 3  # connection refused is worth retrying, with backoff

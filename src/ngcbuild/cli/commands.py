@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
-from ..errors import UserError, shown_path
+from ..errors import UserError, excerpt, shown_path
 from ..project import Project
 
 
@@ -48,9 +49,7 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
           threshold=None, host=False, expect_from_env=False, python=None) -> None:
     from ..smoke.perf import DEFAULT_THRESHOLD
 
-    threshold = DEFAULT_THRESHOLD if threshold is None else float(threshold)
-    if not 0 < threshold < 1:
-        raise UserError(f"--threshold: expected a fraction between 0 and 1 (0.05 is 5 %), got {threshold}")
+    threshold = DEFAULT_THRESHOLD if threshold is None else _fraction(threshold)
     if host:
         if image or baseline:
             raise UserError("--image and --baseline need Docker; host mode runs the checks with the host's Python")
@@ -66,12 +65,32 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
                      baseline=baseline, threshold=threshold)
 
 
+def _fraction(value) -> float:
+    """--threshold: a number strictly between 0 and 1."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0 < number < 1:  # false for nan too
+        raise UserError(f"--threshold: expected a fraction between 0 and 1 (0.05 is 5 %), got {excerpt(value)}")
+    return number
+
+
+def _interpreter(python: str) -> str:
+    """--python: an executable file (checked before anything runs it)."""
+    found = shutil.which(python) if os.sep not in python else python
+    if not found or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise UserError(f"--python {excerpt(python)}: expected a Python interpreter (an executable file "
+                        "or a command on PATH)")
+    return found
+
+
 def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, python) -> None:
     from ..manifest import load_release
     from ..render import render_files
     from ..smoke import host
 
-    python = python or sys.executable
+    python = _interpreter(python) if python is not None else sys.executable
     if expect_from_env == bool(release):
         raise UserError("host mode needs exactly one of --expect-from-env (expectations from the host's "
                         "PyTorch) or --release R (expectations from R's manifest)")

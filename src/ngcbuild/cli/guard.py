@@ -11,6 +11,7 @@ from invoke import task
 from invoke.exceptions import Exit
 
 from ..errors import NgcbuildError
+from ..outputs import describe
 
 
 def guarded(function):
@@ -31,6 +32,9 @@ def guarded(function):
             raise Exit(code=0) from None
         except KeyboardInterrupt:
             raise Exit("ngcbuild: interrupted", code=130) from None
+        except OSError as exc:
+            # a backstop: the file system (or, below it, the connection) refused what no module expected
+            raise Exit(f"ngcbuild: {_engine_failure(exc) or describe(exc)}", code=1) from None
         except Exception as exc:
             message = _engine_failure(exc)
             if message is None:

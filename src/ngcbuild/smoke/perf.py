@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..outputs import write_text
 from ..record import utc_timestamp
 from .perf_reference import fraction_of_reference, reference_for
 
@@ -68,9 +69,7 @@ def read_measured(path: Path) -> dict | None:
 
 
 def write_report(directory: Path, report: dict) -> Path:
-    path = directory / PERF_JSON
-    path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    return path
+    return write_text(directory / PERF_JSON, json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
 def render_perf(report: dict) -> str:

@@ -24,7 +24,7 @@ from ..engine import connect
 from ..errors import SmokeFailed, UserError
 from ..manifest import load_release
 from ..project import Project
-from ..record import read_record, record_path, utc_timestamp, write_record
+from ..record import read_record, record_path, require, utc_timestamp, write_record
 from ..render import render_files
 from .perf import DEFAULT_THRESHOLD, MEASURED, perf_report, read_measured, render_perf, with_baseline, write_report
 from .staging import stage_pytest
@@ -46,7 +46,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
     base = record.get("base_image") if record else None
     rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
     directory = rendered.directory
-    ref = image or record["image_id"]
+    ref = image or require(record, project.out(name), "image_id", str, "the id of the built image")
     if record and record.get("context_sha256") != rendered.context_hash:
         print(f"warning: {ref[:19]} was built from another context than the manifest renders now; "
               f"rebuild to test the current manifest", file=out, flush=True)
@@ -126,7 +126,8 @@ def _baseline_ref(project: Project, other: str) -> str:
     """--baseline names a release built here (its record gives the image) or an image reference."""
     path = record_path(project.out(other)) if "/" not in other and ":" not in other else None
     if path is not None and path.is_file():
-        return read_record(project.out(other))["image_id"]
+        return require(read_record(project.out(other)), project.out(other), "image_id", str,
+                       "the id of the built image")
     return other
 
 

@@ -1,0 +1,454 @@
+"""Hostile inputs that a byte file in cases/ cannot express: links out of the project, FIFOs and
+devices, file-system state, arguments, git refs, adversarial versions. Each case sets up a scratch
+project, runs one `invoke` command as a user would, and is judged on: the exit status it must have,
+no traceback, no hang (a time bound), no secret echoed, no leftover (build/ written before an exit-2
+validation error, a file written by an injected option), and the engine never contacted.
+
+The classes are the rows of RELIABILITY.md's "Hostile input" table.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..conftest import REPO, ScratchProject
+
+# A secret that lives outside the project: no message may ever show it.
+SECRET = "s3cr3t-T0KEN-4f9a"
+TIME_BOUND_S = 30
+MAX_MESSAGE = 1000  # characters of a one-line error: short excerpts only
+EVIL = "1" + "a" * 40 + "!"  # the catastrophic-backtracking version of the issue
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exit_status: int | None  # None: it hung (killed at the time bound)
+    stdout: str
+    stderr: str
+
+    @property
+    def hung(self) -> bool:
+        return self.exit_status is None
+
+    @property
+    def traceback(self) -> bool:
+        return "Traceback" in self.stdout + self.stderr
+
+
+@dataclass(frozen=True)
+class HostileCase:
+    name: str
+    klass: str
+    argv: tuple[str, ...]
+    setup: Callable[[ScratchProject, Path], None] = lambda project, outside: None
+    exit_status: int = 2
+    # must hold afterwards: a sentence saying what is wrong, or None
+    after: Callable[[ScratchProject, Path], str | None] = lambda project, outside: None
+    mentions: tuple[str, ...] = ()  # fragments the message must contain
+    absent: tuple[str, ...] = ()  # fragments the message must not contain
+    engine_allowed: bool = False
+    extra_env: dict = field(default_factory=dict)
+
+
+def dev_project(project: ScratchProject) -> None:
+    project.copy_release("dev")
+
+
+def with_git(project: ScratchProject) -> None:
+    def git(*args):
+        subprocess.run(["git", "-C", str(project.root), *args], check=True, capture_output=True)
+    git("init", "-q", "-b", "main")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "add", "-A")
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "start")
+
+
+def secret_file(outside: Path) -> Path:
+    path = outside / "credentials"
+    path.write_text(f"token={SECRET}\nuser:{SECRET}:0:0\n")
+    return path
+
+
+def nothing_built(project: ScratchProject, outside: Path) -> str | None:
+    build = project.root / "build"
+    if build.exists():
+        return f"build/ was written: {sorted(p.name for p in build.rglob('*'))[:6]}"
+    return None
+
+
+def no_file(name: str):
+    def check(project: ScratchProject, outside: Path) -> str | None:
+        return f"{name} was written" if (project.root / name).exists() else None
+    return check
+
+
+def setup_all(*steps):
+    def run(project: ScratchProject, outside: Path) -> None:
+        for step in steps:
+            step(project, outside)
+    return run
+
+
+def dev(project, outside):
+    dev_project(project)
+
+
+def git_repo(project, outside):
+    dev_project(project)
+    with_git(project)
+
+
+def replace_with_link(rel: str, target: Callable[[Path], str]):
+    def step(project, outside):
+        path = project.root / rel
+        path.unlink(missing_ok=True)
+        os.symlink(target(outside), path)
+    return step
+
+
+def replace_with_fifo(rel: str):
+    def step(project, outside):
+        path = project.root / rel
+        path.unlink(missing_ok=True)
+        os.mkfifo(path)
+    return step
+
+
+def replace_with_dir(rel: str):
+    def step(project, outside):
+        path = project.root / rel
+        path.unlink(missing_ok=True)
+        path.mkdir(parents=True)
+    return step
+
+
+def write(rel: str, text: str):
+    def step(project, outside):
+        path = project.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return step
+
+
+def edit(rel: str, old: str, new: str):
+    def step(project, outside):
+        path = project.root / rel
+        text = path.read_text()
+        assert old in text, (rel, old)
+        path.write_text(text.replace(old, new))
+    return step
+
+
+def record(text: str):
+    return write("build/dev/record.json", text)
+
+
+def build_a_file(project, outside):
+    (project.root / "build").write_text("not a directory\n")
+
+
+def build_release_a_file(project, outside):
+    (project.root / "build").mkdir()
+    (project.root / "build" / "dev").write_text("not a directory\n")
+
+
+def notes_output_a_dir(project, outside):
+    (project.root / "build" / "dev" / "release-notes.md").mkdir(parents=True)
+
+
+def outside_with_secret_manifest(outside: Path) -> str:
+    path = outside / "manifest.yaml"
+    path.write_text(f"summary: {SECRET}\nnot valid: [\n")
+    return str(path)
+
+
+def pem_not(project, outside):
+    (outside / "not.pem").write_text(f"password={SECRET}\n")
+
+
+MANIFEST = "manifests/dev.yaml"
+CONSTRAINTS = "constraints/dev.txt"
+PY = (sys.executable,)
+
+
+def cases() -> list[HostileCase]:
+    c = []
+    add = c.append
+
+    # --- catastrophic backtracking: versions and pins that hang a backtracking regex
+    for name, rel, old, new, argv in [
+        ("backtrack-component-version", MANIFEST, "version: 2.13.0+cpu", f"version: '{EVIL}'", ("render", "--release", "dev")),
+        ("backtrack-pin", CONSTRAINTS, "numpy==", f"numpy=={EVIL}\nnumpyx==", ("render", "--release", "dev")),
+        ("backtrack-long-pin", CONSTRAINTS, "numpy==", "numpy==1" + "a1" * 2000 + "!\nnumpyx==", ("render", "--release", "dev")),
+        ("backtrack-apt-pin", "manifests/parts/debian-bookworm.yaml", "3.11.2-1+b1", EVIL, ("render", "--release", "dev")),
+        ("backtrack-matrix", MANIFEST, "version: 2.13.0+cpu", f"version: '{EVIL}'", ("matrix",)),
+        ("backtrack-notes", MANIFEST, "version: 2.13.0+cpu", f"version: '{EVIL}'", ("notes", "--release", "dev")),
+    ]:
+        add(HostileCase(name, "catastrophic backtracking", argv, setup_all(dev, edit(rel, old, new)),
+                        after=nothing_built))
+    add(HostileCase("backtrack-base-arg", "catastrophic backtracking",
+                    ("render", "--release", "dev", "--base", "a" + "-a" * 30 + "/" + "a" * 40 + "!"),
+                    dev, after=nothing_built))
+
+    # --- option injection into git
+    for name, argv in [
+        ("git-base-output", ("changed", "--base=--output=injected")),
+        ("git-matrix-base-output", ("matrix", "--json", "--changed", "--base=--output=injected")),
+        ("git-base-exec", ("changed", "--base=--ext-diff")),
+        ("git-base-unknown", ("changed", "--base=no-such-branch")),
+        ("git-base-range", ("changed", "--base=HEAD...HEAD~9")),
+    ]:
+        add(HostileCase(name, "option injection into git", argv, git_repo, after=no_file("injected")))
+
+    # --- files reached through links or special files
+    add(HostileCase("link-constraints-outside", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_link(CONSTRAINTS, lambda o: str(secret_file(o)))),
+                    absent=(SECRET,), after=nothing_built))
+    add(HostileCase("link-manifest-outside", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_link(MANIFEST, outside_with_secret_manifest)),
+                    absent=(SECRET,), after=nothing_built))
+    add(HostileCase("link-part-outside", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_link("manifests/parts/debian-bookworm.yaml",
+                                                     outside_with_secret_manifest)),
+                    absent=(SECRET,), after=nothing_built))
+    add(HostileCase("constraints-dev-zero", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_link(CONSTRAINTS, lambda o: "/dev/zero")), after=nothing_built))
+    add(HostileCase("manifest-dev-zero", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_link(MANIFEST, lambda o: "/dev/zero")), after=nothing_built))
+    add(HostileCase("manifest-fifo", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_fifo(MANIFEST)), after=nothing_built))
+    add(HostileCase("constraints-fifo", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_fifo(CONSTRAINTS)), after=nothing_built))
+    add(HostileCase("manifest-directory", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_dir(MANIFEST)), after=nothing_built, absent=("did you mean",)))
+    add(HostileCase("constraints-directory", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_dir(CONSTRAINTS)), after=nothing_built))
+    add(HostileCase("catalog-link-outside", "links and special files", ("render", "--release", "dev"),
+                    setup_all(dev, replace_with_link("templates/image/components.yaml",
+                                                     lambda o: str(secret_file(o)))),
+                    absent=(SECRET,), after=nothing_built))
+    add(HostileCase("record-link-outside", "links and special files",
+                    ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    setup_all(dev, write("build/dev/.keep", ""),
+                              replace_with_link("build/dev/record.json", lambda o: str(secret_file(o)))),
+                    absent=(SECRET,)))
+    add(HostileCase("record-fifo", "links and special files",
+                    ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    setup_all(dev, write("build/dev/.keep", ""), replace_with_fifo("build/dev/record.json"))))
+
+    # --- file-system state
+    add(HostileCase("build-is-a-file", "file-system state", ("render", "--release", "dev"),
+                    setup_all(dev, build_a_file), exit_status=1, mentions=("build",)))
+    add(HostileCase("build-release-is-a-file", "file-system state", ("render", "--release", "dev"),
+                    setup_all(dev, build_release_a_file), exit_status=1, mentions=("build/dev",)))
+    add(HostileCase("notes-output-is-a-dir", "file-system state", ("notes", "--release", "dev"),
+                    setup_all(dev, notes_output_a_dir), exit_status=1, mentions=("release-notes.md",)))
+    add(HostileCase("record-is-a-dir", "file-system state",
+                    ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    setup_all(dev, replace_with_dir("build/dev/record.json")), mentions=("record.json",)))
+    add(HostileCase("docs-site-is-a-file", "file-system state", ("docs", "--no-screenshot"),
+                    setup_all(dev, write("build/site", "a file")), exit_status=1, mentions=("build/site",)))
+    add(HostileCase("long-project-path", "file-system state", ("render", "--release", "dev"),
+                    dev, exit_status=1, extra_env={"_NGCBUILD_DEEP": "1"}))
+
+    # --- arguments checked late or never
+    registry_cases = [
+        ("registry-space", "local host:5000"), ("registry-upper", "LOCALHOST:5000"),
+        ("registry-empty", ""), ("registry-credentials", f"user:{SECRET}@localhost:5000"),
+        ("registry-port-range", "localhost:99999"), ("registry-scheme", "http://localhost:5000"),
+    ]
+    for name, value in registry_cases:
+        add(HostileCase(f"build-{name}", "arguments", ("build", "--release", "dev", "--registry", value),
+                        dev, after=nothing_built, absent=(SECRET,)))
+        add(HostileCase(f"push-{name}", "arguments", ("push", "--release", "dev", "--registry", value),
+                        setup_all(dev, record('{"image_id": "sha256:' + "0" * 64 + '", "tags": []}')),
+                        absent=(SECRET,)))
+    add(HostileCase("promote-from-credentials", "arguments",
+                    ("promote", "--release", "dev", "--from", f"user:{SECRET}@localhost:5000", "--to", "localhost:5001"),
+                    setup_all(dev, record("{}")), absent=(SECRET,),
+                    mentions=("NGCBUILD_REGISTRY_USER",)))
+    add(HostileCase("promote-to-upper", "arguments",
+                    ("promote", "--release", "dev", "--from", "localhost:5000", "--to", "Registry:5001"),
+                    setup_all(dev, record("{}"))))
+    add(HostileCase("smoke-threshold-word", "arguments",
+                    ("smoke", "--release", "dev", "--perf", "--baseline", "dev", "--threshold", "five"), dev,
+                    after=nothing_built))
+    add(HostileCase("smoke-threshold-nan", "arguments",
+                    ("smoke", "--release", "dev", "--perf", "--baseline", "dev", "--threshold", "nan"), dev,
+                    after=nothing_built))
+    add(HostileCase("smoke-python-missing", "arguments",
+                    ("smoke", "--host", "--expect-from-env", "--python", "/nonexistent/python"), dev,
+                    after=nothing_built))
+    add(HostileCase("build-wheelhouse-file", "arguments",
+                    ("build", "--release", "dev", "--wheelhouse", "manifests/dev.yaml"), dev, after=nothing_built))
+    add(HostileCase("build-wheelhouse-missing", "arguments",
+                    ("build", "--release", "dev", "--wheelhouse", "/nonexistent/wheels"), dev, after=nothing_built))
+    add(HostileCase("build-ca-bundle-not-pem", "arguments",
+                    ("build", "--release", "dev", "--ca-bundle", "OUTSIDE/not.pem"), setup_all(dev, pem_not),
+                    after=nothing_built, absent=(SECRET,)))
+    add(HostileCase("build-ca-bundle-dir", "arguments",
+                    ("build", "--release", "dev", "--ca-bundle", "manifests"), dev, after=nothing_built))
+    add(HostileCase("build-label-cr", "arguments", ("build", "--release", "dev", "--label", "a.b=x\ry"), dev,
+                    after=nothing_built))
+    add(HostileCase("build-label-tab-key", "arguments", ("build", "--release", "dev", "--label", "a\tb=x"), dev,
+                    after=nothing_built))
+    add(HostileCase("build-platform", "arguments", ("build", "--release", "dev", "--platform", "linux/s390x"), dev,
+                    after=nothing_built))
+    add(HostileCase("build-base-bad", "arguments", ("build", "--release", "dev", "--base", "Not A Ref"), dev,
+                    after=nothing_built))
+    add(HostileCase("record-is-a-list", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    setup_all(dev, record("[]")), mentions=("record.json",)))
+    add(HostileCase("record-is-a-string", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    setup_all(dev, record('"x"')), mentions=("record.json",)))
+    add(HostileCase("record-lacks-image", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    setup_all(dev, record('{"tags": 5}')), mentions=("record.json",)))
+
+    add(HostileCase("build-half-credentials", "arguments", ("build", "--release", "dev"), dev,
+                    extra_env={"NGCBUILD_REGISTRY_USER": "someone"}, after=nothing_built,
+                    mentions=("NGCBUILD_REGISTRY_PASSWORD",)))
+    add(HostileCase("publish-half-credentials", "arguments", ("publish", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    dev, extra_env={"NGCBUILD_REGISTRY_PASSWORD": SECRET}, after=nothing_built, absent=(SECRET,)))
+
+    # --- values echoed in messages: short, escaped, one line
+    for name, text in [
+        ("key-with-newline", '"sum\\nmary": x\n'),
+        ("key-huge", "k" * 5000 + ": x\n"),
+        ("value-huge-with-controls", "summary: \"" + "\\x1b[31m\\r" * 800 + "\"\n"),
+    ]:
+        add(HostileCase(name, "echoed values", ("render", "--release", "dev"),
+                        setup_all(dev, edit(MANIFEST, "summary: CPU-only development release on Debian bookworm with a "
+                                                      "PyTorch CPU wheel\n", text)), after=nothing_built,
+                        absent=("\x1b[", "\r")))
+    add(HostileCase("release-arg-huge", "echoed values", ("render", "--release", "x" * 5000), dev,
+                    after=nothing_built, mentions=("5000 characters",)))
+    add(HostileCase("label-huge", "echoed values", ("build", "--release", "dev", "--label", "a=" + "\x1b" * 3000), dev,
+                    after=nothing_built, absent=("\x1b",)))
+
+    # --- wrong help in errors
+    add(HostileCase("extends-float", "wrong help", ("render", "--release", "dev"),
+                    setup_all(dev, edit(MANIFEST, "extends: parts/debian-bookworm", "extends: 20.10")),
+                    mentions=("'20.10'",), absent=("'20.1'",), after=nothing_built))
+    add(HostileCase("extends-float-in-list", "wrong help", ("render", "--release", "dev"),
+                    setup_all(dev, edit(MANIFEST, "extends: parts/debian-bookworm", "extends: [parts/debian-bookworm, 20.10]")),
+                    mentions=("'20.10'",), absent=("'20.1'",), after=nothing_built))
+    add(HostileCase("summary-float", "wrong help", ("render", "--release", "dev"),
+                    setup_all(dev, edit(MANIFEST, "summary: CPU-only development release on Debian bookworm with a PyTorch CPU wheel",
+                                             "summary: 20.10")),
+                    mentions=("'20.10'",), absent=("'20.1'",), after=nothing_built))
+    add(HostileCase("version-float", "wrong help", ("render", "--release", "dev"),
+                    setup_all(dev, edit(MANIFEST, "version: 2.13.0+cpu", "version: 2.130")),
+                    mentions=("'2.130'",), absent=("'2.13'",), after=nothing_built))
+    add(HostileCase("stray-upper-case-manifest", "wrong help", ("matrix",),
+                    setup_all(dev, write("manifests/Dev.yaml", "summary: x\n")),
+                    mentions=("Dev.yaml",), absent=("--release",)))
+    add(HostileCase("stray-bad-name-manifest-notes", "wrong help", ("notes", "--release", "dev"),
+                    setup_all(dev, write("manifests/my release.yaml", "summary: x\n")),
+                    mentions=("my release.yaml",), absent=("--release",)))
+    return c
+
+
+def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome, ScratchProject, Path]:
+    """Set `case` up under `root` and run its command the way a user would."""
+    outside = root / "outside"
+    outside.mkdir(parents=True)
+    project_dir = root / "project"
+    project = ScratchProject(project_dir)
+    case.setup(project, outside)
+    argv = [a.replace("OUTSIDE", str(outside)) for a in case.argv]
+    env = {**os.environ, "DOCKER_HOST": f"unix://{engine_socket}", **case.extra_env}
+    env.pop("_NGCBUILD_DEEP", None)
+    env.pop("PIP_FIND_LINKS", None)
+    for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        env.pop(var, None)
+    command = [*PY, "-m", "invoke", *argv]
+    cwd = project.root
+    if case.extra_env.get("_NGCBUILD_DEEP"):
+        project, cwd, command = _deepen(project, command)
+    try:
+        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIME_BOUND_S, env=env,
+                              stdin=subprocess.DEVNULL)
+        outcome = Outcome(done.returncode, done.stdout, done.stderr)
+    except subprocess.TimeoutExpired as exc:
+        outcome = Outcome(None, _text(exc.stdout), _text(exc.stderr))
+    return outcome, project, outside
+
+
+def _text(data) -> str:
+    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+
+
+def _deepen(project: ScratchProject, command: list[str]):
+    """Move the project under a path just short of PATH_MAX (4096), so that invoke still finds
+    tasks.py but the files deeper in the project (templates, build/R/...) have paths too long to open.
+    The command runs through a shell that enters the path one step at a time."""
+    base = project.root.parent
+    wanted = 4040 - len(str(base)) - len("/project")
+    segments = [("d" * 200)] * (wanted // 201)
+    segments.append("e" * (wanted - 201 * len(segments) - 1))
+    fd = os.open(base, os.O_RDONLY)
+    try:
+        for segment in segments:
+            os.mkdir(segment, dir_fd=fd)
+            inner = os.open(segment, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        os.rename(project.root, "project", dst_dir_fd=fd)
+    finally:
+        os.close(fd)
+    steps = " && ".join([f"cd {s}" for s in segments] + ["cd project"])
+    shell = f"{steps} && exec " + " ".join(_quote(a) for a in command)
+    deep = ScratchProject.__new__(ScratchProject)
+    deep.root = base.joinpath(*segments, "project")
+    return deep, base, ["bash", "-c", shell]
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+def judge(case: HostileCase, outcome: Outcome, project: ScratchProject, outside: Path, connections: int) -> list[str]:
+    """What is wrong with the outcome (empty: clean)."""
+    problems = []
+    text = outcome.stdout + outcome.stderr
+    message = outcome.stderr.strip()
+    if outcome.hung:
+        return [f"hung (killed after {TIME_BOUND_S}s)"]
+    if outcome.traceback:
+        problems.append("traceback: " + text.strip().splitlines()[-1][:200])
+    if outcome.exit_status != case.exit_status:
+        problems.append(f"exit {outcome.exit_status}, expected {case.exit_status}: {message[-200:]!r}")
+    if SECRET in text:
+        problems.append("secret echoed")
+    for fragment in case.mentions:
+        if fragment not in message:
+            problems.append(f"message lacks {fragment!r}: {message[-200:]!r}")
+    for fragment in case.absent:
+        if fragment != SECRET and fragment in message:
+            problems.append(f"message says {fragment!r}: {message[-200:]!r}")
+    if not case.exit_status == 0 and len(message.splitlines()) != 1:
+        problems.append(f"{len(message.splitlines())} lines of error")
+    if len(message) > MAX_MESSAGE:
+        problems.append(f"a message of {len(message)} characters")
+    if connections and not case.engine_allowed:
+        problems.append("the engine was contacted")
+    try:
+        left = case.after(project, outside)
+    except OSError:  # a path too long to look at
+        left = None
+    if left:
+        problems.append("leftover: " + left)
+    return problems
+
+
+def cleanup(root: Path) -> None:
+    shutil.rmtree(root, ignore_errors=True)
+    if root.exists():  # too deep for rmtree's paths: remove it with relative steps
+        subprocess.run(["rm", "-rf", "--", root.name], cwd=root.parent, check=False)
+
+
+__all__ = ["REPO", "HostileCase", "cases", "run_case", "judge", "cleanup", "SECRET"]
