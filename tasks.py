@@ -5,6 +5,7 @@ from invoke import task
 
 from ngcbuild import api
 from ngcbuild.cli import guarded
+from ngcbuild.errors import UserError
 
 
 @task(help={"release": "release name (manifests/R.yaml)",
@@ -25,13 +26,15 @@ def render(c, release, base=None):
     "platform": "linux/amd64 or linux/arm64 (default: the manifest's build.platform); one platform per build",
     "force": "build even when an image of the same context hash exists locally or in --registry",
     "label": "extra image label KEY=VALUE (repeatable), e.g. the CI run, for cleanup by label",
+    "cache_from": "registry HOST[:PORT] to pull R's layer cache (every stage's image) from before building",
+    "cache_to": "registry HOST[:PORT] to push R's layer cache (every stage's image) to after building",
 }, iterable=["label"])
 @guarded
 def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None, platform=None,
-          force=False, label=None):
+          force=False, label=None, cache_from=None, cache_to=None):
     """Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3; write build/R/record.json."""
     api.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
-              base=base, platform=platform, force=force, labels=label)
+              base=base, platform=platform, force=force, labels=label, cache_from=cache_from, cache_to=cache_to)
 
 
 @task
@@ -60,11 +63,12 @@ def smoke(c, release=None, require_gpu=False, image=None, perf=False, baseline=N
               host=host, expect_from_env=expect_from_env, python=python)
 
 
-@task(help={"release": "release name", "registry": "registry HOST[:PORT] to push to"})
+@task(help={"release": "release name", "registry": "registry HOST[:PORT] to push to",
+            "cache": "also push the layer cache (every stage's image, under <repository>-cache) for --cache-from"})
 @guarded
-def push(c, release, registry):
+def push(c, release, registry, cache=False):
     """Push every tag of R to the registry, verify the digest read back, record it."""
-    api.push(release, registry=registry)
+    api.push(release, registry=registry, cache=cache)
 
 
 @task(help={"release": "release name", "registry": "registry HOST[:PORT] to publish to"})
@@ -110,6 +114,18 @@ def base(c, release="dev"):
 def bench(c, runs=3, registry=None, release="dev"):
     """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
     api.bench(runs=int(runs), registry=registry, release=release)
+
+
+@task(help={"keep": "ngcbuild images to keep per release and platform, newest first (default 2)"})
+@guarded
+def prune(c, keep=None):
+    """Remove dangling images and ngcbuild's images beyond the newest --keep per release and platform."""
+    # default None, not 2: invoke would turn a non-number into a traceback before this runs
+    try:
+        keep = 2 if keep is None else int(keep)
+    except ValueError:
+        raise UserError(f"--keep {keep!r}: expected a whole number of images to keep") from None
+    api.prune(keep=keep)
 
 
 @task

@@ -29,9 +29,10 @@ def render(release: str, base=None, root=".") -> None:
 
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
-          platform=None, force=False, labels=None, root=".") -> dict:
+          platform=None, force=False, labels=None, cache_from=None, cache_to=None, root=".") -> dict:
     options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
-                                   platform=platform, force=force, labels=labels)
+                                   platform=platform, force=force, labels=labels, cache_from=cache_from,
+                                   cache_to=cache_to)
     return builder.build_release(Project.at(root), release, options, out=sys.stdout)
 
 
@@ -81,8 +82,8 @@ def _smoke_host(project: Project, release, expect_from_env, require_gpu, perf, p
     host.run_host(project.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
 
 
-def push(release: str, registry: str, root=".") -> dict:
-    return registry_client.push_release(Project.at(root), release, registry, out=sys.stdout)
+def push(release: str, registry: str, cache=False, root=".") -> dict:
+    return registry_client.push_release(Project.at(root), release, registry, out=sys.stdout, cache=cache)
 
 
 def base(release: str = "dev", root=".") -> None:
@@ -163,6 +164,15 @@ def changed_jobs(base=None, root=".") -> dict:
     result = changed.selection(Project.at(root), base)
     print(json.dumps(result, indent=2))
     return result
+
+
+def prune(keep: int, root=".") -> None:
+    from .layer_cache import CACHE_SUFFIX
+    from .prune import run_prune
+    from .releases import Series
+
+    repositories = {loaded.release.image.repository for loaded in Series.load(Project.at(root)).releases}
+    run_prune(repositories | {name + CACHE_SUFFIX for name in repositories}, keep=keep, out=sys.stdout)
 
 
 def reliability(root=".") -> None:

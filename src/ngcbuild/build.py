@@ -23,7 +23,7 @@ import docker
 import requests
 import urllib3
 
-from . import context_cache
+from . import context_cache, layer_cache
 from .base import ensure_base
 from .engine import connect
 from .errors import BuildFailed, OperationError, UserError, shown_path
@@ -31,8 +31,8 @@ from .events import TAIL_LINES, BuildStream
 from .leftovers import Journal, remove_containers
 from .manifest import load_release
 from .project import Project
-from .record import write_record
-from .registry import credentials
+from .record import read_record, record_path, write_record
+from .registry import credentials, push_ref
 from .registry_api import Registry
 from .render import INPUTS_DIR, Rendered, render_pip_conf, render_release
 from .wheelhouse import default_wheelhouse, select_wheels
@@ -40,6 +40,7 @@ from .wheelhouse import default_wheelhouse, select_wheels
 DEFAULT_REGISTRY = "nvcr.io"
 CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 CONTEXT_HASH_LABEL = context_cache.CONTEXT_HASH_LABEL
+RELEASE_LABEL = "io.ngcbuild.release"  # what `invoke prune` groups images by
 PLATFORMS = ("linux/amd64", "linux/arm64")
 # What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
 ENGINE_GONE = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError)
@@ -58,11 +59,15 @@ class BuildOptions:
     lookup_registry: bool = False
     # Extra image labels, e.g. the CI run that built it (release.yml cleans up by that label).
     labels: tuple[tuple[str, str], ...] = ()
+    # Registries to pull the layer cache from before building, and to push it to after (layer_cache.py).
+    cache_from: str | None = None
+    cache_to: str | None = None
 
 
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
                  environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
-                 labels: list[str] | None = None) -> BuildOptions:
+                 labels: list[str] | None = None, cache_from: str | None = None,
+                 cache_to: str | None = None) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects."""
     ca = Path(ca_bundle) if ca_bundle else next((Path(environ[v]) for v in CA_ENV_VARS if environ.get(v)), None)
     if ca is not None and not ca.is_file():
@@ -76,7 +81,9 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
         raise UserError(f"--platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
     return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache, base=base,
                         platform=platform, force=force, lookup_registry=lookup_registry,
-                        labels=context_cache.parse_labels(labels or []))
+                        labels=context_cache.parse_labels(labels or []),
+                        cache_from=cache_from and layer_cache.check_registry(cache_from, "--cache-from"),
+                        cache_to=cache_to and layer_cache.check_registry(cache_to, "--cache-to"))
 
 
 def image_repository(registry: str, release) -> str:
@@ -110,14 +117,17 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
     say = _printer(out)
     platform = options.platform or release.build.platform
     repository = image_repository(options.registry, release)
+    auth = credentials()
     if not options.force:
-        auth = credentials()
         lookup = Registry(options.registry, auth) if options.lookup_registry else None
         reused = context_cache.reuse(client, release, rendered.directory, repository, rendered.context_hash,
                                      platform, lookup, auth, say)
         if reused is not None:
+            if options.cache_to:
+                _push_cache(client, options.cache_to, release, platform, reused.get("stages") or {}, auth, out, say)
             return reused
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
+    cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, auth, out, say)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
         if options.wheelhouse else []
@@ -127,7 +137,7 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
     journal = Journal(rendered.directory)
     _remove_leftovers(client, journal, say)
     started = time.monotonic()
-    stream = _run_build(client, project, rendered, options, wheels, journal, say, platform)
+    stream = _run_build(client, project, rendered, options, wheels, journal, say, platform, cache_sources)
     duration = time.monotonic() - started
     if stream.error or not stream.image_id:
         tail = "\n".join(f"  | {line}" for line in stream.tail)
@@ -141,6 +151,9 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
         for ref in tags:
             repo, tag = ref.rsplit(":", 1)
             client.tag(stream.image_id, repo, tag, force=True)
+        # The stage images under cache tags: the newest build's builder layers are then no dangling
+        # image (`invoke prune` keeps them), and --cache-to pushes them by these names.
+        layer_cache.tag_stages(client, options.registry, release, platform, stream.stages())
         image = client.inspect_image(stream.image_id)
     except ENGINE_GONE as exc:
         raise BuildFailed(
@@ -158,6 +171,8 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
         "steps": stream.steps,
         "cached_steps": stream.cached_steps,
         "step_log": stream.step_log,
+        "stages": stream.stages(),
+        "cache_from": cache_pulled,
         "context_sha256": rendered.context_hash,
         "platform": platform,
         "base_image": rendered.plan.base_image,
@@ -171,11 +186,35 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
     path = write_record(rendered.directory, record)
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
+    if options.cache_to:
+        _push_cache(client, options.cache_to, release, platform, record["stages"], auth, out, say)
     return record
 
 
+def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: str, auth, out, say):
+    """(the cache images pulled from --cache-from, every image to pass as `cache_from`)."""
+    if not options.cache_from:
+        return [], []
+    release = rendered.plan.release
+    stages = layer_cache.stage_names(rendered.files["Dockerfile"].decode())
+    pulled = layer_cache.pull_cache(client, options.cache_from, release, platform, stages, auth, say, out)
+    previous = read_record(rendered.directory) if record_path(rendered.directory).is_file() else {}
+    return pulled, pulled + layer_cache.local_sources(client, previous, platform)
+
+
+def _push_cache(client, registry: str, release, platform: str, stages: dict, auth, out, say) -> None:
+    if not stages:
+        say(f"no stage images recorded for {release.release} (its image was reused, not built here); "
+            "no cache pushed (--force builds and records them)")
+        return
+    for ref in layer_cache.tag_stages(client, registry, release, platform, stages):
+        repository, tag = ref.rsplit(":", 1)
+        say(f"pushing cache image {ref}")
+        push_ref(client, repository, tag, auth, out)
+
+
 def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path],
-               journal: Journal, say, platform: str) -> BuildStream:
+               journal: Journal, say, platform: str, cache_sources: list[str]) -> BuildStream:
     """Send the context and follow the build. Whatever way it ends (done, failed, Ctrl-C, the engine
     gone), the intermediate containers its log named are removed before this returns."""
     stream = BuildStream()
@@ -186,8 +225,9 @@ def _run_build(client, project: Project, rendered: Rendered, options: BuildOptio
             events = client.build(
                 fileobj=context, custom_context=True, encoding=None, decode=True,
                 rm=True, forcerm=True, nocache=options.no_cache, pull=False,
-                platform=platform,
-                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash},
+                platform=platform, cache_from=cache_sources or None,
+                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
+                        RELEASE_LABEL: rendered.release},
             )
             for event in events:
                 for line in stream.feed(event):

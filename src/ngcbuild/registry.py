@@ -17,6 +17,7 @@ from .events import PushStream
 from .manifest import load_release
 from .project import Project
 from .record import read_record, write_record
+from .transfer import TransferProgress
 
 ATTEMPTS = 4
 BACKOFF_S = 2.0
@@ -38,7 +39,7 @@ def is_transient(message: str) -> bool:
     return not any(word in text for word in DENIED) and any(word in text for word in TRANSIENT)
 
 
-def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
+def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep, cache: bool = False) -> dict:
     release = load_release(project, name).release
     directory = project.out(name)
     record = read_record(directory)
@@ -71,20 +72,48 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
         print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
     record.setdefault("pushed", {}).update(pushed)
     record["tags"] = sorted(set(record["tags"]) | set(pushed))
+    if cache:
+        record["cache_pushed"] = _push_cache_images(client, host, release, record, auth, out, sleep)
     write_record(directory, record)
     return pushed
+
+
+def _push_cache_images(client, host: str, release, record: dict, auth, out, sleep) -> dict:
+    """Every stage image of the build under its cache tag (layer_cache.py); ref -> digest."""
+    from .layer_cache import tag_stages
+
+    stages = record.get("stages") or {}
+    if not stages:
+        print(f"no stage images recorded for {release.release} (its image was reused, not built here); "
+              "no cache pushed (`invoke build --force` builds and records them)", file=out, flush=True)
+        return {}
+    pushed = {}
+    for ref in tag_stages(client, host, release, record["platform"], stages):
+        repository, tag = ref.rsplit(":", 1)
+        print(f"pushing cache image {ref}", file=out, flush=True)
+        pushed[ref] = _push_with_retries(client, repository, tag, auth, out, sleep).digest
+    return pushed
+
+
+def push_ref(client, repository: str, tag: str, auth, out) -> PushStream:
+    """Push one tag with retries (no read-back: for cache images, which no one pulls by digest)."""
+    return _push_with_retries(client, repository, tag, auth, out, time.sleep)
 
 
 def _push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> PushStream:
     last = ""
     for attempt in range(1, ATTEMPTS + 1):
-        stream = PushStream()
+        stream, progress = PushStream(), TransferProgress(out, verb="pushing")
         try:
             for event in client.push(repository, tag=tag, stream=True, decode=True, auth_config=auth):
-                for line in stream.feed(event):
-                    print(line, file=out, flush=True)
+                progress.feed(event)  # layers: bytes and rate on a terminal, a line each in a log
+                lines = stream.feed(event)
+                if not event.get("id") or stream.error:
+                    for line in lines:
+                        print(line, file=out, flush=True)
         except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, docker.errors.APIError) as exc:
             stream.error = str(exc)
+        progress.done()
         if not stream.error and stream.digest:
             return stream
         last = stream.error or "the push ended without a digest"

@@ -1,0 +1,105 @@
+"""The layer cache shared through a registry, for engines that did not build the release themselves.
+
+The classic builder reuses a step only from an image it is told about (`cache_from`), and a
+multi-stage build pushes only its final stage: so every stage's image is pushed too, under
+`<registry>/<repository>-cache:<release>-<arch>-<stage>`. That repository holds no release tag, so
+a cache image can never be taken for a release. Before a build with `--cache-from`, those images
+are pulled; one that is missing (the first build of a release, a pruned registry) is said and
+skipped, never a failure: the build then runs its steps.
+"""
+
+from __future__ import annotations
+
+import docker
+import requests
+import urllib3
+
+from .context_cache import arch_of
+from .errors import UserError
+from .events import FINAL_STAGE
+from .transfer import TransferProgress
+
+CACHE_SUFFIX = "-cache"
+_ENGINE_ERRORS = (docker.errors.APIError, requests.exceptions.RequestException, urllib3.exceptions.HTTPError)
+
+
+def cache_repository(registry: str, release) -> str:
+    return f"{registry}/{release.image.repository}{CACHE_SUFFIX}"
+
+
+def cache_tag(release, platform: str, stage: str) -> str:
+    return f"{release.release}-{arch_of(platform)}-{stage}"
+
+
+def check_registry(value: str, option: str) -> str:
+    host = value.rstrip("/")
+    if not host or "/" in host:
+        raise UserError(f"{option} {value!r}: expected a registry HOST[:PORT] such as localhost:5000")
+    return host
+
+
+def pull_cache(client, registry: str, release, platform: str, stages: list[str], auth, say, out) -> list[str]:
+    """Pull the cache image of every stage; return the refs pulled, for `cache_from`."""
+    repository = cache_repository(registry, release)
+    pulled = []
+    for stage in stages:
+        ref = f"{repository}:{cache_tag(release, platform, stage)}"
+        progress = TransferProgress(out, verb="pulling")
+        try:
+            for event in client.pull(repository, tag=cache_tag(release, platform, stage), stream=True, decode=True,
+                                     auth_config=auth, platform=platform):
+                progress.feed(event)
+            progress.done()
+        except _ENGINE_ERRORS as exc:
+            progress.error = progress.error or _first_line(str(getattr(exc, "explanation", None) or exc))
+        if progress.error:
+            say(f"no cache image {ref} ({_first_line(progress.error)}); its steps are built")
+            continue
+        say(f"cache image {ref}: pulled ({progress.summary()})")
+        pulled.append(ref)
+    return pulled
+
+
+def stage_names(dockerfile: str) -> list[str]:
+    """The stages of a rendered Dockerfile as the build names them (the last one `final`)."""
+    from .events import _FROM_RE
+
+    names = []
+    for line in dockerfile.splitlines():
+        stage = _FROM_RE.match(line.strip())
+        if stage:
+            names.append((stage[1] or str(len(names))).lower())
+    if names:
+        names[-1] = FINAL_STAGE
+    return names
+
+
+def local_sources(client, record: dict, platform: str) -> list[str]:
+    """This engine's own stage images of the release's last build, still present: with `cache_from`
+    set, the classic builder takes a local step only from the history of a listed image."""
+    if record.get("platform") != platform:
+        return []
+    found = []
+    for image_id in (record.get("stages") or {}).values():
+        try:
+            client.inspect_image(image_id)
+            found.append(image_id)
+        except docker.errors.ImageNotFound:
+            continue
+    return found
+
+
+def tag_stages(client, registry: str, release, platform: str, stages: dict[str, str]) -> list[str]:
+    """Tag each stage image under its cache tag; return the refs."""
+    repository = cache_repository(registry, release)
+    refs = []
+    for stage, image_id in stages.items():
+        tag = cache_tag(release, platform, stage)
+        client.tag(image_id, repository, tag, force=True)
+        refs.append(f"{repository}:{tag}")
+    return refs
+
+
+def _first_line(text: str) -> str:
+    text = text.strip()
+    return text.splitlines()[0] if text else "unknown error"
