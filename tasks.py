@@ -7,6 +7,9 @@ from ngcbuild import api
 from ngcbuild.cli import guarded
 from ngcbuild.errors import UserError
 
+ENGINE_HELP = (
+    "Docker engine URL: unix://, tcp:// (TLS from DOCKER_TLS_VERIFY, DOCKER_CERT_PATH), ssh://; default DOCKER_HOST")
+
 
 @task(help={"release": "release name (manifests/R.yaml)",
             "base": "base image to build FROM instead of the manifest's (a mirror of it)"})
@@ -28,13 +31,15 @@ def render(c, release, base=None):
     "label": "extra image label KEY=VALUE (repeatable), e.g. the CI run, for cleanup by label",
     "cache_from": "registry HOST[:PORT] to pull R's layer cache (every stage's image) from before building",
     "cache_to": "registry HOST[:PORT] to push R's layer cache (every stage's image) to after building",
+    "engine": ENGINE_HELP,
 }, iterable=["label"])
 @guarded
 def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None, platform=None,
-          force=False, label=None, cache_from=None, cache_to=None):
+          force=False, label=None, cache_from=None, cache_to=None, engine=None):
     """Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3; write build/R/record.json."""
     api.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
-              base=base, platform=platform, force=force, labels=label, cache_from=cache_from, cache_to=cache_to)
+              base=base, platform=platform, force=force, labels=label, cache_from=cache_from, cache_to=cache_to,
+              engine=engine)
 
 
 @task
@@ -54,21 +59,23 @@ def golden(c):
     "host": "run the checks with the host's Python, no Docker (a GPU machine); results in build/host/",
     "expect_from_env": "with --host: expectations from the host's PyTorch/CUDA/cuDNN/NCCL instead of a manifest",
     "python": "with --host: the interpreter whose PyTorch to check (default: this one)",
+    "engine": ENGINE_HELP,
 })
 @guarded
 def smoke(c, release=None, require_gpu=False, image=None, perf=False, baseline=None, threshold=None,
-          host=False, expect_from_env=False, python=None):
+          host=False, expect_from_env=False, python=None, engine=None):
     """Run the smoke suite inside the built image (or on the host); JUnit at build/R/smoke-junit.xml."""
     api.smoke(release, require_gpu=require_gpu, image=image, perf=perf, baseline=baseline, threshold=threshold,
-              host=host, expect_from_env=expect_from_env, python=python)
+              host=host, expect_from_env=expect_from_env, python=python, engine=engine)
 
 
 @task(help={"release": "release name", "registry": "registry HOST[:PORT] to push to",
-            "cache": "also push the layer cache (every stage's image, under <repository>-cache) for --cache-from"})
+            "cache": "also push the layer cache (every stage's image, under <repository>-cache) for --cache-from",
+            "engine": ENGINE_HELP})
 @guarded
-def push(c, release, registry, cache=False):
+def push(c, release, registry, cache=False, engine=None):
     """Push every tag of R to the registry, verify the digest read back, record it."""
-    api.push(release, registry=registry, cache=cache)
+    api.push(release, registry=registry, cache=cache, engine=engine)
 
 
 @task(help={"release": "release name", "registry": "registry HOST[:PORT] to publish to"})
@@ -109,23 +116,26 @@ def base(c, release="dev"):
 
 @task(help={"runs": "runs per timed figure (median and spread)",
             "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)",
-            "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section"})
+            "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section",
+            "cache": "only the registry-cache figure: a fresh private engine with --cache-from against a cold "
+                     "build (needs root); its own section"})
 @guarded
-def bench(c, runs=3, registry=None, release="dev"):
+def bench(c, runs=3, registry=None, release="dev", cache=False):
     """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
-    api.bench(runs=int(runs), registry=registry, release=release)
+    api.bench(runs=int(runs), registry=registry, release=release, cache=cache)
 
 
-@task(help={"keep": "ngcbuild images to keep per release and platform, newest first (default 2)"})
+@task(help={"keep": "ngcbuild images to keep per release and platform, newest first (default 2)",
+            "engine": ENGINE_HELP})
 @guarded
-def prune(c, keep=None):
+def prune(c, keep=None, engine=None):
     """Remove dangling images and ngcbuild's images beyond the newest --keep per release and platform."""
     # default None, not 2: invoke would turn a non-number into a traceback before this runs
     try:
         keep = 2 if keep is None else int(keep)
     except ValueError:
         raise UserError(f"--keep {keep!r}: expected a whole number of images to keep") from None
-    api.prune(keep=keep)
+    api.prune(keep=keep, engine=engine)
 
 
 @task

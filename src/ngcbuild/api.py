@@ -16,6 +16,7 @@ from . import registry as registry_client
 from . import reliability as reliability_runner
 from . import sbom as sbom_writer
 from .engine import connect
+from .engine import select as select_engine
 from .errors import UserError, shown_path
 from .manifest import load_release
 from .project import Project
@@ -29,7 +30,8 @@ def render(release: str, base=None, root=".") -> None:
 
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
-          platform=None, force=False, labels=None, cache_from=None, cache_to=None, root=".") -> dict:
+          platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None, root=".") -> dict:
+    select_engine(engine)
     options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
                                    platform=platform, force=force, labels=labels, cache_from=cache_from,
                                    cache_to=cache_to)
@@ -44,9 +46,10 @@ def golden(root=".") -> None:
 
 
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
-          threshold=None, host=False, expect_from_env=False, python=None, root=".") -> None:
+          threshold=None, host=False, expect_from_env=False, python=None, engine=None, root=".") -> None:
     from .smoke.perf import DEFAULT_THRESHOLD
 
+    select_engine(engine)
     project = Project.at(root)
     threshold = DEFAULT_THRESHOLD if threshold is None else float(threshold)
     if not 0 < threshold < 1:
@@ -82,7 +85,8 @@ def _smoke_host(project: Project, release, expect_from_env, require_gpu, perf, p
     host.run_host(project.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
 
 
-def push(release: str, registry: str, cache=False, root=".") -> dict:
+def push(release: str, registry: str, cache=False, engine=None, root=".") -> dict:
+    select_engine(engine)
     return registry_client.push_release(Project.at(root), release, registry, out=sys.stdout, cache=cache)
 
 
@@ -91,10 +95,10 @@ def base(release: str = "dev", root=".") -> None:
     base_image.make_base(connect(), loaded.release)
 
 
-def bench(runs: int = 3, registry: str | None = None, root=".", release: str = "dev") -> None:
+def bench(runs: int = 3, registry: str | None = None, root=".", release: str = "dev", cache=False) -> None:
     from .bench import run_bench
 
-    path = run_bench(Project.at(root), runs=runs, registry=registry, release=release)
+    path = run_bench(Project.at(root), runs=runs, registry=registry, release=release, cache=cache)
     print(f"figures written to {path}")
 
 
@@ -166,7 +170,8 @@ def changed_jobs(base=None, root=".") -> dict:
     return result
 
 
-def prune(keep: int, root=".") -> None:
+def prune(keep: int, engine=None, root=".") -> None:
+    select_engine(engine)
     from .layer_cache import CACHE_SUFFIX
     from .prune import run_prune
     from .releases import Series

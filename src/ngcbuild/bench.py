@@ -291,6 +291,60 @@ class Bench:
                       f"of a {size / 1e6:.0f} MB image")
 
 
+def registry_cache(project: Project, log=print) -> list[Figure]:
+    """A fresh engine building from the registry cache against a cold build on this engine, each the
+    whole `invoke build` timed as a process from outside. The fresh engine and the registry are the
+    private ones of the integration tests (tests/integration/private.py: needs root); the fresh
+    engine is offline, so it can only have built from the cache."""
+    import os
+    import sys
+
+    sys.path.insert(0, str(project.root))
+    from tests.integration.private import PrivateEngine, PrivateRegistry
+
+    client = connect()
+    release = load_release(project, RELEASE).release
+    registry, fresh = PrivateRegistry(), PrivateEngine()
+
+    def timed(*args, env=None) -> tuple[float, dict]:
+        started = time.monotonic()
+        result = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=scratch, capture_output=True, text=True,
+                                env={**os.environ, **(env or {})})
+        elapsed = time.monotonic() - started
+        if result.returncode != 0:
+            raise RuntimeError(f"invoke {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+        return elapsed, json.loads((scratch / "build" / RELEASE / "record.json").read_text())
+
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-bench-cache-") as tmp:
+        scratch = Path(tmp) / "project"
+        for part in ("manifests", "constraints", "templates"):
+            shutil.copytree(project.root / part, scratch / part)
+        shutil.copy(project.root / "tasks.py", scratch / "tasks.py")
+        try:
+            registry.start()
+            fresh.start()
+            fresh.load_image(client, release.base.image)
+            log("registry cache: cold build on this engine")
+            cold, cold_record = timed("build", "--release", RELEASE, "--no-cache", "--force")
+            log("registry cache: push the cache")
+            push, _ = timed("push", "--release", RELEASE, "--registry", registry.address, "--cache")
+            log("registry cache: build on a fresh engine with --cache-from")
+            warm, record = timed("build", "--release", RELEASE, "--cache-from", registry.address,
+                                 env={"DOCKER_HOST": fresh.host})
+        finally:
+            fresh.close()
+            registry.close()
+    same = record["image_id"] == cold_record["image_id"]
+    ratio = warm / cold
+    return [
+        Figure("fresh engine, `--cache-from` registry / cold build (whole `invoke build`)", [ratio], "×", "≤ 0.15",
+               ratio <= 0.15,
+               f"fresh engine {warm:.1f} s ({record['cached_steps']}/{record['steps']} steps cached, "
+               f"{'the same image id' if same else 'ANOTHER image id'}) against cold {cold:.1f} s; "
+               f"pushing the cache took {push:.1f} s"),
+    ]
+
+
 def _run(client, image: str, script: str) -> str:
     container = client.create_container(image, entrypoint=["/bin/sh", "-c"], command=[script],
                                         host_config=client.create_host_config(network_mode="none"))
@@ -308,7 +362,9 @@ def _apt_layers(client, image: str) -> int:
 
 
 def run_bench(project: Project, runs: int = 3, registry: str | None = None, out_path: Path | None = None,
-              log=print, release: str = RELEASE) -> Path:
+              log=print, release: str = RELEASE, cache: bool = False) -> Path:
+    if cache:
+        return _write_cache_section(project, runs, out_path, log)
     if release not in BUMPS:
         raise UserError(f"--release {release!r}: the benchmark knows {', '.join(BUMPS)}")
     bench = Bench(project, runs, log, release)
@@ -351,6 +407,31 @@ def run_bench(project: Project, runs: int = 3, registry: str | None = None, out_
     (project.build / f"bench-{release}.json").write_text(
         json.dumps([f.__dict__ for f in figures], indent=2, default=str))
     return path
+
+
+def _write_cache_section(project: Project, runs: int, out_path: Path | None, log) -> Path:
+    """`invoke bench --cache`: its own section of BENCHMARKS.md (a run is ~6 minutes on 2 cores)."""
+    started = time.time()
+    figures = []
+    for run in range(runs):
+        log(f"registry cache run {run + 1}/{runs}")
+        figures += registry_cache(project, log)
+    merged = Figure(figures[0].name, [f.samples[0] for f in figures], "×", "≤ 0.15",
+                    statistics.median([f.samples[0] for f in figures]) <= 0.15, "; ".join(f.note for f in figures))
+    path = out_path or project.root / "BENCHMARKS.md"
+    report = _report([merged], runs, time.time() - started, RELEASE) + CACHE_METHOD
+    path.write_text(_with_section(path.read_text() if path.exists() else "# Benchmarks\n", "registry-cache",
+                                  report))
+    return path
+
+
+CACHE_METHOD = """
+Registry cache: `invoke build --release dev --no-cache --force` on this engine (cold), then `invoke push
+--cache` of its stage images to a private registry, then `invoke build --release dev --cache-from` on a
+private engine that holds nothing but the base image and has no network (so it can only take its
+steps from the cache). Both builds are timed as whole processes, from outside. `cuda-dev` (6.6 GB):
+not measured.
+"""
 
 
 def _marks(release: str) -> tuple[str, str]:
