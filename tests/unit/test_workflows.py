@@ -100,6 +100,10 @@ def test_release_workflow_rules():
     assert build["runs-on"] == "${{ matrix.runner }}"
     runs = " ".join(step.get("run", "") for step in build["steps"])
     assert "invoke smoke" in runs and "--require-gpu" in runs and "invoke sbom" in runs
+    # the staging registry is the shared layer cache of every build job; long-lived runners are pruned
+    assert '--cache-from "$STAGING_REGISTRY" --cache-to "$STAGING_REGISTRY"' in runs
+    prune = [s for s in build["steps"] if "invoke prune" in s.get("run", "")]
+    assert len(prune) == 1 and prune[0]["if"] == "always()"
     uploads = [s for job in jobs.values() for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
     assert uploads and all(s.get("if") == "always()" for s in uploads)
     # only the publish job sees the release secret, and only from main or a tag
