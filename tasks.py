@@ -78,11 +78,12 @@ def push(c, release, registry, cache=False, engine=None):
     api.push(release, registry=registry, cache=cache, engine=engine)
 
 
-@task(help={"release": "release name", "registry": "registry HOST[:PORT] to publish to"})
+@task(help={"release": "release name", "registry": "registry HOST[:PORT] to publish to",
+            "records": "folder of the platform jobs' record.json files (CI): list what they pushed, push nothing"})
 @guarded
-def publish(c, release, registry):
+def publish(c, release, registry, records=None):
     """Push one tag per platform of R, then the multi-arch tag R-py3 as a manifest list."""
-    api.publish(release, registry=registry)
+    api.publish(release, registry=registry, records=records)
 
 
 @task(help={"release": "release name", "image": "image to describe (default: the one in build/R/record.json)"})

@@ -150,7 +150,11 @@ def docs(screenshot=True, root=".") -> None:
     print(f"screenshot of the index (phone width) at {shown_path(shot)}")
 
 
-def publish(release: str, registry: str, root=".") -> dict:
+def publish(release: str, registry: str, records=None, root=".") -> dict:
+    if records:
+        from pathlib import Path
+
+        return publisher.publish_from_records(Project.at(root), release, registry, Path(records), out=sys.stdout)
     return publisher.publish_release(Project.at(root), release, registry, out=sys.stdout)
 
 

@@ -113,5 +113,11 @@ def test_release_workflow_rules():
     cleanup = [s for job in (build, jobs["publish"]) for s in job["steps"] if "image rm" in s.get("run", "")]
     assert len(cleanup) == 2 and all(s["if"] == "always()" and "label=$RUN_LABEL" in s["run"] for s in cleanup)
     assert any("docker logout" in s.get("run", "") for s in jobs["publish"]["steps"])
+    # multi-arch: the list comes from every platform job's record, before promotion
+    publish_runs = [s.get("run", "") for s in jobs["publish"]["steps"]]
+    downloads = [s for s in jobs["publish"]["steps"] if s.get("uses", "").startswith("actions/download-artifact")]
+    assert downloads[0]["with"]["pattern"] == "build-${{ matrix.release }}-*"
+    listed = next(i for i, run in enumerate(publish_runs) if "invoke publish" in run and "--records" in run)
+    assert listed < next(i for i, run in enumerate(publish_runs) if "invoke promote" in run)
     labels = yaml.safe_load((REPO / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
     assert "gpu" in labels
