@@ -410,27 +410,50 @@ def run_bench(project: Project, runs: int = 3, registry: str | None = None, out_
 
 
 def _write_cache_section(project: Project, runs: int, out_path: Path | None, log) -> Path:
-    """`invoke bench --cache`: its own section of BENCHMARKS.md (a run is ~6 minutes on 2 cores)."""
+    """`invoke bench --cache`: its own section of BENCHMARKS.md (a run is ~10 minutes on 2 cores)."""
     started = time.time()
     figures = []
     for run in range(runs):
         log(f"registry cache run {run + 1}/{runs}")
         figures += registry_cache(project, log)
-    merged = Figure(figures[0].name, [f.samples[0] for f in figures], "×", "≤ 0.15",
-                    statistics.median([f.samples[0] for f in figures]) <= 0.15, "; ".join(f.note for f in figures))
+    samples = [f.samples[0] for f in figures]
+    merged = Figure(figures[0].name, samples, "×", "≤ 0.15", statistics.median(samples) <= 0.15,
+                    "; ".join(f.note for f in figures))
+    verdict = "met" if merged.met else "**missed**"
+    report = "\n".join([
+        "# Benchmarks",
+        "",
+        f"Written by `invoke bench --cache` on {time.strftime('%Y-%m-%d')} ({platform.node()}: "
+        f"{platform.machine()}, {_cpus()} cores, Docker engine {connect().version().get('Version')}), "
+        f"{runs} run(s), {(time.time() - started) / 60:.0f} minutes in all.",
+        "",
+        "| figure | median | spread | target | | notes |",
+        "|---|---|---|---|---|---|",
+        f"| {merged.name} | {merged.median:.3g} {merged.unit} | {merged.spread()} | {merged.target} | {verdict} "
+        f"| {merged.note} |",
+        CACHE_METHOD,
+    ])
     path = out_path or project.root / "BENCHMARKS.md"
-    report = _report([merged], runs, time.time() - started, RELEASE) + CACHE_METHOD
     path.write_text(_with_section(path.read_text() if path.exists() else "# Benchmarks\n", "registry-cache",
                                   report))
     return path
 
 
 CACHE_METHOD = """
-Registry cache: `invoke build --release dev --no-cache --force` on this engine (cold), then `invoke push
---cache` of its stage images to a private registry, then `invoke build --release dev --cache-from` on a
-private engine that holds nothing but the base image and has no network (so it can only take its
-steps from the cache). Both builds are timed as whole processes, from outside. `cuda-dev` (6.6 GB):
-not measured.
+Method: `invoke build --release dev --no-cache --force` on this engine (cold), then `invoke push
+--cache` of its image and stage images to a private registry, then `invoke build --release dev
+--cache-from` on a private engine that holds nothing but the base image and has no network (so it
+can only take its steps from the cache). Both builds are timed as whole processes, from outside, in
+the same run. `cuda-dev` (6.6 GB) through the registry cache: not measured (its pull and push are
+several minutes each on these 2 cores; left for a runner with the disk and time for it).
+
+Why the ratio cannot reach 0.15 for `dev` on this machine: the fresh engine downloads and extracts
+the cache of every stage, ~1 GB compressed and ~2.7 GB on disk (the builder stage holds the
+installed packages under /stage, the final image holds them again in its own layers), on the same
+2 cores; the cold build it is compared with does no compiling at all (a wheel from the local
+wheelhouse, pure-Python pins from a nearby index). The cache turns compute into transfer: the
+fresh engine ran no step and produced the very image of the cold build; for a release whose cold
+build compiles for hours (SCALING.md) the same transfer is a small fraction of it.
 """
 
 

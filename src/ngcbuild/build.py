@@ -27,7 +27,7 @@ from . import context_cache, layer_cache
 from .base import ensure_base
 from .engine import connect
 from .errors import BuildFailed, OperationError, UserError, shown_path
-from .events import TAIL_LINES, BuildStream
+from .events import TAIL_LINES, BuildStream, stage_names
 from .leftovers import Journal, remove_containers
 from .manifest import load_release
 from .project import Project
@@ -196,7 +196,7 @@ def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: 
     if not options.cache_from:
         return [], []
     release = rendered.plan.release
-    stages = layer_cache.stage_names(rendered.files["Dockerfile"].decode())
+    stages = stage_names(rendered.files["Dockerfile"].decode())
     pulled = layer_cache.pull_cache(client, options.cache_from, release, platform, stages, auth, say, out)
     previous = read_record(rendered.directory) if record_path(rendered.directory).is_file() else {}
     return pulled, pulled + layer_cache.local_sources(client, previous, platform)

@@ -101,6 +101,18 @@ class BuildStream:
         return f"step {self.step}/{self.steps}: {self.instruction}" if self.steps else "before the first step"
 
 
+def stage_names(dockerfile: str) -> list[str]:
+    """The stages of a Dockerfile as BuildStream.stages() names them (the last one `final`)."""
+    names = []
+    for line in dockerfile.splitlines():
+        stage = _FROM_RE.match(line.strip())
+        if stage:
+            names.append((stage[1] or str(len(names))).lower())
+    if names:
+        names[-1] = FINAL_STAGE
+    return names
+
+
 @dataclass
 class PushStream:
     """Follows a push event stream: per-layer progress, the pushed digest, the error."""

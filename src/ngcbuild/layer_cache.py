@@ -16,7 +16,6 @@ import urllib3
 
 from .context_cache import arch_of
 from .errors import UserError
-from .events import FINAL_STAGE
 from .transfer import TransferProgress
 
 CACHE_SUFFIX = "-cache"
@@ -58,20 +57,6 @@ def pull_cache(client, registry: str, release, platform: str, stages: list[str],
         say(f"cache image {ref}: pulled ({progress.summary()})")
         pulled.append(ref)
     return pulled
-
-
-def stage_names(dockerfile: str) -> list[str]:
-    """The stages of a rendered Dockerfile as the build names them (the last one `final`)."""
-    from .events import _FROM_RE
-
-    names = []
-    for line in dockerfile.splitlines():
-        stage = _FROM_RE.match(line.strip())
-        if stage:
-            names.append((stage[1] or str(len(names))).lower())
-    if names:
-        names[-1] = FINAL_STAGE
-    return names
 
 
 def local_sources(client, record: dict, platform: str) -> list[str]:

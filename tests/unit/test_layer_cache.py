@@ -4,7 +4,8 @@ import pytest
 
 from ngcbuild.build import options_from
 from ngcbuild.errors import UserError
-from ngcbuild.layer_cache import cache_repository, cache_tag, stage_names
+from ngcbuild.events import stage_names
+from ngcbuild.layer_cache import cache_repository, cache_tag
 from ngcbuild.manifest import load_release
 from ngcbuild.project import Project
 from ngcbuild.render import render_release
