@@ -197,9 +197,12 @@ def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: 
         return [], []
     release = rendered.plan.release
     stages = stage_names(rendered.files["Dockerfile"].decode())
-    pulled = layer_cache.pull_cache(client, options.cache_from, release, platform, stages, auth, say, out)
     previous = read_record(rendered.directory) if record_path(rendered.directory).is_file() else {}
-    return pulled, pulled + layer_cache.local_sources(client, previous, platform)
+    tagged = [f"{layer_cache.cache_repository(registry, release)}:{layer_cache.cache_tag(release, platform, stage)}"
+              for registry in {options.registry, options.cache_from} for stage in stages]
+    local = layer_cache.local_sources(client, previous, platform, tagged)  # before the pull moves those tags
+    pulled = layer_cache.pull_cache(client, options.cache_from, release, platform, stages, auth, say, out)
+    return pulled, pulled + local
 
 
 def _push_cache(client, registry: str, release, platform: str, stages: dict, auth, out, say) -> None:

@@ -59,18 +59,21 @@ def pull_cache(client, registry: str, release, platform: str, stages: list[str],
     return pulled
 
 
-def local_sources(client, record: dict, platform: str) -> list[str]:
-    """This engine's own stage images of the release's last build, still present: with `cache_from`
-    set, the classic builder takes a local step only from the history of a listed image."""
-    if record.get("platform") != platform:
-        return []
+def local_sources(client, record: dict, platform: str, refs: list[str]) -> list[str]:
+    """This engine's own stage images, still present: those of the release's last build here (its
+    record) and those its cache tags name before a pull moves them. With `cache_from` set, the classic
+    builder takes a step from the local cache only from the history of a listed image."""
+    wanted = list(refs)
+    if record.get("platform") == platform:
+        wanted += list((record.get("stages") or {}).values())
     found = []
-    for image_id in (record.get("stages") or {}).values():
+    for ref in wanted:
         try:
-            client.inspect_image(image_id)
-            found.append(image_id)
+            image_id = client.inspect_image(ref)["Id"]
         except docker.errors.ImageNotFound:
             continue
+        if image_id not in found:
+            found.append(image_id)
     return found
 
 
