@@ -32,7 +32,7 @@ from .leftovers import Journal, remove_containers
 from .manifest import load_release
 from .project import Project
 from .record import read_record, record_path, write_record
-from .registry import credentials, push_ref
+from .registry import credentials, push_cache_images
 from .registry_api import Registry
 from .render import INPUTS_DIR, Rendered, render_pip_conf, render_release
 from .wheelhouse import default_wheelhouse, select_wheels
@@ -124,7 +124,7 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
                                      platform, lookup, auth, say)
         if reused is not None:
             if options.cache_to:
-                _push_cache(client, options.cache_to, release, platform, reused.get("stages") or {}, auth, out, say)
+                push_cache_images(client, options.cache_to, release, reused, auth, out)
             return reused
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
     cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, auth, out, say)
@@ -187,7 +187,8 @@ def _build_release(project: Project, name: str, options: BuildOptions, out) -> d
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
     if options.cache_to:
-        _push_cache(client, options.cache_to, release, platform, record["stages"], auth, out, say)
+        record["cache_pushed"] = push_cache_images(client, options.cache_to, release, record, auth, out)
+        write_record(rendered.directory, record)
     return record
 
 
@@ -203,17 +204,6 @@ def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: 
     local = layer_cache.local_sources(client, previous, platform, tagged)  # before the pull moves those tags
     pulled = layer_cache.pull_cache(client, options.cache_from, release, platform, stages, auth, say, out)
     return pulled, pulled + local
-
-
-def _push_cache(client, registry: str, release, platform: str, stages: dict, auth, out, say) -> None:
-    if not stages:
-        say(f"no stage images recorded for {release.release} (its image was reused, not built here); "
-            "no cache pushed (--force builds and records them)")
-        return
-    for ref in layer_cache.tag_stages(client, registry, release, platform, stages):
-        repository, tag = ref.rsplit(":", 1)
-        say(f"pushing cache image {ref}")
-        push_ref(client, repository, tag, auth, out)
 
 
 def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path],

@@ -73,12 +73,12 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
     record.setdefault("pushed", {}).update(pushed)
     record["tags"] = sorted(set(record["tags"]) | set(pushed))
     if cache:
-        record["cache_pushed"] = _push_cache_images(client, host, release, record, auth, out, sleep)
+        record["cache_pushed"] = push_cache_images(client, host, release, record, auth, out, sleep)
     write_record(directory, record)
     return pushed
 
 
-def _push_cache_images(client, host: str, release, record: dict, auth, out, sleep) -> dict:
+def push_cache_images(client, host: str, release, record: dict, auth, out, sleep=time.sleep) -> dict:
     """Every stage image of the build under its cache tag (layer_cache.py); ref -> digest."""
     from .layer_cache import tag_stages
 
@@ -93,11 +93,6 @@ def _push_cache_images(client, host: str, release, record: dict, auth, out, slee
         print(f"pushing cache image {ref}", file=out, flush=True)
         pushed[ref] = _push_with_retries(client, repository, tag, auth, out, sleep).digest
     return pushed
-
-
-def push_ref(client, repository: str, tag: str, auth, out) -> PushStream:
-    """Push one tag with retries (no read-back: for cache images, which no one pulls by digest)."""
-    return _push_with_retries(client, repository, tag, auth, out, time.sleep)
 
 
 def _push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> PushStream:
