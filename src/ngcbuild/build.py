@@ -25,17 +25,17 @@ import docker
 import requests
 import urllib3
 
-from . import context_cache
+from . import context_cache, layer_cache
 from .engine import connect
 from .errors import BuildFailed, OperationError, UserError, excerpt, shown_path
-from .events import TAIL_LINES, BuildStream
+from .events import TAIL_LINES, BuildStream, stage_names
 from .leftovers import Journal, remove_containers
 from .names import ImageNames, check_release_name
 from .outputs import make_dir, storing
 from .project import Project
-from .record import BuildFacts, BuildRecord, record_build, record_path
+from .record import BuildFacts, BuildRecord, previous_record, record_build, record_path, write_record
 from .references import ImageRef, registry_host
-from .registry import credentials
+from .registry import credentials, push_cache_images
 from .stamp import current_stamp
 from .wheelhouse import default_wheelhouse, select_wheels
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 DEFAULT_REGISTRY = "nvcr.io"
 CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
 CONTEXT_HASH_LABEL = context_cache.CONTEXT_HASH_LABEL
+RELEASE_LABEL = "io.ngcbuild.release"  # what `invoke prune` groups images by
 PLATFORMS = ("linux/amd64", "linux/arm64")
 MAX_CA_BYTES = 10_000_000
 # What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
@@ -67,11 +68,15 @@ class BuildOptions:
     lookup_registry: bool = False
     # Extra image labels, e.g. the CI run that built it (release.yml cleans up by that label).
     labels: tuple[tuple[str, str], ...] = ()
+    # Registries to pull the layer cache from before building, and to push it to after (layer_cache.py).
+    cache_from: str | None = None
+    cache_to: str | None = None
 
 
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
                  environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
-                 labels: list[str] | None = None) -> BuildOptions:
+                 labels: list[str] | None = None, cache_from: str | None = None,
+                 cache_to: str | None = None) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects. Every one is checked
     here, before anything is rendered, locked, tagged or asked of the engine."""
     ca = checked_ca_bundle(ca_bundle, environ)
@@ -82,7 +87,9 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
         raise UserError(f"--platform {excerpt(platform)}: expected one of {', '.join(PLATFORMS)}")
     return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
                         base=_checked_base(base), platform=platform, force=force, lookup_registry=lookup_registry,
-                        labels=context_cache.parse_labels(labels or []))
+                        labels=context_cache.parse_labels(labels or []),
+                        cache_from=None if cache_from is None else registry_host(cache_from, "--cache-from"),
+                        cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"))
 
 
 def checked_ca_bundle(value: str | None, environ) -> Path | None:
@@ -138,31 +145,35 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     exists is reused without loading or rendering it: the path CI takes most often is the fast one."""
     check_release_name(name)
     credentials()  # a half-set NGCBUILD_REGISTRY_USER/PASSWORD stops here, before anything is written
-    say = _printer(out)
     if not options.force:
         stamp = current_stamp(project, name, options.base)
         if stamp is not None:
             with _exclusive(project.out(name), name):
-                reused = _reuse(connect(), project.out(name), stamp.names, stamp.context_hash, options, say)
+                reused = _reuse(connect(), project.out(name), stamp.names, stamp.context_hash, options, out)
             if reused is not None:
                 return reused
     from .manifest import load_release
 
     loaded = load_release(project, name)  # bad input stops here, before anything is written
     with _exclusive(project.out(name), name):
-        return _build_release(project, loaded, options, say)
+        return _build_release(project, loaded, options, out)
 
 
-def _reuse(client, directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, say) -> dict | None:
-    """The record of an image of this context found locally or (with --registry) in the registry."""
+def _reuse(client, directory: Path, names: ImageNames, context_hash: str, options: BuildOptions,
+           out) -> dict | None:
+    """The record of an image of this context found locally or (with --registry) in the registry
+    (its layer cache pushed when --cache-to asks); None when it must be built."""
     if options.force:
         return None
     from .registry_api import Registry
 
     auth = credentials()
     lookup = Registry(options.registry, auth) if options.lookup_registry else None
-    return context_cache.reuse(client, names, directory, image_repository(options.registry, names),
-                               context_hash, options.platform or names.default_platform, lookup, auth, say)
+    reused = context_cache.reuse(client, names, directory, image_repository(options.registry, names),
+                                 context_hash, options.platform or names.default_platform, lookup, auth, _printer(out))
+    if reused is not None and options.cache_to:
+        push_cache_images(client, options.cache_to, names, reused, auth, out)
+    return reused
 
 
 @contextmanager
@@ -179,20 +190,23 @@ def _exclusive(directory: Path, name: str):
         yield
 
 
-def _build_release(project: Project, loaded, options: BuildOptions, say) -> dict:
+def _build_release(project: Project, loaded, options: BuildOptions, out) -> dict:
     from .base import ensure_base
     from .render import render_loaded
 
+    say = _printer(out)
     rendered = render_loaded(project, loaded, base=options.base)
     release = rendered.plan.release
     names = rendered.plan.names
     client = connect()
     platform = options.platform or names.default_platform
     repository = image_repository(options.registry, names)
-    reused = _reuse(client, rendered.directory, names, rendered.context_hash, options, say)
+    auth = credentials()
+    reused = _reuse(client, rendered.directory, names, rendered.context_hash, options, out)
     if reused is not None:
         return reused
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
+    cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, auth, out, say)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
         if options.wheelhouse else []
@@ -202,7 +216,7 @@ def _build_release(project: Project, loaded, options: BuildOptions, say) -> dict
     journal = Journal(rendered.directory)
     _remove_leftovers(client, journal, say)
     started = time.monotonic()
-    stream = _run_build(client, project, rendered, options, wheels, journal, say, platform)
+    stream = _run_build(client, project, rendered, options, wheels, journal, say, platform, cache_sources)
     duration = time.monotonic() - started
     if stream.error or not stream.image_id:
         tail = "\n".join(f"  | {line}" for line in stream.tail)
@@ -215,6 +229,9 @@ def _build_release(project: Project, loaded, options: BuildOptions, say) -> dict
     try:
         for ref in map(ImageRef.parse, tags):
             client.tag(stream.image_id, ref.repository, ref.tag, force=True)
+        # The stage images under cache tags: the newest build's builder layers are then no dangling
+        # image (`invoke prune` keeps them), and --cache-to pushes them by these names.
+        layer_cache.tag_stages(client, options.registry, names, platform, stream.stages())
         image = client.inspect_image(stream.image_id)
     except ENGINE_GONE as exc:
         raise BuildFailed(
@@ -223,17 +240,35 @@ def _build_release(project: Project, loaded, options: BuildOptions, say) -> dict
             "No record was written; rerun the build (its steps are cached)") from None
     facts = BuildFacts(duration_s=round(duration, 1), steps=stream.steps, cached_steps=stream.cached_steps,
                        step_log=stream.step_log, ca_bundle_used=options.ca_bundle is not None,
-                       wheels=[w.name for w in wheels], source_revision=_git_revision(project))
+                       wheels=[w.name for w in wheels], source_revision=_git_revision(project),
+                       stages=stream.stages(), cache_from=cache_pulled)
     record = record_build(rendered.directory, BuildRecord.of_image(
         names, image, tags, options.registry, rendered.context_hash, platform, facts))
     path = record_path(rendered.directory)
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
+    if options.cache_to:
+        record["cache_pushed"] = push_cache_images(client, options.cache_to, names, record, auth, out)
+        write_record(rendered.directory, record)
     return record
 
 
+def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: str, auth, out, say):
+    """(the cache images pulled from --cache-from, every image to pass as `cache_from`)."""
+    if not options.cache_from:
+        return [], []
+    names = rendered.plan.names
+    stages = stage_names(rendered.files["Dockerfile"].decode())
+    previous = previous_record(rendered.directory)
+    tagged = [f"{layer_cache.cache_repository(registry, names)}:{layer_cache.cache_tag(names, platform, stage)}"
+              for registry in {options.registry, options.cache_from} for stage in stages]
+    local = layer_cache.local_sources(client, previous, platform, tagged)  # before the pull moves those tags
+    pulled = layer_cache.pull_cache(client, options.cache_from, names, platform, stages, auth, say, out)
+    return pulled, pulled + local
+
+
 def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path],
-               journal: Journal, say, platform: str) -> BuildStream:
+               journal: Journal, say, platform: str, cache_sources: list[str]) -> BuildStream:
     """Send the context and follow the build. Whatever way it ends (done, failed, Ctrl-C, the engine
     gone), the intermediate containers its log named are removed before this returns."""
     stream = BuildStream()
@@ -244,8 +279,9 @@ def _run_build(client, project: Project, rendered: Rendered, options: BuildOptio
             events = client.build(
                 fileobj=context, custom_context=True, encoding=None, decode=True,
                 rm=True, forcerm=True, nocache=options.no_cache, pull=False,
-                platform=platform,
-                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash},
+                platform=platform, cache_from=cache_sources or None,
+                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
+                        RELEASE_LABEL: rendered.release},
             )
             for event in events:
                 for line in stream.feed(event):

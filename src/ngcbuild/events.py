@@ -14,6 +14,8 @@ _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 _ID_RE = re.compile(r"^Successfully built ([0-9a-f]{12,64})$")
 # The classic builder runs each RUN step in a container of its own and names it in the log.
 _CONTAINER_RE = re.compile(r"^\s*---> Running in ([0-9a-f]{12,64})$")
+_FROM_RE = re.compile(r"^FROM\s+(?:--platform=\S+\s+)?\S+(?:\s+AS\s+(\S+))?\s*$", re.IGNORECASE)
+FINAL_STAGE = "final"  # the name given to the last stage when the Dockerfile names it not
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 # dpkg's percentage counter: one line per 5%, worth nothing in a log.
 _NOISE_RE = re.compile(r"^\(Reading database \.\.\. \d+%$")
@@ -41,6 +43,8 @@ class BuildStream:
     cached_steps: int = 0
     step_log: list = field(default_factory=list)  # (step, instruction, cached)
     containers: list = field(default_factory=list)  # intermediate containers, in the order they ran
+    # [stage name, image id the engine reported when it ended], in Dockerfile order
+    stage_images: list = field(default_factory=list)
 
     def feed(self, event: dict) -> list[str]:
         """Consume one event; return the lines to show the user."""
@@ -51,7 +55,10 @@ class BuildStream:
             return [f"ERROR: {error}"]
         aux = event.get("aux")
         if isinstance(aux, dict) and aux.get("ID"):
+            # The engine reports the image of every stage as it ends; the last one is the build's.
             self.image_id = aux["ID"]
+            if self.stage_images:
+                self.stage_images[-1][1] = aux["ID"]
         shown = []
         text = event.get("stream")
         if not isinstance(text, str):
@@ -65,6 +72,9 @@ class BuildStream:
             if step:
                 self.step, self.steps, self.instruction = int(step[1]), int(step[2]), step[3]
                 self.step_log.append([self.step, self.instruction, False])
+                stage = _FROM_RE.match(self.instruction)
+                if stage:
+                    self.stage_images.append([(stage[1] or str(len(self.stage_images))).lower(), None])
                 shown.append(f"[{self.step}/{self.steps}] {self.instruction}")
                 continue
             if line.strip() == "---> Using cache" and self.step_log:
@@ -79,9 +89,28 @@ class BuildStream:
             shown.append(f"    {line}")
         return shown
 
+    def stages(self) -> dict[str, str]:
+        """Stage name -> its image id, the last stage named `final`; empty unless every stage ended."""
+        named = [[name, image] for name, image in self.stage_images if image]
+        if named and len(named) == len(self.stage_images):
+            named[-1][0] = FINAL_STAGE
+        return dict(named) if len(named) == len(self.stage_images) else {}
+
     @property
     def failed_step(self) -> str:
         return f"step {self.step}/{self.steps}: {self.instruction}" if self.steps else "before the first step"
+
+
+def stage_names(dockerfile: str) -> list[str]:
+    """The stages of a Dockerfile as BuildStream.stages() names them (the last one `final`)."""
+    names = []
+    for line in dockerfile.splitlines():
+        stage = _FROM_RE.match(line.strip())
+        if stage:
+            names.append((stage[1] or str(len(names))).lower())
+    if names:
+        names[-1] = FINAL_STAGE
+    return names
 
 
 @dataclass

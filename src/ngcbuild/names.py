@@ -29,6 +29,12 @@ class ImageNames:
     default_platform: str  # the platform that gets `tag` itself (others get tag-<arch>)
     base_image: str  # what it is built FROM: the manifest's, or the --base mirror
 
+    @classmethod
+    def of(cls, release, base_image: str | None = None) -> "ImageNames":
+        """The names of a validated release; `base_image` is the --base mirror when one is used."""
+        return cls(release=release.release, tag=release.tag, repository_path=release.image.repository,
+                   default_platform=release.build.platform, base_image=base_image or release.base.image)
+
     def to_json(self) -> dict:
         return asdict(self)
 

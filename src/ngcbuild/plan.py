@@ -68,9 +68,7 @@ class ImagePlan:
 
     @property
     def names(self) -> ImageNames:
-        release = self.release
-        return ImageNames(release=release.release, tag=release.tag, repository_path=release.image.repository,
-                          default_platform=release.build.platform, base_image=self.base_image)
+        return ImageNames.of(self.release, self.base_image)
 
     @property
     def staged_steps(self) -> tuple[Step, ...]:

@@ -60,6 +60,23 @@ def check_smoke(record: dict, name: str, images: set[str]) -> dict:
     return smoke
 
 
+def check_every_platform(record: dict, name: str, published: dict) -> dict:
+    """A multi-arch list is promoted only when every platform's image passed its own smoke run: the
+    list gathered from the platform jobs carries one smoke record per platform; a list published from
+    one machine has the record's one smoke run, which proves its own platform only."""
+    from .platform_records import smoke_failure
+
+    passed = None
+    for platform in published["platforms"]:
+        entry = record["platforms"][platform]
+        why = smoke_failure(entry.get("smoke", record.get("smoke")), entry["image_id"])
+        if why:
+            raise PromoteRefused(f"{name} ({platform}): the image {entry['image_id'][:19]} {why}; not promoting "
+                                 f"(run `invoke smoke --release {name}` on a {platform} runner)")
+        passed = entry.get("smoke", record.get("smoke"))
+    return passed
+
+
 def promote_release(project: Project, name: str, source: str, target: str, out=sys.stdout) -> dict:
     source, target = registry_host(source, "--from"), registry_host(target, "--to")
     if source == target:
@@ -77,7 +94,7 @@ def promote_release(project: Project, name: str, source: str, target: str, out=s
         raise PromoteRefused(f"{source}/{repository}:{tag} is not in the record of {name}: push or publish it "
                              f"there first (`invoke push --release {name} --registry {source}`)")
     entry, images = found
-    smoke = check_smoke(record, name, images)
+    smoke = check_every_platform(record, name, entry) if "platforms" in entry else check_smoke(record, name, images)
     digest = entry["digest"]
     if Registry(source).manifest(repository, digest) is None:
         raise PromoteRefused(f"{source}/{repository}@{digest} is no longer in the source registry")

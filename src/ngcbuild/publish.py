@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 import docker
 
 from .context_cache import arch_of, platform_tag
 from .engine import connect
-from .errors import OperationError
+from .errors import OperationError, UserError
+from .platform_records import gather, load_records
 from .project import Project
 from .record import read_record, utc_timestamp, write_record
 from .references import registry_host
@@ -100,7 +102,53 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
             raise PublishRefused(f"{repository}@{digest}: the registry does not serve the image manifest just pushed")
         entries.append({"platform": platform, "digest": digest, "size": len(manifest.body),
                         "media_type": manifest.media_type})
+    return _write_list(registry, release, record, entries, directory, host, say)
 
+
+def publish_from_records(project: Project, name: str, host: str, records_dir: Path, out=sys.stdout) -> dict:
+    """The release workflow's publish: each platform was built, smoke-tested and pushed by a job of
+    its own; from their records (`records_dir`), tag each platform's pushed manifest `R-py3-<arch>`
+    and write the list. Nothing is pushed from this machine's engine."""
+    host = host.rstrip("/")
+    if not host or "/" in host:
+        raise UserError(f"--registry {host!r}: expected HOST[:PORT] such as localhost:5000")
+    rendered = render_release(project, name)
+    release = rendered.plan.release
+    records = load_records(records_dir)
+    record, pushed = gather(records, name, release.build.published_platforms, rendered.context_hash, host)
+
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    if len(release.build.published_platforms) == 1:
+        # one platform: its job pushed R-py3 itself, and promotion copies that image
+        write_record(rendered.directory, record)
+        say(f"{name} has one platform ({release.build.platform}): no list to write; its record, smoke run and "
+            f"pushes are in {rendered.directory / 'record.json'}")
+        return record
+    registry = Registry(host, credentials())
+    repository_path = release.image.repository
+    entries = []
+    for platform, (ref, digest) in sorted(pushed.items()):
+        tag = ref.rsplit(":", 1)[1]
+        served = registry.digest(repository_path, tag)
+        if served != digest:
+            raise PublishRefused(f"{ref}: the {platform} job pushed {digest}, but the registry now serves {served}; "
+                                 "nothing was written")
+        manifest = registry.manifest(repository_path, digest)
+        if manifest is None or manifest.is_list:
+            raise PublishRefused(f"{host}/{repository_path}@{digest}: not an image manifest; nothing was written")
+        own = platform_tag(release, platform)
+        registry.put_manifest(repository_path, own, manifest.body, manifest.media_type)
+        say(f"{platform}: {ref}@{digest} (smoke passed) tagged {own}")
+        entries.append({"platform": platform, "digest": digest, "size": len(manifest.body),
+                        "media_type": manifest.media_type})
+    return _write_list(registry, release, record, entries, rendered.directory, host, say)
+
+
+def _write_list(registry: Registry, release, record: dict, entries: list[dict], directory, host: str, say) -> dict:
+    repository_path = release.image.repository
+    repository = f"{host}/{repository_path}"
     body, media_type = manifest_list(entries)
     digest = registry.put_manifest(repository_path, release.tag, body, media_type)
     served = registry.manifest(repository_path, release.tag)

@@ -39,6 +39,8 @@ class BuildFacts:
     ca_bundle_used: bool
     wheels: list[str]
     source_revision: str | None
+    stages: dict = field(default_factory=dict)  # builder stage -> its image id (the layer cache)
+    cache_from: list = field(default_factory=list)  # cache images pulled from --cache-from
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,11 @@ import urllib3
 from .engine import connect
 from .errors import ManifestError, PushFailed, UserError, excerpt
 from .events import PushStream
+from .names import ImageNames
 from .project import Project
 from .record import read_record, record_path, require, utc_timestamp, write_record
 from .references import ImageRef, ReferenceProblem, registry_host
+from .transfer import TransferProgress
 
 ATTEMPTS = 4
 BACKOFF_S = 2.0
@@ -39,7 +41,8 @@ def is_transient(message: str) -> bool:
     return not any(word in text for word in DENIED) and any(word in text for word in TRANSIENT)
 
 
-def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
+def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep,
+                 cache: bool = False) -> dict:
     from .manifest import load_release  # pydantic: not for the callers that need only `credentials`
 
     host = registry_host(host)
@@ -73,6 +76,8 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
             print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
     record.setdefault("pushed", {}).update(pushed)
     record["tags"] = sorted(set(record["tags"]) | set(pushed))
+    if cache:
+        record["cache_pushed"] = push_cache_images(client, host, ImageNames.of(release), record, auth, out, sleep)
     write_record(directory, record)
     return pushed
 
@@ -120,16 +125,37 @@ def registry_tags(client, image_id: str, out):
         raise
 
 
+def push_cache_images(client, host: str, names: ImageNames, record: dict, auth, out, sleep=time.sleep) -> dict:
+    """Every stage image of the build under its cache tag (layer_cache.py); ref -> digest."""
+    from .layer_cache import tag_stages
+
+    stages = record.get("stages") or {}
+    if not stages:
+        print(f"no stage images recorded for {names.release} (its image was reused, not built here); "
+              "no cache pushed (`invoke build --force` builds and records them)", file=out, flush=True)
+        return {}
+    pushed = {}
+    for ref in tag_stages(client, host, names, record["platform"], stages):
+        parsed = ImageRef.parse(ref)
+        print(f"pushing cache image {ref}", file=out, flush=True)
+        pushed[ref] = push_with_retries(client, parsed.repository, parsed.tag, auth, out, sleep).digest
+    return pushed
+
+
 def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> PushStream:
     last = ""
     for attempt in range(1, ATTEMPTS + 1):
-        stream = PushStream()
+        stream, progress = PushStream(), TransferProgress(out, verb="pushing")
         try:
             for event in client.push(repository, tag=tag, stream=True, decode=True, auth_config=auth):
-                for line in stream.feed(event):
-                    print(line, file=out, flush=True)
+                progress.feed(event)  # layers: bytes and rate on a terminal, a line each in a log
+                lines = stream.feed(event)
+                if not event.get("id") or stream.error:
+                    for line in lines:
+                        print(line, file=out, flush=True)
         except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, docker.errors.APIError) as exc:
             stream.error = str(exc)
+        progress.done()
         if not stream.error and stream.digest:
             return stream
         last = stream.error or "the push ended without a digest"

@@ -52,6 +52,7 @@ class PrivateEngine:
         self.socket = self.root / "docker.sock"
         self.log = self.root / "dockerd.log"
         self.process: subprocess.Popen | None = None
+        self.extra_args: list[str] = []  # e.g. a TCP listener with TLS, besides the socket
 
     @property
     def host(self) -> str:
@@ -72,7 +73,8 @@ class PrivateEngine:
             self.process = subprocess.Popen(
                 ["dockerd", "-H", self.host, "--data-root", str(self.root / "data"),
                  "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
-                 f"--bridge={self.bridge}", "--iptables=false", "--ip-masq=false", "--storage-driver=overlay2"],
+                 f"--bridge={self.bridge}", "--iptables=false", "--ip-masq=false", "--storage-driver=overlay2",
+                 *self.extra_args],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         _wait(self._answers, 60, "the private dockerd", self.log)
 

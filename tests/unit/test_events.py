@@ -74,3 +74,24 @@ def test_push_error_inside_the_stream_is_caught_and_transient():
 def test_denied_is_never_transient():
     assert not is_transient("unauthorized: authentication required; retrying after timeout")
     assert not is_transient("manifest invalid")
+
+
+def test_every_stage_image_is_read_from_a_multi_stage_build():
+    events = json.loads((STREAMS / "build.json").read_text())
+    cold, cached = BuildStream(), BuildStream()
+    feed(cold, events["multistage_cold"])
+    feed(cached, events["multistage_cached"])
+    assert list(cold.stages()) == ["runtime", "builder", "final"]
+    assert cold.stages()["final"] == cold.image_id
+    assert cold.stages()["runtime"] != cold.stages()["builder"]
+    # the same images, every step but the FROMs from the cache
+    assert cached.stages() == cold.stages()
+    assert (cold.cached_steps, cached.cached_steps) == (0, 4)
+
+
+def test_a_build_that_failed_mid_stage_names_no_stages():
+    events = json.loads((STREAMS / "build.json").read_text())["multistage_cold"]
+    stream = BuildStream()
+    cut = next(i for i, e in enumerate(events) if e.get("stream", "").startswith("Step 7/7"))
+    feed(stream, events[:cut + 1] + [{"error": "boom", "errorDetail": {"message": "boom"}}])
+    assert stream.stages() == {}

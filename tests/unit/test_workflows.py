@@ -100,6 +100,10 @@ def test_release_workflow_rules():
     assert build["runs-on"] == "${{ matrix.runner }}"
     runs = " ".join(step.get("run", "") for step in build["steps"])
     assert "invoke smoke" in runs and "--require-gpu" in runs and "invoke sbom" in runs
+    # the staging registry is the shared layer cache of every build job; long-lived runners are pruned
+    assert '--cache-from "$STAGING_REGISTRY" --cache-to "$STAGING_REGISTRY"' in runs
+    prune = [s for s in build["steps"] if "invoke prune" in s.get("run", "")]
+    assert len(prune) == 1 and prune[0]["if"] == "always()"
     uploads = [s for job in jobs.values() for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
     assert uploads and all(s.get("if") == "always()" for s in uploads)
     # only the publish job sees the release secret, and only from main or a tag
@@ -109,5 +113,11 @@ def test_release_workflow_rules():
     cleanup = [s for job in (build, jobs["publish"]) for s in job["steps"] if "image rm" in s.get("run", "")]
     assert len(cleanup) == 2 and all(s["if"] == "always()" and "label=$RUN_LABEL" in s["run"] for s in cleanup)
     assert any("docker logout" in s.get("run", "") for s in jobs["publish"]["steps"])
+    # multi-arch: the list comes from every platform job's record, before promotion
+    publish_runs = [s.get("run", "") for s in jobs["publish"]["steps"]]
+    downloads = [s for s in jobs["publish"]["steps"] if s.get("uses", "").startswith("actions/download-artifact")]
+    assert downloads[0]["with"]["pattern"] == "build-${{ matrix.release }}-*"
+    listed = next(i for i, run in enumerate(publish_runs) if "invoke publish" in run and "--records" in run)
+    assert listed < next(i for i, run in enumerate(publish_runs) if "invoke promote" in run)
     labels = yaml.safe_load((REPO / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
     assert "gpu" in labels

@@ -29,11 +29,13 @@ def render(release: str, base=None) -> None:
 
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
-          platform=None, force=False, labels=None) -> dict:
+          platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None) -> dict:
     from .. import build as builder
 
+    _select_engine(engine)
     options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
-                                   platform=platform, force=force, labels=labels)
+                                   platform=platform, force=force, labels=labels, cache_from=cache_from,
+                                   cache_to=cache_to)
     return builder.build_release(project(), release, options, out=sys.stdout)
 
 
@@ -46,9 +48,10 @@ def golden() -> None:
 
 
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
-          threshold=None, host=False, expect_from_env=False, python=None) -> None:
+          threshold=None, host=False, expect_from_env=False, python=None, engine=None) -> None:
     from ..smoke.perf import DEFAULT_THRESHOLD
 
+    _select_engine(engine)
     threshold = DEFAULT_THRESHOLD if threshold is None else _fraction(threshold)
     if host:
         if image or baseline:
@@ -104,10 +107,11 @@ def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, pyt
     host.run_host(where.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
 
 
-def push(release: str, registry: str) -> dict:
+def push(release: str, registry: str, cache=False, engine=None) -> dict:
     from ..registry import push_release
 
-    return push_release(project(), release, registry, out=sys.stdout)
+    _select_engine(engine)
+    return push_release(project(), release, registry, out=sys.stdout, cache=cache)
 
 
 def base(release: str = "dev") -> None:
@@ -119,10 +123,12 @@ def base(release: str = "dev") -> None:
     make_base(connect(), loaded.release)
 
 
-def bench(runs: int = 3, registry: str | None = None, release: str = "dev", skip_path_only=False) -> None:
+def bench(runs: int = 3, registry: str | None = None, release: str = "dev", skip_path_only=False,
+          cache=False) -> None:
     from ..bench import run_bench
 
-    path = run_bench(project(), runs=runs, registry=registry, release=release, skip_path_only=skip_path_only)
+    path = run_bench(project(), runs=runs, registry=registry, release=release, skip_path_only=skip_path_only,
+                     cache=cache)
     print(f"figures written to {path}")
 
 
@@ -174,9 +180,11 @@ def docs(screenshot=True) -> None:
     print(f"screenshot of the index (phone width) at {shown_path(shot)}")
 
 
-def publish(release: str, registry: str) -> dict:
-    from ..publish import publish_release
+def publish(release: str, registry: str, records=None) -> dict:
+    from ..publish import publish_from_records, publish_release
 
+    if records:
+        return publish_from_records(project(), release, registry, Path(records), out=sys.stdout)
     return publish_release(project(), release, registry, out=sys.stdout)
 
 
@@ -200,6 +208,28 @@ def changed_jobs(base=None) -> dict:
     result = selection(project(), base)
     print(json.dumps(result, indent=2))
     return result
+
+
+def prune(keep=None, engine=None) -> None:
+    from ..layer_cache import CACHE_SUFFIX
+    from ..prune import run_prune
+    from ..releases import Series
+
+    try:  # a flag's text: invoke would turn int's ValueError into a traceback before we run
+        keep = 2 if keep is None else int(keep)
+    except ValueError:
+        raise UserError(f"--keep {excerpt(keep)}: expected a whole number of images to keep") from None
+    _select_engine(engine)
+    repositories = {loaded.release.image.repository for loaded in Series.load(project()).releases}
+    run_prune(repositories | {name + CACHE_SUFFIX for name in repositories}, keep=keep, out=sys.stdout)
+
+
+def _select_engine(url) -> None:
+    """--engine URL: the engine this command reaches (as DOCKER_HOST names it)."""
+    if url is not None:
+        from ..engine import select
+
+        select(url)
 
 
 def reliability() -> None:

@@ -9,6 +9,9 @@ from invoke import Collection
 from ngcbuild.cli import commands
 from ngcbuild.cli.guard import command
 
+ENGINE_HELP = (
+    "Docker engine URL: unix://, tcp:// (TLS from DOCKER_TLS_VERIFY, DOCKER_CERT_PATH), ssh://; default DOCKER_HOST")
+
 
 @command(help={"release": "release name (manifests/R.yaml)",
             "base": "base image to build FROM instead of the manifest's (a mirror of it)"})
@@ -27,12 +30,16 @@ def render(c, release, base=None):
     "platform": "linux/amd64 or linux/arm64 (default: the manifest's build.platform); one platform per build",
     "force": "build even when an image of the same context hash exists locally or in --registry",
     "label": "extra image label KEY=VALUE (repeatable), e.g. the CI run, for cleanup by label",
+    "cache_from": "registry HOST[:PORT] to pull R's layer cache (every stage's image) from before building",
+    "cache_to": "registry HOST[:PORT] to push R's layer cache (every stage's image) to after building",
+    "engine": ENGINE_HELP,
 }, iterable=["label"])
 def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None, platform=None,
-          force=False, label=None):
+          force=False, label=None, cache_from=None, cache_to=None, engine=None):
     """Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3; write build/R/record.json."""
     commands.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
-              base=base, platform=platform, force=force, labels=label)
+              base=base, platform=platform, force=force, labels=label, cache_from=cache_from, cache_to=cache_to,
+              engine=engine)
 
 
 @command()
@@ -51,24 +58,28 @@ def golden(c):
     "host": "run the checks with the host's Python, no Docker (a GPU machine); results in build/host/",
     "expect_from_env": "with --host: expectations from the host's PyTorch/CUDA/cuDNN/NCCL instead of a manifest",
     "python": "with --host: the interpreter whose PyTorch to check (default: this one)",
+    "engine": ENGINE_HELP,
 })
 def smoke(c, release=None, require_gpu=False, image=None, perf=False, baseline=None, threshold=None,
-          host=False, expect_from_env=False, python=None):
+          host=False, expect_from_env=False, python=None, engine=None):
     """Run the smoke suite inside the built image (or on the host); JUnit at build/R/smoke-junit.xml."""
     commands.smoke(release, require_gpu=require_gpu, image=image, perf=perf, baseline=baseline, threshold=threshold,
-              host=host, expect_from_env=expect_from_env, python=python)
+              host=host, expect_from_env=expect_from_env, python=python, engine=engine)
 
 
-@command(help={"release": "release name", "registry": "registry HOST[:PORT] to push to"})
-def push(c, release, registry):
+@command(help={"release": "release name", "registry": "registry HOST[:PORT] to push to",
+               "cache": "also push the layer cache (every stage's image, under <repository>-cache) for --cache-from",
+               "engine": ENGINE_HELP})
+def push(c, release, registry, cache=False, engine=None):
     """Push every tag of R to the registry, verify the digest read back, record it."""
-    commands.push(release, registry=registry)
+    commands.push(release, registry=registry, cache=cache, engine=engine)
 
 
-@command(help={"release": "release name", "registry": "registry HOST[:PORT] to publish to"})
-def publish(c, release, registry):
+@command(help={"release": "release name", "registry": "registry HOST[:PORT] to publish to",
+               "records": "folder of the platform jobs' record.json files (CI): list what they pushed, push nothing"})
+def publish(c, release, registry, records=None):
     """Push one tag per platform of R, then the multi-arch tag R-py3 as a manifest list."""
-    commands.publish(release, registry=registry)
+    commands.publish(release, registry=registry, records=records)
 
 
 @command(help={"release": "release name", "image": "image to describe (default: the one in build/R/record.json)"})
@@ -99,10 +110,19 @@ def base(c, release="dev"):
 @command(help={"runs": "runs per timed figure (median and spread)",
             "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)",
             "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section",
-            "skip_path": "only the unchanged-release figures (seconds): `build` of a built release, as a process"})
-def bench(c, runs=3, registry=None, release="dev", skip_path=False):
+            "skip_path": "only the unchanged-release figures (seconds): `build` of a built release, as a process",
+            "cache": "only the registry-cache figure: a fresh private engine with --cache-from against a cold "
+                     "build (needs root); its own section"})
+def bench(c, runs=3, registry=None, release="dev", skip_path=False, cache=False):
     """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
-    commands.bench(runs=int(runs), registry=registry, release=release, skip_path_only=skip_path)
+    commands.bench(runs=int(runs), registry=registry, release=release, skip_path_only=skip_path, cache=cache)
+
+
+@command(help={"keep": "ngcbuild images to keep per release and platform, newest first (default 2)",
+               "engine": ENGINE_HELP})
+def prune(c, keep=None, engine=None):
+    """Remove dangling images and ngcbuild's images beyond the newest --keep per release and platform."""
+    commands.prune(keep=keep, engine=engine)
 
 
 @command()

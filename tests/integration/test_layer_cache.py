@@ -1,0 +1,102 @@
+"""The layer cache shared through a registry, proven across two engines.
+
+Engine A is the shared engine (the private bridge has no NAT, so only A can run `apt-get` and pip
+steps); engine B is a private dockerd with nothing in it but the base image, as a fresh runner
+would be; the registry is a private one. A builds `dev` and pushes its cache; B builds `dev` with
+`--cache-from` and must run no step at all, ending with A's very image.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from ngcbuild.manifest import load_release
+from ngcbuild.project import Project
+
+from ..conftest import REPO, ScratchProject
+from .private import PrivateEngine, PrivateRegistry
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture(scope="module")
+def base_image(engine):
+    from ngcbuild.base import ensure_base
+
+    release = load_release(Project.at(REPO), "dev").release
+    ensure_base(engine, release, log=lambda line: None)
+    return release.base.image
+
+
+@pytest.fixture(scope="module")
+def cache_registry():
+    registry = PrivateRegistry()
+    try:
+        registry.start()
+        yield registry
+    finally:
+        registry.close()
+
+
+@pytest.fixture
+def fresh_engine(engine, base_image):
+    private = PrivateEngine()
+    try:
+        private.start()
+        private.load_image(engine, base_image)
+        yield private
+    finally:
+        private.close()
+
+
+def _record(project: ScratchProject) -> dict:
+    return json.loads((project.root / "build" / "dev" / "record.json").read_text())
+
+
+def test_a_fresh_engine_builds_dev_from_the_registry_cache_alone(engine, cache_registry, fresh_engine, tmp_path):
+    project = ScratchProject(tmp_path / "project")
+    project.copy_release("dev")
+    built = project.invoke("build", "--release", "dev", "--force", "--cache-to", cache_registry.address)
+    assert built.returncode == 0, built.stdout + built.stderr
+    on_a = _record(project)
+    assert set(on_a["stages"]) == {"runtime", "builder", "final"}
+    assert on_a["stages"]["final"] == on_a["image_id"]
+    for stage in on_a["stages"]:
+        assert f"pushing cache image {cache_registry.address}/nvidia/pytorch-cache:dev-amd64-{stage}" in built.stdout
+
+    started = time.monotonic()
+    rebuilt = project.invoke_env({"DOCKER_HOST": fresh_engine.host}, "build", "--release", "dev",
+                                 "--cache-from", cache_registry.address)
+    elapsed = time.monotonic() - started
+    assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
+    on_b = _record(project)
+    not_from = [(step, instruction) for step, instruction, cached in on_b["step_log"]
+                if not cached and not instruction.startswith("FROM ")]
+    assert not_from == [], f"steps B ran instead of taking them from the cache: {not_from}"
+    assert on_b["cached_steps"] == on_b["steps"] - 3  # every step but the three FROMs
+    assert sorted(on_b["cache_from"]) == sorted(
+        f"{cache_registry.address}/nvidia/pytorch-cache:dev-amd64-{stage}" for stage in on_a["stages"])
+
+    image_a = engine.inspect_image(on_a["image_id"])
+    image_b = fresh_engine.client().inspect_image(on_b["image_id"])
+    assert image_b["Id"] == image_a["Id"]  # the id is the config's digest: the same config
+    assert image_b["RootFS"]["Layers"] == image_a["RootFS"]["Layers"]
+    print(f"\nfresh engine, dev from the registry cache: {elapsed:.1f}s for the whole `invoke build` "
+          f"(A built it in {on_a['duration_s']}s, {on_a['cached_steps']}/{on_a['steps']} steps cached there)")
+
+
+def test_a_missing_cache_image_is_a_message_not_a_failure(cache_registry, fresh_engine, tmp_path):
+    """A release the registry holds no cache for: each stage is said to be missing, and the build
+    goes on (it fails later only because the private engine is offline, which is not the cache's doing)."""
+    project = ScratchProject(tmp_path / "project")
+    project.copy_release("dev", as_name="nocache")
+    result = project.invoke_env({"DOCKER_HOST": fresh_engine.host}, "build", "--release", "nocache",
+                                "--cache-from", cache_registry.address)
+    out = result.stdout + result.stderr
+    assert "Traceback" not in out
+    for stage in ("runtime", "builder", "final"):
+        assert f"no cache image {cache_registry.address}/nvidia/pytorch-cache:nocache-amd64-{stage}" in out
+    assert "building nocache from" in out  # it went on to build

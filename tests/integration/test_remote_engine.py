@@ -1,0 +1,106 @@
+"""`--engine URL`: a build on an engine reached over TCP with TLS certificates made by the test
+(a private dockerd listening on a loopback port, `--tlsverify`): the context is sent, the log
+streams, the image and its tags land there, and a failed build's containers are removed there."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ngcbuild.base import ensure_base
+from ngcbuild.manifest import load_release
+from ngcbuild.project import Project
+
+from ..conftest import REPO, ScratchProject
+from .private import PrivateEngine, free_port
+
+pytestmark = pytest.mark.engine
+
+MANIFEST = "extends: parts/debian-bookworm\nsummary: a tiny release for the remote-engine test\npip:\n  constraint_file: true\n"
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_certificates(directory: Path, name: str = "ngcbuild-test-ca") -> Path:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, as dockerd --tlsverify and
+    docker-py (DOCKER_CERT_PATH: ca.pem, cert.pem, key.pem) expect them."""
+    directory.mkdir(parents=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days",
+             "1", "-subj", f"/CN={name}", cwd=directory)
+    for who, usage, extra in (("server", "serverAuth", "subjectAltName=IP:127.0.0.1\n"), ("client", "clientAuth", "")):
+        (directory / f"{who}.ext").write_text(f"{extra}extendedKeyUsage={usage}\n")
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{who}-key.pem", "-out", f"{who}.csr", "-subj",
+                 f"/CN={who}", cwd=directory)
+        _openssl("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+                 "-out", f"{who}-cert.pem", "-days", "1", "-extfile", f"{who}.ext", cwd=directory)
+    (directory / "cert.pem").write_bytes((directory / "client-cert.pem").read_bytes())
+    (directory / "key.pem").write_bytes((directory / "client-key.pem").read_bytes())
+    return directory
+
+
+@pytest.fixture(scope="module")
+def tls_engine(engine, tmp_path_factory):
+    certs = make_certificates(tmp_path_factory.mktemp("tls") / "certs")
+    release = load_release(Project.at(REPO), "dev").release
+    ensure_base(engine, release, log=lambda line: None)
+    private = PrivateEngine()
+    port = free_port()
+    private.extra_args = ["-H", f"tcp://127.0.0.1:{port}", "--tlsverify", f"--tlscacert={certs / 'ca.pem'}",
+                          f"--tlscert={certs / 'server-cert.pem'}", f"--tlskey={certs / 'server-key.pem'}"]
+    try:
+        private.start()
+        private.load_image(engine, release.base.image)
+        yield private, f"tcp://127.0.0.1:{port}", certs
+    finally:
+        private.close()
+
+
+@pytest.fixture
+def project(tmp_path) -> ScratchProject:
+    project = ScratchProject(tmp_path / "project")
+    for name in ("remote", "remotefail"):
+        project.manifest(name, MANIFEST)
+        project.constraints(name, "pip==26.3\n")
+    return project
+
+
+def _dockerfile(project: ScratchProject, run: str) -> None:
+    (project.root / "templates" / "image" / "Dockerfile.j2").write_text(
+        f"FROM {{{{ release.base.image }}}}\nRUN {run}\nLABEL io.ngcbuild.test.release=\"{{{{ release.release }}}}\"\n")
+
+
+def test_a_build_over_tcp_with_tls_lands_on_that_engine(tls_engine, project):
+    private, url, certs = tls_engine
+    # DOCKER_HOST names an engine that is not there: --engine must win over it
+    env = {"DOCKER_HOST": "unix:///nonexistent.sock", "DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(certs),
+           "PIP_FIND_LINKS": ""}
+    _dockerfile(project, "echo remote-step-ran")
+    built = project.invoke_env(env, "build", "--release", "remote", "--engine", url, timeout=600)
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "] RUN echo remote-step-ran" in built.stdout and "    remote-step-ran" in built.stdout
+    client = private.client()
+    assert client.inspect_image("nvcr.io/nvidia/pytorch:remote-py3")["Config"]["Labels"][
+        "io.ngcbuild.test.release"] == "remote"
+
+    _dockerfile(project, "echo about-to-fail && exit 3")
+    failed = project.invoke_env(env, "build", "--release", "remotefail", "--engine", url, timeout=600)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "build of remotefail failed at step 2/" in failed.stderr
+    assert client.containers(all=True) == []  # its intermediate container was removed on that engine
+
+
+@pytest.mark.parametrize("how", ["no-tls", "another-ca"])
+def test_tls_that_does_not_fit_is_a_clear_message(tls_engine, project, tmp_path, how):
+    _, url, _ = tls_engine
+    env = {"DOCKER_TLS_VERIFY": "", "DOCKER_CERT_PATH": ""}
+    if how == "another-ca":
+        env = {"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(make_certificates(tmp_path / "other", "other-ca"))}
+    result = project.invoke_env(env, "prune", "--keep", "5", "--engine", url, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"cannot reach the Docker engine at {url}" in result.stderr
+    assert "TLS" in result.stderr, result.stderr
