@@ -7,6 +7,7 @@ from ngcbuild.errors import UserError
 from ngcbuild.events import stage_names
 from ngcbuild.layer_cache import cache_repository, cache_tag
 from ngcbuild.manifest import load_release
+from ngcbuild.names import ImageNames
 from ngcbuild.project import Project
 from ngcbuild.render import render_release
 
@@ -15,7 +16,7 @@ from ..conftest import REPO
 
 @pytest.fixture(scope="module")
 def dev():
-    return load_release(Project.at(REPO), "dev").release
+    return ImageNames.of(load_release(Project.at(REPO), "dev").release)
 
 
 def test_stage_names_follow_the_rendered_dockerfile(dev):
@@ -26,7 +27,7 @@ def test_stage_names_follow_the_rendered_dockerfile(dev):
 def test_cache_tags_live_in_a_repository_of_their_own(dev):
     repository = cache_repository("localhost:5000", dev)
     assert repository == "localhost:5000/nvidia/pytorch-cache"
-    assert repository != f"localhost:5000/{dev.image.repository}"
+    assert repository != f"localhost:5000/{dev.repository_path}"
     assert cache_tag(dev, "linux/arm64", "builder") == "dev-arm64-builder"
     # never a release tag, even for the final stage
     assert cache_tag(dev, "linux/amd64", "final") != dev.tag
@@ -35,5 +36,5 @@ def test_cache_tags_live_in_a_repository_of_their_own(dev):
 @pytest.mark.parametrize("option", ["cache_from", "cache_to"])
 @pytest.mark.parametrize("value", ["localhost:5000/nvidia", "/"])
 def test_a_cache_registry_must_be_a_host(option, value):
-    with pytest.raises(UserError, match="expected a registry HOST"):
+    with pytest.raises(UserError, match=f"--{option.replace('_', '-')}: "):
         options_from(None, None, None, False, {}, **{option: value})
