@@ -160,3 +160,12 @@ def diff(c, old, new, json=False):
 def docs(c, screenshot=True):
     """Build the documentation site in build/site/: support matrix, release notes, diffs."""
     api.docs(screenshot=screenshot)
+
+
+@task(help={"release": "release name (manifests/R.yaml)",
+            "json": "print JSON (for CI and scripts) instead of the table",
+            "base": "the mirror of the base image the build will use (as for invoke build --base)"})
+@guarded
+def verify(c, release, json=False, base=None):
+    """Check every pin of R against its indexes for R's Python and platforms; exit 1 on a failure."""
+    api.verify(release, as_json=json, base=base)

@@ -167,3 +167,17 @@ def changed_jobs(base=None, root=".") -> dict:
 
 def reliability(root=".") -> None:
     reliability_runner.run_reliability(Project.at(root), out=sys.stdout)
+
+
+def verify(release: str, as_json=False, base=None, root=".") -> None:
+    """Print the verification of every pin of R (a table, or JSON); exit 1 when one failed."""
+    from . import verify as verifier
+
+    loaded = load_release(Project.at(root), release)
+    if loaded.release.status != "buildable":
+        raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
+    rows = verifier.verify_release(loaded, verifier.Web(), base=base)
+    sys.stdout.write(verifier.as_json(release, rows) if as_json else verifier.as_table(release, rows))
+    failed = verifier.summary(rows)[verifier.FAILED]
+    if failed:
+        raise verifier.VerifyFailed(f"verify {release}: {failed} failed (see the table)")

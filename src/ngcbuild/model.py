@@ -56,6 +56,10 @@ class BaseImage(Strict):
     image: ImageRef
     digest: Digest | None = None
     bootstrap: Bootstrap | None = None
+    # A tag its registry no longer serves (when and why): `invoke verify` refuses it and names the way
+    # out, a mirror given with --base, and what that mirror must also fix (each item of mirror_must).
+    removed: Text | None = None
+    mirror_must: list[Text] = Field(default_factory=list)
 
 
 class ImageSpec(Strict):
@@ -70,6 +74,8 @@ class OperatingSystem(Strict):
     # follows from the base image we chose.
     provenance: Provenance = "chosen"
     source: Text | None = None
+    # The C library's version: which manylinux wheels the image can install (`invoke verify`).
+    glibc: MajorMinor | None = None
 
 
 class CondaSpec(Strict):

@@ -145,7 +145,7 @@ def test_components_the_image_lacks_claim_no_env_var_or_label():
 
 def test_base_override_replaces_from_and_drops_the_digest(scratch):
     scratch.copy_release("25.12")
-    scratch.manifest("r1", "extends: '25.12'\nbase:\n  digest: sha256:" + "a" * 64 + "\n")
+    scratch.manifest("r1", "extends: '25.12'\nbase:\n  digest: sha256:" + "a" * 64 + "\n" + INHERIT_ALL)
     scratch.constraints("r1", (REPO / "constraints" / "25.12.txt").read_text())
     project = Project.at(scratch.root)
     plain = render_files(project, load_release(project, "r1")).files["Dockerfile"].decode()
@@ -174,6 +174,10 @@ def test_entrypoint_scripts_are_valid_bash(name, tmp_path):
             assert result.returncode == 0, f"{rel}: {result.stderr}"
 
 
+# The same release under another name: keeps all of 25.12's text on purpose.
+INHERIT_ALL = ("inherit: [summary, build.number, banner.copyright, banner.license, notes.driver, notes.key_features,"
+               " notes.announcements, notes.also_includes]\n")
+
 NEXT_RELEASE = """\
 # An example of adding a release: what changes against 25.12 (values illustrative, not NVIDIA's).
 extends: '25.12'
@@ -182,6 +186,11 @@ base:
   image: nvcr.io/nvidia/cuda-dl-base:26.01-cuda13.1-devel-ubuntu24.04
 build:
   number: '1'
+banner:
+  copyright:
+    - Container image Copyright (c) 2026, NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# 25.12's license lines and announcements still hold: kept on purpose, not by accident.
+inherit: [banner.license, notes.announcements]
 components:
   pytorch:
     version: 2.10.0
@@ -190,6 +199,12 @@ components:
     provenance: chosen
   dali:
     version: 1.53.0
+notes:
+  driver:
+    text: Release 26.01 is based on CUDA 13.1.0.
+  key_features:
+    - PyTorch container image version 26.01 is based on 2.10.0.
+  also_includes: []
 """
 
 
