@@ -131,6 +131,9 @@ class Component(Strict):
     build_env: dict[EnvName, SafeValue] = Field(default_factory=dict)
     # The form NGC prints in env vars, labels and the banner when it differs (a short hash).
     env_version: Version | None = None
+    # What the module reports (__version__) and pip lists, when it is neither: NGC's torch appends
+    # .nvYY.MM (2.10.0a0+b4e4ee81d3.nv25.12). Builds stamp it; the smoke suite expects it.
+    module_version: Version | None = None
     reason: Text | None = None  # why install: none
     # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
     # its provenance here; every other pin of `packages` has method_provenance.
@@ -200,6 +203,9 @@ class StackSpec(Strict):
     # Libraries that `ldd` may report "not found" for a library of the stack, each with why: provided
     # at run time (the driver's libcuda), or needed only by an optional plugin (an MPI bootstrap).
     unresolved_ok: dict[PackageName, Text] = Field(default_factory=dict)
+    # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
+    # algebra; a source build without MKL or OpenBLAS has none) and MPI (torch.distributed's backend).
+    torch_with: list[Literal["lapack", "mpi"]] = Field(default_factory=list)
 
 
 class BuildSpec(Strict):
@@ -322,6 +328,8 @@ class Release(Strict):
     banner: BannerSpec = Field(default_factory=BannerSpec)
     components: dict[ComponentName, Component] = Field(default_factory=dict)
     env: dict[EnvName, SafeValue] = Field(default_factory=dict)
+    # Ports the image declares (EXPOSE), e.g. Jupyter's and TensorBoard's as NGC images do.
+    expose: list[Annotated[int, Field(ge=1, le=65535)]] = Field(default_factory=list)
     labels: dict[LabelKey, Text] = Field(default_factory=dict)
     notes: Notes = Field(default_factory=Notes)
 

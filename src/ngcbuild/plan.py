@@ -107,12 +107,14 @@ class ImagePlan:
         entries = {name: self.catalog.get(name) for name in in_image}
         home = self.release.cuda_home
         return {
-            "modules": {name: {"module": entry.module, "version": in_image[name].shown_version}
+            "modules": {name: {"module": entry.module,
+                               "version": in_image[name].module_version or in_image[name].shown_version}
                         for name, entry in entries.items() if entry.module},
             "libraries": {name: entry.library for name, entry in entries.items() if entry.library},
             "cuda_home": home.path if home else None,
             "cuda_wheels": f"{self.release.python.site_packages}/{home.wheels}" if home else None,
             "unresolved_ok": sorted(self.release.stack.unresolved_ok),
+            "torch_with": list(self.release.stack.torch_with),
         }
 
     def env_with_constraint(self) -> dict[str, str]:
@@ -230,7 +232,11 @@ def _env(release, catalog: Catalog) -> dict[str, str]:
         "NVIDIA_BUILD_ID": release.build.number,
         "PYTORCH_BUILD_NUMBER": "0",
     }
+    # Only what this build installs: a base image sets its own CUDA_VERSION, CUDNN_VERSION... (in
+    # NGC's 4-part form), which a value from the manifest must not overwrite unchecked.
     for name, component in _in_image(release).items():
+        if component.install == "base":
+            continue
         for var in catalog.get(name).env:
             env[var] = component.shown_version
     if release.cuda_home:

@@ -232,7 +232,11 @@ def pip_resolve(pins: list[str], index: str, target: Target, web: Web) -> tuple[
                 command += ["--platform", tag]
             if web.bundle:
                 command += ["--cert", web.bundle]
-            result = subprocess.run(command + remaining, capture_output=True, text=True, timeout=1800)
+            # --isolated ignores PIP_* variables and the user's config, not the machine's (/etc/pip.conf
+            # may name constraints or indexes): PIP_CONFIG_FILE=/dev/null makes pip read no config file.
+            environ = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+            result = subprocess.run(command + remaining, capture_output=True, text=True, timeout=1800,
+                                    env={**environ, "PIP_CONFIG_FILE": os.devnull})
             if result.returncode == 0:
                 return parse_report(json.loads(report.read_text())), unmatched
             name = unmatched_requirement(result.stderr)

@@ -1,6 +1,7 @@
 """Checks on what every buildable release renders: golden files, hadolint, and a cross-check that
 every pin of the manifest reaches the Dockerfile and that nothing installed there is unpinned."""
 
+import json
 import re
 import shlex
 import shutil
@@ -131,7 +132,9 @@ def test_every_pin_of_the_manifest_is_rendered(name):
             pins |= {x for x in (component.url, component.repo, component.ref) if x}
             pins |= set(component.options)
         entry = catalog.get(name_)
-        if component.install in ("apt", "pip", "source", "base") and (entry.env or entry.label):
+        # a base image's own components have labels but keep the base's env vars
+        if (component.install in ("apt", "pip", "source") and (entry.env or entry.label)) or \
+                (component.install == "base" and entry.label):
             values.add(f'="{component.shown_version}"')  # the value of its env var or label
     missing = sorted(pin for pin in pins if not re.search(word(pin), text))
     missing += sorted(value for value in values if value not in text)
@@ -195,6 +198,7 @@ components:
   pytorch:
     version: 2.10.0
     env_version: 2.10.0
+    module_version: 2.10.0+nv26.01
     ref: v2.10.0
     provenance: chosen
   dali:
@@ -221,3 +225,42 @@ def test_a_release_is_a_short_diff_of_the_previous_one(scratch):
     assert "git checkout v2.10.0" in text and "nvidia-dali-cuda130==1.53.0" in text
     assert 'NVIDIA_PYTORCH_VERSION="26.01"' in text and "NVIDIA Release" not in text
     assert "b4e4ee81d3" not in text
+
+
+def test_env_vars_of_what_the_base_image_provides_are_left_to_it():
+    """cuda-dl-base sets CUDA_VERSION (4-part), CUDNN_VERSION, NCCL_VERSION, TRT_VERSION itself: the
+    image must not overwrite them with the manifest's unchecked values."""
+    project = Project.at(REPO)
+    text = render_files(project, load_release(project, "25.12")).files["Dockerfile"].decode()
+    env = text[text.index("\nENV NVIDIA_PRODUCT_NAME"):text.index("\nLABEL ")]
+    for var in ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "TRT_VERSION", "OPENMPI_VERSION"):
+        assert f"    {var}=" not in env, var
+    assert 'PYTORCH_VERSION="2.10.0a0+b4e4ee8"' in env and 'DALI_VERSION="1.52.0"' in env
+
+
+def test_25_12_has_ngcs_run_time_environment_and_ports():
+    project = Project.at(REPO)
+    text = render_files(project, load_release(project, "25.12")).files["Dockerfile"].decode()
+    for pair in ('TORCH_ALLOW_TF32_CUBLAS_OVERRIDE="1"', 'PYTORCH_HOME="/opt/pytorch/pytorch"',
+                 'CUDA_MODULE_LOADING="LAZY"', 'TRITON_PTXAS_PATH="/usr/local/cuda/bin/ptxas"',
+                 'JUPYTER_PORT="8888"', 'TENSORBOARD_PORT="6006"', 'PIP_DEFAULT_TIMEOUT="100"',
+                 'TORCH_NCCL_USE_COMM_NONBLOCKING="0"'):
+        assert pair in text, pair
+    assert "\nEXPOSE 8888 6006\n" in text
+
+
+def test_torch_is_stamped_with_ngcs_module_version():
+    """NGC's torch reports 2.10.0a0+b4e4ee81d3.nv25.12; the constraint file is generated from pip's list,
+    so the build version is what reaches it, and the smoke suite expects the same string."""
+    project = Project.at(REPO)
+    rendered = render_files(project, load_release(project, "25.12"))
+    assert "PYTORCH_BUILD_VERSION=2.10.0a0+b4e4ee81d3.nv25.12 " in rendered.files["Dockerfile"].decode()
+    expected = json.loads(rendered.files["expected.json"])
+    assert expected["stack"]["modules"]["pytorch"]["version"] == "2.10.0a0+b4e4ee81d3.nv25.12"
+
+
+def test_entrypoint_snippets_replace_the_base_images():
+    project = Project.at(REPO)
+    for name in ("25.12", "20.12", "dev"):
+        text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
+        assert "RUN rm -rf /opt/nvidia/entrypoint.d\nCOPY entrypoint/ /opt/nvidia/\n" in text
