@@ -67,6 +67,14 @@ class ImageSpec(Strict):
     tag_suffix: TagWord = "py3"
 
 
+class AptSource(Strict):
+    """An apt archive the base image installs from: `invoke verify` reads its indexes for the apt pins."""
+
+    url: Url
+    suites: list[PackageName]
+    components: list[PackageName] = Field(default_factory=lambda: ["main"])
+
+
 class OperatingSystem(Strict):
     name: Text
     version: Text
@@ -76,6 +84,8 @@ class OperatingSystem(Strict):
     source: Text | None = None
     # The C library's version: which manylinux wheels the image can install (`invoke verify`).
     glibc: MajorMinor | None = None
+    # The distribution's archives (release, updates and security suites), for `invoke verify`.
+    apt_sources: list[AptSource] = Field(default_factory=list)
 
 
 class CondaSpec(Strict):

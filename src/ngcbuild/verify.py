@@ -22,6 +22,7 @@ from datetime import date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -31,6 +32,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from . import apt_index
 from .errors import ManifestError, OperationError
 from .manifest import LoadedRelease
 
@@ -87,14 +89,23 @@ def platform_tags(platform: str, glibc: str) -> list[str]:
     return tags + [f"linux_{arch}"]
 
 
-def parse_report(report: dict) -> dict[str, tuple[str, str]]:
-    """pip's installation report: canonical name -> (version, file name of the distribution)."""
+def parse_report(report: dict) -> dict[str, tuple[str, str, str]]:
+    """pip's installation report: canonical name -> (version, file name, Requires-Python or "")."""
     resolved = {}
     for item in report.get("install", []):
         metadata = item["metadata"]
         url = item.get("download_info", {}).get("url", "")
-        resolved[canonicalize_name(metadata["name"])] = (metadata["version"], url.rsplit("/", 1)[-1])
+        resolved[canonicalize_name(metadata["name"])] = (metadata["version"], url.rsplit("/", 1)[-1],
+                                                         metadata.get("requires_python") or "")
     return resolved
+
+
+def supports_python(requires_python: str, python: str) -> bool:
+    """Whether a distribution's Requires-Python admits the target's MAJOR.MINOR (as pip's --python-version)."""
+    try:
+        return not requires_python or SpecifierSet(requires_python).contains(python, prereleases=True)
+    except InvalidSpecifier:
+        return True  # pip ignores a Requires-Python it cannot parse
 
 
 _NO_MATCH = re.compile(r"No matching distribution found for (?P<req>\S+)")
@@ -225,6 +236,9 @@ def pip_resolve(pins: list[str], index: str, target: Target, web: Web) -> tuple[
         while remaining:
             command = [sys.executable, "-m", "pip", "install", "--isolated", "--disable-pip-version-check",
                        "--dry-run", "--ignore-installed", "--no-deps", "--only-binary", ":all:",
+                       # pip would test Requires-Python against the interpreter running it, not the
+                       # target's: parse_report's caller tests it against the target instead.
+                       "--ignore-requires-python",
                        "--target", str(Path(scratch) / "target"), "--report", str(report), "--quiet",
                        "--python-version", target.python, "--implementation", "cp", "--abi", target.abi,
                        "--index-url", index]
@@ -275,6 +289,7 @@ def verify_release(loaded: LoadedRelease, web: Web, base: str | None = None) -> 
     rows = [_base_row(release, base)]
     for platform in platforms:
         rows += _pip_rows(loaded, Target(release.python.version, platform, release.os.glibc), web)
+        rows += _apt_rows(release, platform, web)
     rows += _git_rows(release, web)
     rows += _other_rows(release, web)
     return rows
@@ -309,10 +324,15 @@ def _pip_rows(loaded: LoadedRelease, target: Target, web: Web) -> list[Row]:
             unreachable.append(f"{index} ({why})")
             continue
         resolved, unmatched = pip_resolve([str(p) for p in left.values()], index, target, web)
-        for key, (_version, filename) in resolved.items():
+        for key, (_version, filename, requires_python) in resolved.items():
             pin = left.pop(key, None)
-            if pin is not None:
+            if pin is None:
+                continue
+            if supports_python(requires_python, target.python):
                 rows.append(Row("pip", pin.name, pin.version, target.platform, VERIFIED, f"{filename} from {index}"))
+            else:
+                rows.append(Row("pip", pin.name, pin.version, target.platform, FAILED,
+                                f"{filename} requires Python {requires_python}, not {target.python}"))
         for key in unmatched:
             pin = left[key]
             last_reason[key] = explain_missing(key, pin.version, index_files(index, key, web), target)
@@ -368,14 +388,81 @@ def _commit_date_row(where: str, component, cutoff: date | None, web: Web) -> Ro
 def _other_rows(release, web: Web) -> list[Row]:
     rows = []
     for name, component in release.components.items():
-        if component.install in ("apt", "conda"):
+        if component.install == "conda":
             pins = ", ".join(f"{p}={v}" for p, v in component.packages.items())
-            what = "apt archives" if component.install == "apt" else f"conda channel {component.channel}"
-            rows.append(Row(component.install, name, pins, "", NOT_VERIFIED,
-                            f"verify queries pip indexes and git hosts, not {what}"))
+            rows.append(Row("conda", name, pins, "", NOT_VERIFIED,
+                            f"verify queries pip indexes, apt archives and git hosts, not conda channel "
+                            f"{component.channel}"))
         elif component.install == "source" and component.url:
             rows.append(_url_row(name, component.url, web))
     return rows
+
+
+def apt_pins(release) -> dict[str, str]:
+    """Every apt pin of the release: the interpreter's, the builder's and the apt components'."""
+    pins = {**release.python.apt_packages, **release.python.builder_apt_packages, **release.builder.apt_packages}
+    for component in release.components.values():
+        if component.install == "apt":
+            pins.update(component.packages)
+    return pins
+
+
+def _apt_rows(release, platform: str, web: Web) -> list[Row]:
+    """Each apt pin against the distribution's indexes: there, and not older than the archive's newest
+    (an older pin downgrades a base image that has the update, which apt refuses, and lacks its fixes)."""
+    pins = apt_pins(release)
+    if not pins:
+        return []
+    arch = platform.split("/")[1]
+    found: dict[str, dict[str, str]] = {}  # package -> version -> suite
+    unread = []
+    for source in release.os.apt_sources:
+        for suite in source.suites:
+            for component in source.components:
+                text = _read_index(source.url, suite, component, arch, web)
+                if text is None:
+                    unread.append(f"{source.url} {suite}/{component}")
+                    continue
+                for package, versions in apt_index.parse_packages(text).items():
+                    if package in pins:
+                        for version in versions:
+                            found.setdefault(package, {}).setdefault(version, suite)
+    rows = []
+    for package, version in sorted(pins.items()):
+        versions = found.get(package, {})
+        if not release.os.apt_sources or (unread and not versions):
+            why = "no apt_sources in the manifest's os" if not release.os.apt_sources else \
+                f"could not read {', '.join(unread)}"
+            rows.append(Row("apt", package, version, platform, NOT_VERIFIED, why))
+        elif not versions:
+            rows.append(Row("apt", package, version, platform, NOT_VERIFIED,
+                            "not in the distribution's archive: from a repository the base image adds "
+                            "(NVIDIA's CUDA repository), which verify does not read"))
+        elif version not in versions:
+            have = ", ".join(f"{v} ({s})" for v, s in sorted(versions.items()))
+            rows.append(Row("apt", package, version, platform, FAILED, f"not in the archive, which has {have}"))
+        else:
+            top = apt_index.newest(versions)
+            if apt_index.compare_versions(version, top) < 0:
+                rows.append(Row("apt", package, version, platform, FAILED,
+                                f"older than {top} in {versions[top]}: where the base image has that update, "
+                                "apt must downgrade (and stops), and the pin lacks its fixes"))
+            else:
+                rows.append(Row("apt", package, version, platform, VERIFIED, f"the newest in {versions[version]}"))
+    return rows
+
+
+def _read_index(url: str, suite: str, component: str, arch: str, web: Web) -> str | None:
+    if web.unreachable(url):
+        return None
+    for index in apt_index.index_urls(url, suite, component, arch):
+        try:
+            return apt_index.decompress(web.get(index), index)
+        except urllib.error.HTTPError:
+            continue
+        except (urllib.error.URLError, OSError, EOFError, ValueError):
+            return None
+    return None
 
 
 def _url_row(name: str, url: str, web: Web) -> Row:

@@ -1,12 +1,14 @@
 """The pure parts of `invoke verify`: wheel tags, pip's report and complaints, why a pin has no wheel,
 and the rows for base images and git refs. The indexes themselves are in tests/integration/test_verify.py."""
 
+import gzip
 import json
+import urllib.error
 from datetime import date
 
 import pytest
 
-from ngcbuild import verify
+from ngcbuild import apt_index, verify
 from ngcbuild.manifest import load_release
 from ngcbuild.project import Project
 
@@ -47,8 +49,8 @@ def test_abi_of_old_pythons_carries_the_m_flag():
 
 def test_a_recorded_pip_report_gives_each_distribution_and_its_file():
     resolved = verify.parse_report(json.loads((DATA / "pip-report-25.12.json").read_text()))
-    assert resolved["absl-py"] == ("2.3.1", "absl_py-2.3.1-py3-none-any.whl")
-    version, filename = resolved["numpy"]
+    assert resolved["absl-py"] == ("2.3.1", "absl_py-2.3.1-py3-none-any.whl", ">=3.8")
+    version, filename, _ = resolved["numpy"]
     assert version == "2.3.5"
     assert filename.startswith("numpy-2.3.5-cp312-cp312-manylinux") and filename.endswith("x86_64.whl")
     assert set(resolved) == {"absl-py", "numpy", "nvidia-nvjpeg2k-cu13", "pyzmq"}
@@ -121,3 +123,69 @@ def test_output_counts_every_row():
     assert data["summary"] == {"verified": 1, "failed": 1, "not verified": 1}
     assert data["rows"][1]["reason"] == "gone"
     assert "1 verified, 1 failed, 1 not verified" in verify.as_table("r", rows)
+
+
+def test_requires_python_is_tested_against_the_target_not_the_running_interpreter():
+    assert verify.supports_python("<3.7,>=3.6", "3.6")  # dataclasses, for 20.02's Python 3.6
+    assert not verify.supports_python(">=3.8", "3.6")
+    assert verify.supports_python("", "3.12") and verify.supports_python("not a specifier", "3.12")
+
+
+@pytest.mark.parametrize("a, b, order", [
+    ("3.12.3-1", "3.12.3-1ubuntu0.17", -1),
+    ("3.12.3-0ubuntu2.1", "3.12.3-0ubuntu1", 1),
+    ("1:2.43.0-1ubuntu7", "2.99", 1),  # the epoch wins
+    ("1.0~rc1-1", "1.0-1", -1),  # ~ sorts before the end
+    ("24.0+dfsg-1ubuntu1.3", "24.0+dfsg-1ubuntu1.3", 0),
+    ("3.11.2-6+deb12u8", "3.11.2-6+deb12u9", -1),
+    ("0.3.8+ds-1", "0.3.8+ds-1ubuntu0.20.04.1", -1),
+])
+def test_debian_version_order(a, b, order):
+    assert apt_index.compare_versions(a, b) == order
+    assert apt_index.compare_versions(b, a) == -order
+
+
+PACKAGES = {
+    "noble": "Package: python3.12\nVersion: 3.12.3-1\n\nPackage: git\nVersion: 1:2.43.0-1ubuntu7\n",
+    "noble-updates": "Package: python3.12\nVersion: 3.12.3-1ubuntu0.17\n",
+}
+
+
+class Archive(Offline):
+    """An apt archive of two suites (the indexes as recorded text)."""
+
+    def unreachable(self, url):
+        return None
+
+    def get(self, url, accept=None, method="GET"):
+        for suite, text in PACKAGES.items():
+            if f"/dists/{suite}/main/binary-amd64/Packages.gz" in url:
+                return gzip.compress(text.encode())
+        raise urllib.error.HTTPError(url, 404, "not found", None, None)
+
+
+def _release_with_apt(pins):
+    from ngcbuild.model import AptSource
+
+    release = load_release(Project.at(REPO), "25.12").release
+    os_ = release.os.model_copy(update={"apt_sources": [AptSource(url="http://archive.example/ubuntu",
+                                                                  suites=["noble", "noble-updates"])]})
+    python = release.python.model_copy(update={"apt_packages": pins, "builder_apt_packages": {}})
+    builder = release.builder.model_copy(update={"apt_packages": {}})
+    return release.model_copy(update={"os": os_, "python": python, "builder": builder})
+
+
+def test_an_apt_pin_older_than_the_archives_update_fails_as_a_downgrade():
+    release = _release_with_apt({"python3.12": "3.12.3-1", "libnccl2": "2.28.9-1+cuda13.0"})
+    rows = {r.name: r for r in verify._apt_rows(release, "linux/amd64", Archive())}
+    assert rows["python3.12"].status == verify.FAILED
+    assert "older than 3.12.3-1ubuntu0.17 in noble-updates" in rows["python3.12"].reason
+    # not Ubuntu's: from NVIDIA's repository, which verify does not read
+    assert rows["libnccl2"].status == verify.NOT_VERIFIED
+
+
+def test_an_apt_pin_that_is_the_newest_verifies_and_a_missing_one_fails():
+    release = _release_with_apt({"python3.12": "3.12.3-1ubuntu0.17", "git": "1:2.43.0-1ubuntu6"})
+    rows = {r.name: r for r in verify._apt_rows(release, "linux/amd64", Archive())}
+    assert rows["python3.12"].status == verify.VERIFIED and "noble-updates" in rows["python3.12"].reason
+    assert rows["git"].status == verify.FAILED and "not in the archive" in rows["git"].reason
