@@ -144,6 +144,9 @@ class Component(Strict):
     # What the module reports (__version__) and pip lists, when it is neither: NGC's torch appends
     # .nvYY.MM (2.10.0a0+b4e4ee81d3.nv25.12). Builds stamp it; the smoke suite expects it.
     module_version: Version | None = None
+    # NVIDIA's own statement where we chose another value (notes.conflicts says why): the notes' tables
+    # and the matrix show both, never the chosen value alone.
+    nvidia_states: Version | None = None
     reason: Text | None = None  # why install: none
     # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
     # its provenance here; every other pin of `packages` has method_provenance.
