@@ -317,6 +317,9 @@ class Notes(Strict):
     also_includes: list[FactItem] = Field(default_factory=list)
     # Where sources disagree, what we chose and why.
     conflicts: list[FactItem] = Field(default_factory=list)
+    # What NVIDIA's image carries that the image built here lacks and no component records (no honest
+    # version is known), each with why: the notes say so instead of implying the image has it.
+    not_in_image: list[FactItem] = Field(default_factory=list)
 
 
 class Release(Strict):

@@ -179,7 +179,7 @@ def test_entrypoint_scripts_are_valid_bash(name, tmp_path):
 
 # The same release under another name: keeps all of 25.12's text on purpose.
 INHERIT_ALL = ("inherit: [summary, build.number, banner.copyright, banner.license, notes.driver, notes.key_features,"
-               " notes.announcements, notes.also_includes]\n")
+               " notes.announcements, notes.also_includes, notes.not_in_image]\n")
 
 NEXT_RELEASE = """\
 # An example of adding a release: what changes against 25.12 (values illustrative, not NVIDIA's).
@@ -193,7 +193,7 @@ banner:
   copyright:
     - Container image Copyright (c) 2026, NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # 25.12's license lines and announcements still hold: kept on purpose, not by accident.
-inherit: [banner.license, notes.announcements]
+inherit: [banner.license, notes.announcements, notes.not_in_image]
 components:
   pytorch:
     version: 2.10.0
@@ -264,3 +264,26 @@ def test_entrypoint_snippets_replace_the_base_images():
     for name in ("25.12", "20.12", "dev"):
         text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
         assert "RUN rm -rf /opt/nvidia/entrypoint.d\nCOPY entrypoint/ /opt/nvidia/\n" in text
+
+
+def test_torchvision_is_built_against_the_source_torch_in_every_gpu_release():
+    project = Project.at(REPO)
+    for name in ("20.02", "20.12", "25.12"):
+        text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
+        assert "ADD https://github.com/pytorch/vision/archive/refs/tags/v" in text, name
+        assert text.index("# torchvision") > text.index("PYTORCH_BUILD_VERSION="), name  # after the torch it needs
+        assert "COPY --from=builder /stage/torchvision/ /" in text, name
+
+
+def test_notes_of_an_nvidia_release_say_what_our_build_lacks():
+    from ngcbuild.notes import render_notes
+    from ngcbuild.releases import Series
+
+    project = Project.at(REPO)
+    notes = render_notes(Series.load(project), "25.12", project)
+    lacking = notes[notes.index("does not include the following"):notes.index("## Driver Requirements")]
+    for what in ("flash-attn 2.7.4.post1", "Torch-TensorRT", "lightning-thunder", "TensorRT Model Optimizer",
+                 "nvFuser", "torchao"):
+        assert f"- {what}" in lacking, what
+    contents = notes[:notes.index("does not include the following")]
+    assert "torchvision 0.24.1" in contents and "Polygraphy 0.49.26" in contents
