@@ -249,8 +249,11 @@ def pip_resolve(pins: list[str], index: str, target: Target, web: Web) -> tuple[
             # --isolated ignores PIP_* variables and the user's config, not the machine's (/etc/pip.conf
             # may name constraints or indexes): PIP_CONFIG_FILE=/dev/null makes pip read no config file.
             environ = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-            result = subprocess.run(command + remaining, capture_output=True, text=True, timeout=1800,
-                                    env={**environ, "PIP_CONFIG_FILE": os.devnull})
+            try:
+                result = subprocess.run(command + remaining, capture_output=True, text=True, timeout=1800,
+                                        env={**environ, "PIP_CONFIG_FILE": os.devnull})
+            except subprocess.TimeoutExpired:
+                raise OperationError(f"pip did not finish checking the pins against {index} in 30 minutes") from None
             if result.returncode == 0:
                 return parse_report(json.loads(report.read_text())), unmatched
             name = unmatched_requirement(result.stderr)

@@ -9,6 +9,7 @@ from datetime import date
 import pytest
 
 from ngcbuild import apt_index, verify
+from ngcbuild.errors import ManifestError
 from ngcbuild.manifest import load_release
 from ngcbuild.project import Project
 
@@ -189,3 +190,11 @@ def test_an_apt_pin_that_is_the_newest_verifies_and_a_missing_one_fails():
     rows = {r.name: r for r in verify._apt_rows(release, "linux/amd64", Archive())}
     assert rows["python3.12"].status == verify.VERIFIED and "noble-updates" in rows["python3.12"].reason
     assert rows["git"].status == verify.FAILED and "not in the archive" in rows["git"].reason
+
+
+def test_a_buildable_release_without_glibc_is_bad_input(scratch):
+    scratch.copy_release("dev", "r1")
+    scratch.manifest("r1", (REPO / "manifests" / "dev.yaml").read_text() + "os:\n  glibc: null\n")
+    loaded = load_release(Project.at(scratch.root), "r1")
+    with pytest.raises(ManifestError, match=r"r1.yaml: os.glibc: required by verify"):
+        verify.verify_release(loaded, Offline())
