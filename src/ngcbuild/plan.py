@@ -67,6 +67,14 @@ class ImagePlan:
         return self.release.cuda_home
 
     @property
+    def wheels_at(self) -> int:
+        """The builder step before which the wheelhouse is copied in: after the last source build, whose
+        cache a changed wheel must not invalidate (0: before everything, when nothing is built from source)."""
+        sources = [i for i, step in enumerate(self.builder_steps)
+                   if step.component is not None and step.component.install == "source"]
+        return sources[-1] + 1 if sources else 0
+
+    @property
     def staged_steps(self) -> tuple[Step, ...]:
         return tuple(step for step in self.builder_steps if step.staged)
 

@@ -287,3 +287,16 @@ def test_notes_of_an_nvidia_release_say_what_our_build_lacks():
         assert f"- {what}" in lacking, what
     contents = notes[:notes.index("does not include the following")]
     assert "torchvision 0.24.1" in contents and "Polygraphy 0.49.26" in contents
+
+
+def test_wheels_come_after_the_source_builds_so_a_wheel_change_keeps_their_cache():
+    project = Project.at(REPO)
+    for name in ("20.02", "20.12", "25.12"):
+        text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
+        wheels = text.index("COPY build-inputs/wheels/ /tmp/ngcbuild/wheels/")
+        assert text.index("PYTORCH_BUILD_VERSION=") < wheels and text.index("# torchvision") < wheels, name
+        assert text.index("COPY build-inputs/pip.conf build-inputs/*.pem /tmp/ngcbuild/") < text.index("# Build requirements")
+        assert "COPY build-inputs/ /tmp/ngcbuild/" not in text
+    # without source builds the wheels come first, as the pip steps need them
+    text = render_files(project, load_release(project, "dev")).files["Dockerfile"].decode()
+    assert text.index("COPY build-inputs/wheels/") < text.index("# PyTorch 2.13.0+cpu")
