@@ -65,10 +65,12 @@ def test_torchvision_compiled_ops_run():
 
 
 def _distributions():
-    """Canonical name -> the dist-info/egg-info folders that hold it, over every site folder on sys.path."""
+    """Canonical name -> the dist-info/egg-info folders that hold it, over every site folder on sys.path
+    (site-packages and dist-packages: the smoke suite's own mounted tools are not the image's)."""
     found = defaultdict(set)
     for folder in sys.path:
-        if not folder or not os.path.isdir(folder):
+        site = os.path.basename(folder) in ("site-packages", "dist-packages")
+        if not site or not os.path.isdir(folder):
             continue
         for entry in os.listdir(folder):
             match = re.match(r"^(.+?)-[0-9][^-]*(-py[0-9.]+)?(-.+)?\.(dist-info|egg-info)$", entry)
