@@ -52,8 +52,16 @@ def component_segment(release: Release, catalog: Catalog, name: str, with_name: 
     component = release.components.get(name)
     if component is None:
         return None
-    text = f"{display_name(catalog, name)} {component.version}" if with_name else component.version
+    version = version_text(component)
+    text = f"{display_name(catalog, name)} {version}" if with_name else version
     return Segment(text, component.provenance)
+
+
+def version_text(component) -> str:
+    """The version as documents show it: with NVIDIA's differing statement beside our choice."""
+    if component.nvidia_states and component.nvidia_states != component.version:
+        return f"{component.version} (NVIDIA states {component.nvidia_states})"
+    return component.version
 
 
 def component_item(release: Release, catalog: Catalog, name: str) -> Item | None:

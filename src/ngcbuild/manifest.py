@@ -95,7 +95,10 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
         raise ManifestError(seen[-1], "extends", f"cycle: {cycle}")
     data = _read_yaml(project, path)
     parents = data.pop("extends", None)
+    inherit = data.pop("inherit", [])
     if parents is None:
+        if inherit:
+            raise ManifestError(path, "inherit", "only a release that extends another release inherits its text")
         return data, (path,)
     if isinstance(parents, str):
         parents = [parents]
@@ -116,9 +119,62 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
             raise ManifestError(path, "extends",
                                 f"parent {excerpt(parent)} not found ({shown_path(parent_path)} does not exist)")
         parent_data, parent_chain = _resolve(project, parent_path, (*seen, path))
+        # NVIDIA's releases (not parts/, not ngcbuild's own public-wheels ones) carry text of their own.
+        if parent_path.parent == project.manifests.resolve() and parent_data.get("origin", "nvidia") == "nvidia":
+            _check_inherited_text(path, parent, parent_data, data, inherit)
         merged = deep_merge(merged, parent_data)
         chain += parent_chain
     return deep_merge(merged, data), (*chain, path)
+
+
+# What belongs to one NVIDIA release and must not pass silently to the next: its summary ("based on"),
+# build number, banner and every section of its notes. A release that extends one restates each one its
+# parent has, or names it under `inherit:` to keep the parent's text on purpose. (A variant of an
+# ngcbuild release, origin public-wheels, states no NVIDIA facts and may inherit freely.)
+RELEASE_SPECIFIC = ("summary", "build.number", "banner.copyright", "banner.license", "notes")
+
+
+def _release_specific_keys(data: dict) -> list[str]:
+    keys = []
+    for key in RELEASE_SPECIFIC:
+        value = _get(data, key)
+        if isinstance(value, dict) and key == "notes":
+            keys += [f"notes.{sub}" for sub in value]
+        elif value is not None:
+            keys.append(key)
+    return keys
+
+
+def _get(data: dict, dotted: str):
+    for part in dotted.split("."):
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
+
+
+def _present(data: dict, dotted: str) -> bool:
+    """The key is set in this file (a null counts: it removes the parent's text)."""
+    *parents, last = dotted.split(".")
+    for part in parents:
+        data = data.get(part) if isinstance(data, dict) else None
+    return isinstance(data, dict) and last in data
+
+
+def _check_inherited_text(path: Path, parent: str, parent_data: dict, data: dict, inherit) -> None:
+    if not isinstance(inherit, list) or not all(isinstance(k, str) for k in inherit):
+        raise ManifestError(path, "inherit", "expected a list of keys such as [notes.announcements, banner.license]")
+    specific = _release_specific_keys(parent_data)
+    unknown = [k for k in inherit if k not in specific]
+    if unknown:
+        raise ManifestError(path, "inherit", f"{', '.join(unknown)}: not release-specific text of {parent!r}; "
+                                             f"expected some of: {', '.join(specific)}")
+    silent = [k for k in specific if k not in inherit and not _present(data, k)]
+    if silent:
+        raise ManifestError(path, "extends",
+                            f"release {parent!r} has release-specific text this manifest neither restates nor "
+                            f"inherits: {', '.join(silent)}; restate each, or list it under inherit: to keep "
+                            f"{parent}'s text on purpose")
 
 
 def deep_merge(base: dict, override: dict) -> dict:

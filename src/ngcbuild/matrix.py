@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .documents import document_environment
-from .facts import Segment, used_provenances
+from .facts import Segment, used_provenances, version_text
 from .model import Release
 from .project import Project
 from .releases import Series
@@ -61,7 +61,7 @@ def _row(release: Release) -> MatrixRow:
     cells["python"] = Segment(release.python.version) if release.python else None
     for name in COMPONENT_COLUMNS:
         component = release.components.get(name)
-        cells[name] = Segment(component.version, component.provenance) if component else None
+        cells[name] = Segment(version_text(component), component.provenance) if component else None
         if name in release.left_out:
             cells[name] = Segment("not included", "chosen")
     driver = release.notes.driver

@@ -56,11 +56,23 @@ class BaseImage(Strict):
     image: ImageRef
     digest: Digest | None = None
     bootstrap: Bootstrap | None = None
+    # A tag its registry no longer serves (when and why): `invoke verify` refuses it and names the way
+    # out, a mirror given with --base, and what that mirror must also fix (each item of mirror_must).
+    removed: Text | None = None
+    mirror_must: list[Text] = Field(default_factory=list)
 
 
 class ImageSpec(Strict):
     repository: RepoPath = "nvidia/pytorch"
     tag_suffix: TagWord = "py3"
+
+
+class AptSource(Strict):
+    """An apt archive the base image installs from: `invoke verify` reads its indexes for the apt pins."""
+
+    url: Url
+    suites: list[PackageName]
+    components: list[PackageName] = Field(default_factory=lambda: ["main"])
 
 
 class OperatingSystem(Strict):
@@ -70,6 +82,10 @@ class OperatingSystem(Strict):
     # follows from the base image we chose.
     provenance: Provenance = "chosen"
     source: Text | None = None
+    # The C library's version: which manylinux wheels the image can install (`invoke verify`).
+    glibc: MajorMinor | None = None
+    # The distribution's archives (release, updates and security suites), for `invoke verify`.
+    apt_sources: list[AptSource] = Field(default_factory=list)
 
 
 class CondaSpec(Strict):
@@ -125,6 +141,12 @@ class Component(Strict):
     build_env: dict[EnvName, SafeValue] = Field(default_factory=dict)
     # The form NGC prints in env vars, labels and the banner when it differs (a short hash).
     env_version: Version | None = None
+    # What the module reports (__version__) and pip lists, when it is neither: NGC's torch appends
+    # .nvYY.MM (2.10.0a0+b4e4ee81d3.nv25.12). Builds stamp it; the smoke suite expects it.
+    module_version: Version | None = None
+    # NVIDIA's own statement where we chose another value (notes.conflicts says why): the notes' tables
+    # and the matrix show both, never the chosen value alone.
+    nvidia_states: Version | None = None
     reason: Text | None = None  # why install: none
     # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
     # its provenance here; every other pin of `packages` has method_provenance.
@@ -199,6 +221,9 @@ class StackSpec(Strict):
     # Libraries that `ldd` may report "not found" for a library of the stack, each with why: provided
     # at run time (the driver's libcuda), or needed only by an optional plugin (an MPI bootstrap).
     unresolved_ok: dict[PackageName, Text] = Field(default_factory=dict)
+    # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
+    # algebra; a source build without MKL or OpenBLAS has none) and MPI (torch.distributed's backend).
+    torch_with: list[Literal["lapack", "mpi"]] = Field(default_factory=list)
 
 
 class BuildSpec(Strict):
@@ -297,6 +322,9 @@ class Notes(Strict):
     also_includes: list[FactItem] = Field(default_factory=list)
     # Where sources disagree, what we chose and why.
     conflicts: list[FactItem] = Field(default_factory=list)
+    # What NVIDIA's image carries that the image built here lacks and no component records (no honest
+    # version is known), each with why: the notes say so instead of implying the image has it.
+    not_in_image: list[FactItem] = Field(default_factory=list)
 
 
 class Release(Strict):
@@ -321,6 +349,8 @@ class Release(Strict):
     banner: BannerSpec = Field(default_factory=BannerSpec)
     components: dict[ComponentName, Component] = Field(default_factory=dict)
     env: dict[EnvName, SafeValue] = Field(default_factory=dict)
+    # Ports the image declares (EXPOSE), e.g. Jupyter's and TensorBoard's as NGC images do.
+    expose: list[Annotated[int, Field(ge=1, le=65535)]] = Field(default_factory=list)
     labels: dict[LabelKey, Text] = Field(default_factory=dict)
     notes: Notes = Field(default_factory=Notes)
 

@@ -125,7 +125,7 @@ def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
         python=python.version if python else None,
         python_pins=tuple(sorted(loaded.constraints.pins, key=lambda p: p.key)) if loaded.constraints else (),
         also_includes=also,
-        not_included=tuple((f"{catalog.get(n).display} {c.version}", c.reason) for n, c in release.left_out.items()),
+        not_included=_not_included(release, catalog),
         groups=groups,
         examples=tuple(release.notes.tensor_core_examples),
         cuda=cuda,
@@ -154,6 +154,19 @@ def write_notes(project: Project, name: str) -> Path:
     text = render_notes(series, name, project)
     path = project.out(name) / FILE_NAME
     return write_text(path, text)
+
+
+def _not_included(release: Release, catalog: Catalog) -> tuple[tuple[str, str], ...]:
+    """What the image built here lacks, with why. A public-wheels release leaves its left-out components
+    out of the contents; an NVIDIA release's contents stay NVIDIA's, and this list says what our build of
+    it lacks: components installed `none`, and the manifest's notes.not_in_image."""
+    lacking = release.left_out if release.origin == "public-wheels" else {
+        name: c for name, c in release.components.items() if c.install == "none"}
+    items = [(f"{catalog.get(n).display} {c.version}", c.reason) for n, c in lacking.items()]
+    for fact in release.notes.not_in_image:
+        what, _, why = fact.text.partition(": ")
+        items.append((what, why))
+    return tuple(items)
 
 
 def _facts(facts) -> list[Item]:

@@ -71,6 +71,14 @@ class ImagePlan:
         return ImageNames.of(self.release, self.base_image)
 
     @property
+    def wheels_at(self) -> int:
+        """The builder step before which the wheelhouse is copied in: after the last source build, whose
+        cache a changed wheel must not invalidate (0: before everything, when nothing is built from source)."""
+        sources = [i for i, step in enumerate(self.builder_steps)
+                   if step.component is not None and step.component.install == "source"]
+        return sources[-1] + 1 if sources else 0
+
+    @property
     def staged_steps(self) -> tuple[Step, ...]:
         return tuple(step for step in self.builder_steps if step.staged)
 
@@ -112,12 +120,14 @@ class ImagePlan:
         entries = {name: self.catalog.get(name) for name in in_image}
         home = self.release.cuda_home
         return {
-            "modules": {name: {"module": entry.module, "version": in_image[name].shown_version}
+            "modules": {name: {"module": entry.module,
+                               "version": in_image[name].module_version or in_image[name].shown_version}
                         for name, entry in entries.items() if entry.module},
             "libraries": {name: entry.library for name, entry in entries.items() if entry.library},
             "cuda_home": home.path if home else None,
             "cuda_wheels": f"{self.release.python.site_packages}/{home.wheels}" if home else None,
             "unresolved_ok": sorted(self.release.stack.unresolved_ok),
+            "torch_with": list(self.release.stack.torch_with),
         }
 
     def env_with_constraint(self) -> dict[str, str]:
@@ -235,7 +245,11 @@ def _env(release, catalog: Catalog) -> dict[str, str]:
         "NVIDIA_BUILD_ID": release.build.number,
         "PYTORCH_BUILD_NUMBER": "0",
     }
+    # Only what this build installs: a base image sets its own CUDA_VERSION, CUDNN_VERSION... (in
+    # NGC's 4-part form), which a value from the manifest must not overwrite unchecked.
     for name, component in _in_image(release).items():
+        if component.install == "base":
+            continue
         for var in catalog.get(name).env:
             env[var] = component.shown_version
     if release.cuda_home:

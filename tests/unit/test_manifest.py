@@ -167,3 +167,35 @@ def test_deep_merge_child_wins_and_null_removes():
 def test_extends_a_release_read_as_a_number_says_quote_it(scratch):
     message = error(scratch, "extends: 25.12\nsummary: next\n")
     assert "r1.yaml: extends: expected a manifest name" in message and "quote it, '25.12'" in message
+
+
+def test_a_release_that_silently_inherits_its_parents_text_is_refused(scratch):
+    scratch.copy_release("25.12")
+    scratch.copy_release("25.12", "26.01")
+    scratch.manifest("26.01", "extends: '25.12'\nsummary: NVIDIA PyTorch 26.01\nbuild:\n  number: '1'\n")
+    with pytest.raises(ManifestError) as caught:
+        load_release(Project.at(scratch.root), "26.01")
+    message = str(caught.value)
+    assert message.startswith("manifests/26.01.yaml: extends: release '25.12' has release-specific text") or \
+        "26.01.yaml: extends: release '25.12' has release-specific text" in message
+    for key in ("banner.copyright", "banner.license", "notes.key_features", "notes.announcements", "notes.driver"):
+        assert key in message
+    assert "summary" not in message.split("inherits:")[1].split(";")[0]
+    assert "inherit:" in message
+
+
+def test_inherit_keeps_the_parents_text_on_purpose_and_names_only_its_keys(scratch):
+    scratch.copy_release("25.12")
+    scratch.copy_release("25.12", "26.01")
+    keys = "[banner.copyright, banner.license, notes.driver, notes.key_features, notes.announcements, notes.also_includes, notes.not_in_image]"
+    scratch.manifest("26.01", f"extends: '25.12'\nsummary: NVIDIA PyTorch 26.01\nbuild:\n  number: '1'\ninherit: {keys}\n")
+    release = load_release(Project.at(scratch.root), "26.01").release
+    assert release.notes.key_features == load_release(Project.at(scratch.root), "25.12").release.notes.key_features
+    scratch.manifest("26.01", f"extends: '25.12'\nsummary: x\nbuild:\n  number: '1'\ninherit: [{keys[1:-1]}, os.name]\n")
+    with pytest.raises(ManifestError, match=r"26.01.yaml: inherit: os.name: not release-specific text of '25.12'"):
+        load_release(Project.at(scratch.root), "26.01")
+
+
+def test_parts_are_not_releases_and_need_no_inherit(scratch):
+    # dev extends parts/debian-bookworm only: loads without inherit
+    assert load_release(Project.at(REPO), "dev").release.summary

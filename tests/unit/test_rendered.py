@@ -1,6 +1,7 @@
 """Checks on what every buildable release renders: golden files, hadolint, and a cross-check that
 every pin of the manifest reaches the Dockerfile and that nothing installed there is unpinned."""
 
+import json
 import re
 import shlex
 import shutil
@@ -131,7 +132,9 @@ def test_every_pin_of_the_manifest_is_rendered(name):
             pins |= {x for x in (component.url, component.repo, component.ref) if x}
             pins |= set(component.options)
         entry = catalog.get(name_)
-        if component.install in ("apt", "pip", "source", "base") and (entry.env or entry.label):
+        # a base image's own components have labels but keep the base's env vars
+        if (component.install in ("apt", "pip", "source") and (entry.env or entry.label)) or \
+                (component.install == "base" and entry.label):
             values.add(f'="{component.shown_version}"')  # the value of its env var or label
     missing = sorted(pin for pin in pins if not re.search(word(pin), text))
     missing += sorted(value for value in values if value not in text)
@@ -145,7 +148,7 @@ def test_components_the_image_lacks_claim_no_env_var_or_label():
 
 def test_base_override_replaces_from_and_drops_the_digest(scratch):
     scratch.copy_release("25.12")
-    scratch.manifest("r1", "extends: '25.12'\nbase:\n  digest: sha256:" + "a" * 64 + "\n")
+    scratch.manifest("r1", "extends: '25.12'\nbase:\n  digest: sha256:" + "a" * 64 + "\n" + INHERIT_ALL)
     scratch.constraints("r1", (REPO / "constraints" / "25.12.txt").read_text())
     project = Project.at(scratch.root)
     plain = render_files(project, load_release(project, "r1")).files["Dockerfile"].decode()
@@ -174,6 +177,10 @@ def test_entrypoint_scripts_are_valid_bash(name, tmp_path):
             assert result.returncode == 0, f"{rel}: {result.stderr}"
 
 
+# The same release under another name: keeps all of 25.12's text on purpose.
+INHERIT_ALL = ("inherit: [summary, build.number, banner.copyright, banner.license, notes.driver, notes.key_features,"
+               " notes.announcements, notes.also_includes, notes.not_in_image]\n")
+
 NEXT_RELEASE = """\
 # An example of adding a release: what changes against 25.12 (values illustrative, not NVIDIA's).
 extends: '25.12'
@@ -182,14 +189,26 @@ base:
   image: nvcr.io/nvidia/cuda-dl-base:26.01-cuda13.1-devel-ubuntu24.04
 build:
   number: '1'
+banner:
+  copyright:
+    - Container image Copyright (c) 2026, NVIDIA CORPORATION & AFFILIATES. All rights reserved.
+# 25.12's license lines and announcements still hold: kept on purpose, not by accident.
+inherit: [banner.license, notes.announcements, notes.not_in_image]
 components:
   pytorch:
     version: 2.10.0
     env_version: 2.10.0
+    module_version: 2.10.0+nv26.01
     ref: v2.10.0
     provenance: chosen
   dali:
     version: 1.53.0
+notes:
+  driver:
+    text: Release 26.01 is based on CUDA 13.1.0.
+  key_features:
+    - PyTorch container image version 26.01 is based on 2.10.0.
+  also_includes: []
 """
 
 
@@ -206,3 +225,78 @@ def test_a_release_is_a_short_diff_of_the_previous_one(scratch):
     assert "git checkout v2.10.0" in text and "nvidia-dali-cuda130==1.53.0" in text
     assert 'NVIDIA_PYTORCH_VERSION="26.01"' in text and "NVIDIA Release" not in text
     assert "b4e4ee81d3" not in text
+
+
+def test_env_vars_of_what_the_base_image_provides_are_left_to_it():
+    """cuda-dl-base sets CUDA_VERSION (4-part), CUDNN_VERSION, NCCL_VERSION, TRT_VERSION itself: the
+    image must not overwrite them with the manifest's unchecked values."""
+    project = Project.at(REPO)
+    text = render_files(project, load_release(project, "25.12")).files["Dockerfile"].decode()
+    env = text[text.index("\nENV NVIDIA_PRODUCT_NAME"):text.index("\nLABEL ")]
+    for var in ("CUDA_VERSION", "CUDNN_VERSION", "NCCL_VERSION", "TRT_VERSION", "OPENMPI_VERSION"):
+        assert f"    {var}=" not in env, var
+    assert 'PYTORCH_VERSION="2.10.0a0+b4e4ee8"' in env and 'DALI_VERSION="1.52.0"' in env
+
+
+def test_25_12_has_ngcs_run_time_environment_and_ports():
+    project = Project.at(REPO)
+    text = render_files(project, load_release(project, "25.12")).files["Dockerfile"].decode()
+    for pair in ('TORCH_ALLOW_TF32_CUBLAS_OVERRIDE="1"', 'PYTORCH_HOME="/opt/pytorch/pytorch"',
+                 'CUDA_MODULE_LOADING="LAZY"', 'TRITON_PTXAS_PATH="/usr/local/cuda/bin/ptxas"',
+                 'JUPYTER_PORT="8888"', 'TENSORBOARD_PORT="6006"', 'PIP_DEFAULT_TIMEOUT="100"',
+                 'TORCH_NCCL_USE_COMM_NONBLOCKING="0"'):
+        assert pair in text, pair
+    assert "\nEXPOSE 8888 6006\n" in text
+
+
+def test_torch_is_stamped_with_ngcs_module_version():
+    """NGC's torch reports 2.10.0a0+b4e4ee81d3.nv25.12; the constraint file is generated from pip's list,
+    so the build version is what reaches it, and the smoke suite expects the same string."""
+    project = Project.at(REPO)
+    rendered = render_files(project, load_release(project, "25.12"))
+    assert "PYTORCH_BUILD_VERSION=2.10.0a0+b4e4ee81d3.nv25.12 " in rendered.files["Dockerfile"].decode()
+    expected = json.loads(rendered.files["expected.json"])
+    assert expected["stack"]["modules"]["pytorch"]["version"] == "2.10.0a0+b4e4ee81d3.nv25.12"
+
+
+def test_entrypoint_snippets_replace_the_base_images():
+    project = Project.at(REPO)
+    for name in ("25.12", "20.12", "dev"):
+        text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
+        assert "RUN rm -rf /opt/nvidia/entrypoint.d\nCOPY entrypoint/ /opt/nvidia/\n" in text
+
+
+def test_torchvision_is_built_against_the_source_torch_in_every_gpu_release():
+    project = Project.at(REPO)
+    for name in ("20.02", "20.12", "25.12"):
+        text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
+        assert "ADD https://github.com/pytorch/vision/archive/refs/tags/v" in text, name
+        assert text.index("# torchvision") > text.index("PYTORCH_BUILD_VERSION="), name  # after the torch it needs
+        assert "COPY --from=builder /stage/torchvision/ /" in text, name
+
+
+def test_notes_of_an_nvidia_release_say_what_our_build_lacks():
+    from ngcbuild.notes import render_notes
+    from ngcbuild.releases import Series
+
+    project = Project.at(REPO)
+    notes = render_notes(Series.load(project), "25.12", project)
+    lacking = notes[notes.index("does not include the following"):notes.index("## Driver Requirements")]
+    for what in ("flash-attn 2.7.4.post1", "Torch-TensorRT", "lightning-thunder", "TensorRT Model Optimizer",
+                 "nvFuser", "torchao"):
+        assert f"- {what}" in lacking, what
+    contents = notes[:notes.index("does not include the following")]
+    assert "torchvision 0.24.1" in contents and "Polygraphy 0.49.26" in contents
+
+
+def test_wheels_come_after_the_source_builds_so_a_wheel_change_keeps_their_cache():
+    project = Project.at(REPO)
+    for name in ("20.02", "20.12", "25.12"):
+        text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
+        wheels = text.index("COPY build-inputs/wheels/ /tmp/ngcbuild/wheels/")
+        assert text.index("PYTORCH_BUILD_VERSION=") < wheels and text.index("# torchvision") < wheels, name
+        assert text.index("COPY build-inputs/pip.conf build-inputs/*.pem /tmp/ngcbuild/") < text.index("# Build requirements")
+        assert "COPY build-inputs/ /tmp/ngcbuild/" not in text
+    # without source builds the wheels come first, as the pip steps need them
+    text = render_files(project, load_release(project, "dev")).files["Dockerfile"].decode()
+    assert text.index("COPY build-inputs/wheels/") < text.index("# PyTorch 2.13.0+cpu")

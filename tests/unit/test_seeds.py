@@ -1,7 +1,7 @@
 """The generated release notes reproduce NVIDIA's pages (tests/data/seeds), item by item.
 
-These read the project's real manifests. A release whose manifest is not in the project yet is
-skipped with the reason; everything else fails loudly. The seed parsers themselves are checked
+These read the project's real manifests. A release whose manifest is missing fails (never skips),
+like everything else. The seed parsers themselves are checked
 against what a reader of the pages sees, so a broken parser cannot make the comparison vacuous.
 """
 
@@ -23,9 +23,10 @@ TABLE_RELEASES = ["20.12", "20.11", "20.10", "20.09", "20.08", "20.07", "20.06",
 
 
 def needs(*releases):
+    """The checked releases are part of the project: a missing manifest is a failure, never a skip."""
     missing = [r for r in releases if not (PROJECT.manifests / f"{r}.yaml").is_file()]
     if missing:
-        pytest.skip(f"manifests/{', '.join(missing)}.yaml not in this project yet (release manifests come with issue #3)")
+        pytest.fail(f"manifests/{', '.join(missing)}.yaml is missing: the seed comparison needs it", pytrace=False)
 
 
 _series = None
@@ -128,6 +129,8 @@ def _documented_conflict(release: str, seed_value: str) -> bool:
     if not any(seed_value in fact.text for fact in loaded.release.notes.conflicts):
         return False
     assert seed_value in st.plain(notes_of(release)), f"{release}: the conflict is not shown in its notes"
+    # and the versions table of the later notes shows NVIDIA's value beside the chosen one
+    assert f"(NVIDIA states {seed_value})" in notes_of("20.12"), f"{release}: the table hides NVIDIA's {seed_value}"
     return True
 
 
@@ -166,3 +169,18 @@ def test_20_12_tensor_core_examples():
     for item in st.also_includes(st.seed("20.12")):
         if item.group == "Tensor Core optimized examples":
             assert item.text in st.plain(examples)
+
+
+def test_a_missing_manifest_fails_the_comparison_instead_of_skipping_it():
+    with pytest.raises(pytest.fail.Exception, match=r"manifests/99\.99\.yaml is missing"):
+        needs("20.12", "99.99")
+
+
+def test_a_conflict_shows_nvidias_value_beside_the_chosen_one_in_table_and_matrix():
+    from ngcbuild.matrix import matrix_json
+
+    row = next(r for r in st.notes_table(notes_of("20.12")).values() if r.release == "20.08")
+    assert "8deb4fe" in row.pytorch
+    assert "(NVIDIA states 1.7.0a0+6392713)" in notes_of("20.12")
+    cells = next(r for r in matrix_json(PROJECT)["releases"] if r["release"] == "20.08")
+    assert "NVIDIA states 1.7.0a0+6392713" in str(cells)

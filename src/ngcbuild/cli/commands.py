@@ -236,3 +236,18 @@ def reliability() -> None:
     from ..reliability import run_reliability
 
     run_reliability(project(), out=sys.stdout)
+
+
+def verify(release: str, as_json=False, base=None) -> None:
+    """Print the verification of every pin of R (a table, or JSON); exit 1 when one failed."""
+    from .. import verify as verifier
+    from ..manifest import load_release
+
+    loaded = load_release(project(), release)
+    if loaded.release.status != "buildable":
+        raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
+    rows = verifier.verify_release(loaded, verifier.Web(), base=base)
+    sys.stdout.write(verifier.as_json(release, rows) if as_json else verifier.as_table(release, rows))
+    failed = verifier.summary(rows)[verifier.FAILED]
+    if failed:
+        raise verifier.VerifyFailed(f"verify {release}: {failed} failed (see the table)")

@@ -171,4 +171,13 @@ def docs(c, screenshot=True):
     commands.docs(screenshot=screenshot)
 
 
+
+@command(help={"release": "release name (manifests/R.yaml)",
+               "json": "print JSON (for CI and scripts) instead of the table",
+               "base": "the mirror of the base image the build will use (as for invoke build --base)"})
+def verify(c, release, json=False, base=None):
+    """Check every pin of R against its indexes for R's Python and platforms; exit 1 on a failure."""
+    commands.verify(release, as_json=json, base=base)
+
+
 namespace = Collection.from_module(sys.modules[__name__])

@@ -1,14 +1,27 @@
 # CUDA forward compatibility: when the image's CUDA needs a newer driver than the kernel module runs,
-# use the user-mode driver the image carries in /usr/local/cuda/compat (images without one skip this).
-compat_lib=$(ls /usr/local/cuda/compat/lib*/libcuda.so.*.* 2>/dev/null | head -n 1)
-kernel_driver=$(sed -n 's/.*Kernel Module *\([0-9][0-9.]*\).*/\1/p' /proc/driver/nvidia/version 2>/dev/null | head -n 1)
+# the user-mode driver the image carries in /usr/local/cuda/compat can bridge the gap, but only on GPUs
+# that support it (data-center GPUs; on others CUDA then fails with error 804 where the plain driver
+# would have worked). So it is tried first, in a child process, and enabled only when cuInit succeeds.
+compat_root=${_CUDA_COMPAT_PATH:-/usr/local/cuda/compat}
+driver_file=${_NVIDIA_DRIVER_VERSION_FILE:-/proc/driver/nvidia/version}
+compat_lib=$(ls "$compat_root"/lib*/libcuda.so.*.* 2>/dev/null | head -n 1)
+kernel_driver=$(sed -n 's/.*Kernel Module *\([0-9][0-9.]*\).*/\1/p' "$driver_file" 2>/dev/null | head -n 1)
 if [ -n "$compat_lib" ] && [ -n "$kernel_driver" ]; then
   compat_driver=${compat_lib##*/libcuda.so.}
   if [ "${kernel_driver%%.*}" -lt "${compat_driver%%.*}" ]; then
-    export LD_LIBRARY_PATH="${compat_lib%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    echo
-    echo "NOTE: CUDA Forward Compatibility mode ENABLED."
-    echo "  Using CUDA ${CUDA_VERSION%.*} driver version $compat_driver with kernel driver version $kernel_driver."
-    echo "  See https://docs.nvidia.com/deploy/cuda-compatibility/ for details."
+    probe_python=$(command -v python3 || command -v python || true)
+    # The probe loads libcuda.so.1 as CUDA programs will, with the compat folder first on the path.
+    if [ -n "$probe_python" ] && LD_LIBRARY_PATH="${compat_lib%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        "$probe_python" -c 'import ctypes, sys; sys.exit(ctypes.CDLL("libcuda.so.1").cuInit(0))' >/dev/null 2>&1; then
+      export LD_LIBRARY_PATH="${compat_lib%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      echo
+      echo "NOTE: CUDA Forward Compatibility mode ENABLED."
+      echo "  Using CUDA ${CUDA_VERSION%.*} driver version $compat_driver with kernel driver version $kernel_driver."
+      echo "  See https://docs.nvidia.com/deploy/cuda-compatibility/ for details."
+    else
+      echo
+      echo "NOTE: CUDA Forward Compatibility is not supported on this GPU or driver (it was tried and failed);"
+      echo "  using kernel driver version $kernel_driver as it is. CUDA ${CUDA_VERSION%.*} may need a newer driver."
+    fi
   fi
 fi

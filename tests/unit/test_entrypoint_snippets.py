@@ -1,0 +1,65 @@
+"""The start-up snippets of templates/image/entrypoint/entrypoint.d run by bash against a fake driver:
+forward compatibility is enabled only when it was tried and works, on both sides of that test."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from ..conftest import REPO
+
+SNIPPET = REPO / "templates" / "image" / "entrypoint" / "entrypoint.d" / "55-cuda-forward-compat.sh"
+
+
+def _run(tmp_path, kernel: str, cuinit_status: int | None):
+    """Source the snippet with a compat libcuda 590.44.01, a kernel module of version `kernel`, and a
+    `python3` whose cuInit returns `cuinit_status` (None: no Python at all). Returns (stdout, LD_LIBRARY_PATH)."""
+    compat = tmp_path / "compat" / "lib"
+    compat.mkdir(parents=True)
+    (compat / "libcuda.so.590.44.01").write_text("")
+    driver = tmp_path / "version"
+    driver.write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {kernel}  Release Build\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if cuinit_status is not None:
+        probe = bin_dir / "python3"
+        # The probe's environment is what a CUDA program would get: record it, answer as cuInit would.
+        probe.write_text(f'#!/bin/sh\necho "$LD_LIBRARY_PATH" > {tmp_path}/probe-env\nexit {cuinit_status}\n')
+        probe.chmod(0o755)
+    # Only the tools the snippet uses are on PATH, so the host's own python3 is not.
+    for tool in ("ls", "sed", "head"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {"PATH": str(bin_dir), "CUDA_VERSION": "13.1.0", "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
+           "_CUDA_COMPAT_PATH": str(tmp_path / "compat"), "_NVIDIA_DRIVER_VERSION_FILE": str(driver)}
+    result = subprocess.run([shutil.which("bash"), "-c", f'source "{SNIPPET}"; echo "LD=$LD_LIBRARY_PATH"'], env=env,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    return out, out.rsplit("LD=", 1)[1].strip(), compat
+
+
+def test_forward_compat_is_enabled_when_the_probe_succeeds(tmp_path):
+    out, ld, compat = _run(tmp_path, "580.159.03", 0)
+    assert "CUDA Forward Compatibility mode ENABLED" in out
+    assert "driver version 590.44.01 with kernel driver version 580.159.03" in out
+    assert ld == f"{compat}:/usr/local/nvidia/lib64"
+    # the probe ran with the compat folder first, as the programs after it will
+    assert (tmp_path / "probe-env").read_text().strip() == f"{compat}:/usr/local/nvidia/lib64"
+
+
+@pytest.mark.parametrize("status", [1, 3])  # cuInit's error (804 is truncated by exit codes; any non-zero)
+def test_forward_compat_stays_off_when_the_probe_fails(tmp_path, status):
+    out, ld, _ = _run(tmp_path, "580.159.03", status)
+    assert "ENABLED" not in out and "not supported on this GPU" in out
+    assert ld == "/usr/local/nvidia/lib64"
+
+
+def test_forward_compat_stays_off_without_python_to_probe(tmp_path):
+    out, ld, _ = _run(tmp_path, "580.159.03", None)
+    assert "ENABLED" not in out and "not supported on this GPU" in out and ld == "/usr/local/nvidia/lib64"
+
+
+def test_a_new_enough_driver_needs_no_forward_compat(tmp_path):
+    out, ld, _ = _run(tmp_path, "590.48.01", 0)
+    assert out.strip().startswith("LD=") and ld == "/usr/local/nvidia/lib64"
+    assert not (tmp_path / "probe-env").exists()

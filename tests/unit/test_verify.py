@@ -1,0 +1,200 @@
+"""The pure parts of `invoke verify`: wheel tags, pip's report and complaints, why a pin has no wheel,
+and the rows for base images and git refs. The indexes themselves are in tests/integration/test_verify.py."""
+
+import gzip
+import json
+import urllib.error
+from datetime import date
+
+import pytest
+
+from ngcbuild import apt_index, verify
+from ngcbuild.errors import ManifestError
+from ngcbuild.manifest import load_release
+from ngcbuild.project import Project
+
+from ..conftest import REPO
+
+DATA = REPO / "tests" / "data" / "verify"
+
+
+class Offline:
+    """The outside world as this machine sees GitHub: unreachable."""
+
+    bundle = None
+
+    def unreachable(self, url):
+        return "api.github.com is unreachable from here"
+
+
+def test_platform_tags_list_every_manylinux_glibc_down_to_the_oldest():
+    tags = verify.platform_tags("linux/amd64", "2.39")
+    assert tags[0] == "manylinux_2_39_x86_64"
+    assert tags[-1] == "linux_x86_64"
+    # pip matches literally: the 2_28 wheels of DALI and the legacy names must all be there
+    for tag in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux_2_5_x86_64",
+                "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"):
+        assert tag in tags
+    arm = verify.platform_tags("linux/arm64", "2.36")
+    assert "manylinux_2_17_aarch64" in arm and "manylinux_2_16_aarch64" not in arm
+    assert "manylinux2014_aarch64" in arm and "manylinux1_aarch64" not in arm
+    # an old glibc admits no newer wheel
+    assert "manylinux_2_28_x86_64" not in verify.platform_tags("linux/amd64", "2.27")
+
+
+def test_abi_of_old_pythons_carries_the_m_flag():
+    assert verify.Target("3.6", "linux/amd64", "2.27").abi == "cp36m"
+    assert verify.Target("3.8", "linux/amd64", "2.31").abi == "cp38"
+    assert verify.Target("3.12", "linux/amd64", "2.39").abi == "cp312"
+
+
+def test_a_recorded_pip_report_gives_each_distribution_and_its_file():
+    resolved = verify.parse_report(json.loads((DATA / "pip-report-25.12.json").read_text()))
+    assert resolved["absl-py"] == ("2.3.1", "absl_py-2.3.1-py3-none-any.whl", ">=3.8")
+    version, filename, _ = resolved["numpy"]
+    assert version == "2.3.5"
+    assert filename.startswith("numpy-2.3.5-cp312-cp312-manylinux") and filename.endswith("x86_64.whl")
+    assert set(resolved) == {"absl-py", "numpy", "nvidia-nvjpeg2k-cu13", "pyzmq"}
+
+
+def test_pips_complaint_names_the_pin_it_stopped_at():
+    stderr = (DATA / "pip-stderr-no-match.txt").read_text()
+    assert verify.unmatched_requirement(stderr) == "nvidia-dali-cuda130"
+    assert verify.unmatched_requirement("ERROR: No matching distribution found for Foo_Bar[x]==1.0") == "foo-bar"
+    assert verify.unmatched_requirement("ERROR: network down") is None
+
+
+def _dali_files():
+    return [f["filename"] for f in json.loads((DATA / "simple-nvidia-dali-cuda130.json").read_text())["files"]]
+
+
+def test_dali_1_52_is_a_placeholder_on_pypi_and_fails():
+    target = verify.Target("3.12", "linux/amd64", "2.39")
+    status, reason = verify.explain_missing("nvidia-dali-cuda130", "1.52.0", _dali_files(), target)
+    assert status == verify.FAILED
+    assert "only the source archive nvidia_dali_cuda130-1.52.0.tar.gz" in reason
+    assert "platform wheels for other versions" in reason
+
+
+def test_a_missing_version_and_a_wheel_for_other_tags_fail_with_what_exists():
+    target = verify.Target("3.12", "linux/amd64", "2.27")
+    status, reason = verify.explain_missing("nvidia-dali-cuda130", "1.99.0", _dali_files(), target)
+    assert status == verify.FAILED and "no release 1.99.0" in reason and "2.4.0" in reason
+    # 1.53.0 has manylinux_2_28 wheels only: glibc 2.27 cannot take them
+    status, reason = verify.explain_missing("nvidia-dali-cuda130", "1.53.0", _dali_files(), target)
+    assert status == verify.FAILED and "manylinux_2_28_x86_64.whl" in reason and "glibc 2.27" in reason
+
+
+def test_a_pure_python_source_archive_is_left_to_the_build():
+    target = verify.Target("3.6", "linux/amd64", "2.27")
+    status, reason = verify.explain_missing("future", "0.18.2", ["future-0.18.2.tar.gz"], target)
+    assert status == verify.NOT_VERIFIED and "future-0.18.2.tar.gz" in reason
+
+
+def test_release_cutoff_is_the_month_after():
+    assert verify.release_cutoff("25.12") == date(2026, 1, 1)
+    assert verify.release_cutoff("20.02") == date(2020, 3, 1)
+    assert verify.release_cutoff("dev") is None
+
+
+def test_a_removed_base_image_is_refused_with_the_way_out():
+    release = load_release(Project.at(REPO), "20.02").release
+    row = verify._base_row(release, None)
+    assert row.status == verify.FAILED
+    assert "--base" in row.reason and "apt signing key" in row.reason
+    mirrored = verify._base_row(release, "mirror.example/cuda:10.2")
+    assert mirrored.status == verify.NOT_VERIFIED and "apt signing key" in mirrored.reason
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12", "25.12", "dev", "cuda-dev"])
+def test_git_refs_are_full_commits_and_never_verified_offline(name):
+    release = load_release(Project.at(REPO), name).release
+    for row in verify._git_rows(release, Offline()):
+        if verify.FULL_COMMIT.fullmatch(row.pin):
+            assert row.status == verify.NOT_VERIFIED and "unreachable" in row.reason
+        else:
+            assert row.status == verify.FAILED and "not a full commit" in row.reason
+
+
+def test_output_counts_every_row():
+    rows = [verify.Row("pip", "a", "1", "linux/amd64", verify.VERIFIED),
+            verify.Row("pip", "b", "2", "linux/amd64", verify.FAILED, "gone"),
+            verify.Row("git", "c", "x", "", verify.NOT_VERIFIED, "offline")]
+    data = json.loads(verify.as_json("r", rows))
+    assert data["summary"] == {"verified": 1, "failed": 1, "not verified": 1}
+    assert data["rows"][1]["reason"] == "gone"
+    assert "1 verified, 1 failed, 1 not verified" in verify.as_table("r", rows)
+
+
+def test_requires_python_is_tested_against_the_target_not_the_running_interpreter():
+    assert verify.supports_python("<3.7,>=3.6", "3.6")  # dataclasses, for 20.02's Python 3.6
+    assert not verify.supports_python(">=3.8", "3.6")
+    assert verify.supports_python("", "3.12") and verify.supports_python("not a specifier", "3.12")
+
+
+@pytest.mark.parametrize("a, b, order", [
+    ("3.12.3-1", "3.12.3-1ubuntu0.17", -1),
+    ("3.12.3-0ubuntu2.1", "3.12.3-0ubuntu1", 1),
+    ("1:2.43.0-1ubuntu7", "2.99", 1),  # the epoch wins
+    ("1.0~rc1-1", "1.0-1", -1),  # ~ sorts before the end
+    ("24.0+dfsg-1ubuntu1.3", "24.0+dfsg-1ubuntu1.3", 0),
+    ("3.11.2-6+deb12u8", "3.11.2-6+deb12u9", -1),
+    ("0.3.8+ds-1", "0.3.8+ds-1ubuntu0.20.04.1", -1),
+])
+def test_debian_version_order(a, b, order):
+    assert apt_index.compare_versions(a, b) == order
+    assert apt_index.compare_versions(b, a) == -order
+
+
+PACKAGES = {
+    "noble": "Package: python3.12\nVersion: 3.12.3-1\n\nPackage: git\nVersion: 1:2.43.0-1ubuntu7\n",
+    "noble-updates": "Package: python3.12\nVersion: 3.12.3-1ubuntu0.17\n",
+}
+
+
+class Archive(Offline):
+    """An apt archive of two suites (the indexes as recorded text)."""
+
+    def unreachable(self, url):
+        return None
+
+    def get(self, url, accept=None, method="GET"):
+        for suite, text in PACKAGES.items():
+            if f"/dists/{suite}/main/binary-amd64/Packages.gz" in url:
+                return gzip.compress(text.encode())
+        raise urllib.error.HTTPError(url, 404, "not found", None, None)
+
+
+def _release_with_apt(pins):
+    from ngcbuild.model import AptSource
+
+    release = load_release(Project.at(REPO), "25.12").release
+    os_ = release.os.model_copy(update={"apt_sources": [AptSource(url="http://archive.example/ubuntu",
+                                                                  suites=["noble", "noble-updates"])]})
+    python = release.python.model_copy(update={"apt_packages": pins, "builder_apt_packages": {}})
+    builder = release.builder.model_copy(update={"apt_packages": {}})
+    return release.model_copy(update={"os": os_, "python": python, "builder": builder})
+
+
+def test_an_apt_pin_older_than_the_archives_update_fails_as_a_downgrade():
+    release = _release_with_apt({"python3.12": "3.12.3-1", "libnccl2": "2.28.9-1+cuda13.0"})
+    rows = {r.name: r for r in verify._apt_rows(release, "linux/amd64", Archive())}
+    assert rows["python3.12"].status == verify.FAILED
+    assert "older than 3.12.3-1ubuntu0.17 in noble-updates" in rows["python3.12"].reason
+    # not Ubuntu's: from NVIDIA's repository, which verify does not read
+    assert rows["libnccl2"].status == verify.NOT_VERIFIED
+
+
+def test_an_apt_pin_that_is_the_newest_verifies_and_a_missing_one_fails():
+    release = _release_with_apt({"python3.12": "3.12.3-1ubuntu0.17", "git": "1:2.43.0-1ubuntu6"})
+    rows = {r.name: r for r in verify._apt_rows(release, "linux/amd64", Archive())}
+    assert rows["python3.12"].status == verify.VERIFIED and "noble-updates" in rows["python3.12"].reason
+    assert rows["git"].status == verify.FAILED and "not in the archive" in rows["git"].reason
+
+
+def test_a_buildable_release_without_glibc_is_bad_input(scratch):
+    scratch.copy_release("dev", "r1")
+    scratch.manifest("r1", (REPO / "manifests" / "dev.yaml").read_text() + "os:\n  glibc: null\n")
+    loaded = load_release(Project.at(scratch.root), "r1")
+    with pytest.raises(ManifestError, match=r"r1.yaml: os.glibc: required by verify"):
+        verify.verify_release(loaded, Offline())
