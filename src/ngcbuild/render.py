@@ -70,8 +70,9 @@ def render_loaded(project: Project, loaded: LoadedRelease, base: str | None = No
     write(rendered)
     inputs = [*loaded.chain, project.constraints / f"{loaded.release.release}.txt"]
     if all(path.is_relative_to(project.root) for path in inputs):
-        write_stamp(project, rendered.directory, [path.relative_to(project.root).as_posix() for path in inputs],
-                    base, rendered.context_hash, rendered.plan.names)
+        with storing(rendered.directory), release_lock(rendered.directory):  # renders of R take turns
+            write_stamp(project, rendered.directory, [path.relative_to(project.root).as_posix() for path in inputs],
+                        base, rendered.context_hash, rendered.plan.names)
     return rendered
 
 

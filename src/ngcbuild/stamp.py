@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +48,14 @@ def write_stamp(project: Project, directory: Path, files: list[str], base: str |
                 names: ImageNames) -> None:
     data = {"inputs": files, "base": base, "inputs_sha256": inputs_digest(project, files, base),
             "context_sha256": context_hash, "names": names.to_json()}
-    tmp = directory / (STAMP + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(directory / STAMP)
+    fd, tmp = tempfile.mkstemp(prefix=STAMP + ".", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, directory / STAMP)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def current_stamp(project: Project, name: str, base: str | None) -> Stamp | None:
