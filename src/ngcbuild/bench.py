@@ -328,7 +328,7 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
     import sys
 
     sys.path.insert(0, str(project.root))
-    from tests.integration.private import PrivateEngine, PrivateRegistry
+    from tests.integration.private import PrivateEngine, PrivateRegistry, untag_registry
 
     client = connect()
     release = load_release(project, RELEASE).release
@@ -361,6 +361,7 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
                                  env={"DOCKER_HOST": fresh.host})
         finally:
             fresh.close()
+            untag_registry(client, registry.address)  # what the push tagged here; the cold image with it
             registry.close()
     same = record["image_id"] == cold_record["image_id"]
     ratio = warm / cold

@@ -267,6 +267,21 @@ class FaultProxy:
         self.server.server_close()
 
 
+def untag_registry(client: docker.APIClient, address: str) -> list[str]:
+    """Remove this engine's tags naming a private registry (what pushes to it left behind); an image
+    left without a tag goes with its last one."""
+    removed = []
+    for image in client.images():
+        for tag in image.get("RepoTags") or []:
+            if tag.startswith(f"{address}/"):
+                try:
+                    client.remove_image(tag)
+                    removed.append(tag)
+                except docker.errors.APIError:
+                    pass  # a container uses it: leave it
+    return removed
+
+
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()

@@ -17,7 +17,7 @@ from ngcbuild.manifest import load_release
 from ngcbuild.project import Project
 
 from ..conftest import REPO, ScratchProject
-from .private import PrivateEngine, PrivateRegistry
+from .private import PrivateEngine, PrivateRegistry, untag_registry
 
 pytestmark = pytest.mark.engine
 
@@ -32,12 +32,13 @@ def base_image(engine):
 
 
 @pytest.fixture(scope="module")
-def cache_registry():
+def cache_registry(engine):
     registry = PrivateRegistry()
     try:
         registry.start()
         yield registry
     finally:
+        untag_registry(engine, registry.address)
         registry.close()
 
 
