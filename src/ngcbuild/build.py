@@ -33,9 +33,9 @@ from .leftovers import Journal, remove_containers
 from .names import ImageNames, check_release_name
 from .outputs import make_dir, storing
 from .project import Project
-from .record import BuildFacts, BuildRecord, previous_record, record_build, record_path, write_record
+from .record import BuildFacts, BuildRecord, previous_record, record_build, record_path
 from .references import ImageRef, registry_host
-from .registry import credentials, push_cache_images
+from .registry_api import credentials
 from .stamp import current_stamp
 from .wheelhouse import default_wheelhouse, select_wheels
 
@@ -161,19 +161,16 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
 
 def _reuse(client, directory: Path, names: ImageNames, context_hash: str, options: BuildOptions,
            out) -> dict | None:
-    """The record of an image of this context found locally or (with --registry) in the registry
-    (its layer cache pushed when --cache-to asks); None when it must be built."""
+    """The record of an image of this context found locally or (with --registry) in the registry;
+    None when it must be built."""
     if options.force:
         return None
     from .registry_api import Registry
 
     auth = credentials()
     lookup = Registry(options.registry, auth) if options.lookup_registry else None
-    reused = context_cache.reuse(client, names, directory, image_repository(options.registry, names),
-                                 context_hash, options.platform or names.default_platform, lookup, auth, _printer(out))
-    if reused is not None and options.cache_to:
-        push_cache_images(client, options.cache_to, names, reused, auth, out)
-    return reused
+    return context_cache.reuse(client, names, directory, image_repository(options.registry, names),
+                               context_hash, options.platform or names.default_platform, lookup, auth, _printer(out))
 
 
 @contextmanager
@@ -247,9 +244,6 @@ def _build_release(project: Project, loaded, options: BuildOptions, out) -> dict
     path = record_path(rendered.directory)
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
-    if options.cache_to:
-        record["cache_pushed"] = push_cache_images(client, options.cache_to, names, record, auth, out)
-        write_record(rendered.directory, record)
     return record
 
 

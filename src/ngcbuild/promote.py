@@ -22,8 +22,7 @@ from .manifest import load_release
 from .project import Project
 from .record import read_record, record_path, utc_timestamp, write_record
 from .references import registry_host
-from .registry import credentials
-from .registry_api import Registry, base_url
+from .registry_api import Registry, base_url, credentials
 
 COPY_TIMEOUT_S = 3600
 

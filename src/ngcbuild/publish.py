@@ -21,8 +21,16 @@ from .platform_records import gather, load_records
 from .project import Project
 from .record import read_record, utc_timestamp, write_record
 from .references import registry_host
-from .registry import credentials, push_with_retries, record_tag
-from .registry_api import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, Registry, RegistryError
+from .registry import push_with_retries, record_tag
+from .registry_api import (
+    DOCKER_LIST,
+    DOCKER_MANIFEST,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    Registry,
+    RegistryError,
+    credentials,
+)
 from .render import render_release
 
 

@@ -3,7 +3,6 @@ tag must equal the digest the push reported. Transient failures are retried with
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from .names import ImageNames
 from .project import Project
 from .record import read_record, record_path, require, utc_timestamp, write_record
 from .references import ImageRef, ReferenceProblem, registry_host
+from .registry_api import credentials
 from .transfer import TransferProgress
 
 ATTEMPTS = 4
@@ -28,14 +28,6 @@ TRANSIENT = ("connection refused", "connection reset", "i/o timeout", "timeout",
 DENIED = ("unauthorized", "authentication required", "denied", "forbidden", "401", "403")
 
 
-def credentials(environ=os.environ) -> dict | None:
-    """NGCBUILD_REGISTRY_USER / NGCBUILD_REGISTRY_PASSWORD, or None to use the Docker config's."""
-    user, password = environ.get("NGCBUILD_REGISTRY_USER"), environ.get("NGCBUILD_REGISTRY_PASSWORD")
-    if bool(user) != bool(password):
-        raise UserError("set both NGCBUILD_REGISTRY_USER and NGCBUILD_REGISTRY_PASSWORD, or neither")
-    return {"username": user, "password": password} if user else None
-
-
 def is_transient(message: str) -> bool:
     text = message.lower()
     return not any(word in text for word in DENIED) and any(word in text for word in TRANSIENT)
@@ -43,7 +35,7 @@ def is_transient(message: str) -> bool:
 
 def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep,
                  cache: bool = False) -> dict:
-    from .manifest import load_release  # pydantic: not for the callers that need only `credentials`
+    from .manifest import load_release
 
     host = registry_host(host)
     auth = credentials()
@@ -123,6 +115,22 @@ def registry_tags(client, image_id: str, out):
             except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
                 print(f"warning: could not restore the tag {ref} after the failed push ({exc})", file=out, flush=True)
         raise
+
+
+def push_layer_cache(project: Project, name: str, host: str, out=sys.stdout) -> dict:
+    """`build --cache-to HOST` (after the build) and `push --cache`: the stage images of R's last build
+    under their cache tags, recorded as `cache_pushed`."""
+    from .manifest import load_release
+
+    host = registry_host(host, "--cache-to")
+    release = load_release(project, name).release
+    directory = project.out(name)
+    record = read_record(directory)
+    pushed = push_cache_images(connect(), host, ImageNames.of(release, record.get("base_image")), record,
+                               credentials(), out)
+    record["cache_pushed"] = pushed
+    write_record(directory, record)
+    return pushed
 
 
 def push_cache_images(client, host: str, names: ImageNames, record: dict, auth, out, sleep=time.sleep) -> dict:

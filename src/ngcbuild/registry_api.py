@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
 import re
 from dataclasses import dataclass
 
 import requests
 
-from .errors import OperationError
+from .errors import OperationError, UserError
 
 TIMEOUT_S = 30
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
@@ -135,3 +136,11 @@ class Registry:
                                 "NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD")
         if response.status_code >= 300:
             raise RegistryError(f"{self.host}: {what}: HTTP {response.status_code} {response.text[:300].strip()}")
+
+
+def credentials(environ=os.environ) -> dict | None:
+    """NGCBUILD_REGISTRY_USER / NGCBUILD_REGISTRY_PASSWORD, or None to use the Docker config's."""
+    user, password = environ.get("NGCBUILD_REGISTRY_USER"), environ.get("NGCBUILD_REGISTRY_PASSWORD")
+    if bool(user) != bool(password):
+        raise UserError("set both NGCBUILD_REGISTRY_USER and NGCBUILD_REGISTRY_PASSWORD, or neither")
+    return {"username": user, "password": password} if user else None

@@ -36,7 +36,12 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
     options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
                                    platform=platform, force=force, labels=labels, cache_from=cache_from,
                                    cache_to=cache_to)
-    return builder.build_release(project(), release, options, out=sys.stdout)
+    record = builder.build_release(project(), release, options, out=sys.stdout)
+    if options.cache_to:  # the build's stage images, for the next engine's --cache-from
+        from ..registry import push_layer_cache
+
+        record["cache_pushed"] = push_layer_cache(project(), release, options.cache_to, out=sys.stdout)
+    return record
 
 
 def golden() -> None:
