@@ -37,7 +37,7 @@ from .record import write_record
 from .references import ImageRef, registry_host
 from .registry import credentials
 from .registry_api import Registry
-from .render import INPUTS_DIR, Rendered, checked_base, render_pip_conf, render_release
+from .render import INPUTS_DIR, Rendered, checked_base, render_files, render_pip_conf, render_release
 from .wheelhouse import default_wheelhouse, select_wheels
 
 DEFAULT_REGISTRY = "nvcr.io"
@@ -120,8 +120,10 @@ def image_repository(registry: str, release) -> str:
 def build_release(project: Project, name: str, options: BuildOptions, out=sys.stdout) -> dict:
     """Render, build, tag and record `name`. Returns the record. One build of a release at a time:
     two would share build/R/ (its context, record and journal of intermediate containers)."""
-    load_release(project, name)  # bad input stops here, before anything is written
-    credentials()  # as does a half-set NGCBUILD_REGISTRY_USER/PASSWORD
+    # bad input stops here, before anything is written: the manifest and everything render checks
+    # (an archived release, a missing partial), and a half-set NGCBUILD_REGISTRY_USER/PASSWORD
+    render_files(project, load_release(project, name), base=options.base)
+    credentials()
     with _exclusive(project.out(name), name):
         return _build_release(project, name, options, out)
 

@@ -148,6 +148,10 @@ def record(text: str):
     return write("build/dev/record.json", text)
 
 
+def copy_archived(project, outside):
+    shutil.copy(REPO / "manifests" / "19.08.yaml", project.root / "manifests" / "19.08.yaml")
+
+
 def build_a_file(project, outside):
     (project.root / "build").write_text("not a directory\n")
 
@@ -313,6 +317,11 @@ def cases() -> list[HostileCase]:
                     mentions=("NGCBUILD_REGISTRY_PASSWORD",)))
     add(HostileCase("publish-half-credentials", "arguments", ("publish", "--release", "dev", "--registry", "127.0.0.1:9"),
                     dev, extra_env={"NGCBUILD_REGISTRY_PASSWORD": SECRET}, after=nothing_built, absent=(SECRET,)))
+
+    add(HostileCase("build-archived", "arguments", ("build", "--release", "19.08"),
+                    setup_all(dev, copy_archived), after=nothing_built, mentions=("archived",)))
+    add(HostileCase("publish-without-record", "arguments", ("publish", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    dev, after=nothing_built, mentions=("record.json",)))
 
     # --- values echoed in messages: short, escaped, one line
     for name, text in [
