@@ -153,10 +153,14 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
             if reused is not None:
                 return reused
     from .manifest import load_release
+    from .render import render_files
 
-    loaded = load_release(project, name)  # bad input stops here, before anything is written
+    # bad input stops here, before anything is written: the manifest and everything render checks
+    # (an archived release, a missing partial); rendered in memory, written under the lock
+    loaded = load_release(project, name)
+    rendered = render_files(project, loaded, base=options.base)
     with _exclusive(project.out(name), name):
-        return _build_release(project, loaded, options, out)
+        return _build_release(project, loaded, rendered, options, out)
 
 
 def _reuse(client, directory: Path, names: ImageNames, context_hash: str, options: BuildOptions,
@@ -187,12 +191,12 @@ def _exclusive(directory: Path, name: str):
         yield
 
 
-def _build_release(project: Project, loaded, options: BuildOptions, out) -> dict:
+def _build_release(project: Project, loaded, rendered: Rendered, options: BuildOptions, out) -> dict:
     from .base import ensure_base
-    from .render import render_loaded
+    from .render import write_rendered
 
     say = _printer(out)
-    rendered = render_loaded(project, loaded, base=options.base)
+    write_rendered(project, loaded, rendered, base=options.base)
     release = rendered.plan.release
     names = rendered.plan.names
     client = connect()

@@ -17,6 +17,7 @@ import docker
 from .context_cache import arch_of, platform_tag
 from .engine import connect
 from .errors import OperationError, UserError
+from .names import check_release_name
 from .platform_records import gather, load_records
 from .project import Project
 from .record import read_record, utc_timestamp, write_record
@@ -68,10 +69,11 @@ def missing_platforms(release, record: dict, context_hash: str) -> list[str]:
 def publish_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
     host = registry_host(host)
     auth = credentials()
+    check_release_name(name)
+    record = read_record(project.out(name))  # before rendering: no build/R/ written for a bad record
     rendered = render_release(project, name)
     release = rendered.plan.release
     directory = rendered.directory
-    record = read_record(directory)
     missing = missing_platforms(release, record, rendered.context_hash)
     if missing:
         hints = "; ".join(f"`invoke build --release {name} --platform {p}`" for p in missing)

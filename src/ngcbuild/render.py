@@ -67,13 +67,18 @@ def render_release(project: Project, name: str, base: str | None = None) -> Rend
 def render_loaded(project: Project, loaded: LoadedRelease, base: str | None = None) -> Rendered:
     """Render a loaded release into build/<name>/ and stamp what it was rendered from."""
     rendered = render_files(project, loaded, base=base)
+    write_rendered(project, loaded, rendered, base)
+    return rendered
+
+
+def write_rendered(project: Project, loaded: LoadedRelease, rendered: Rendered, base: str | None) -> None:
+    """build/<name>/ as `rendered` holds it, and the stamp of the files it was made from (stamp.py)."""
     write(rendered)
     inputs = [*loaded.chain, project.constraints / f"{loaded.release.release}.txt"]
     if all(path.is_relative_to(project.root) for path in inputs):
         with storing(rendered.directory), release_lock(rendered.directory):  # renders of R take turns
             write_stamp(project, rendered.directory, [path.relative_to(project.root).as_posix() for path in inputs],
                         base, rendered.context_hash, rendered.plan.names)
-    return rendered
 
 
 def render_files(project: Project, loaded: LoadedRelease, base: str | None = None) -> Rendered:

@@ -148,6 +148,10 @@ def record(text: str):
     return write("build/dev/record.json", text)
 
 
+def copy_archived(project, outside):
+    shutil.copy(REPO / "manifests" / "19.08.yaml", project.root / "manifests" / "19.08.yaml")
+
+
 def build_a_file(project, outside):
     (project.root / "build").write_text("not a directory\n")
 
@@ -314,6 +318,11 @@ def cases() -> list[HostileCase]:
     add(HostileCase("publish-half-credentials", "arguments", ("publish", "--release", "dev", "--registry", "127.0.0.1:9"),
                     dev, extra_env={"NGCBUILD_REGISTRY_PASSWORD": SECRET}, after=nothing_built, absent=(SECRET,)))
 
+    add(HostileCase("build-archived", "arguments", ("build", "--release", "19.08"),
+                    setup_all(dev, copy_archived), after=nothing_built, mentions=("archived",)))
+    add(HostileCase("publish-without-record", "arguments", ("publish", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    dev, after=nothing_built, mentions=("record.json",)))
+
     # --- values echoed in messages: short, escaped, one line
     for name, text in [
         ("key-with-newline", '"sum\\nmary": x\n'),
@@ -361,6 +370,8 @@ def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome
     case.setup(project, outside)
     argv = [a.replace("OUTSIDE", str(outside)) for a in case.argv]
     env = {**os.environ, "DOCKER_HOST": f"unix://{engine_socket}", **case.extra_env}
+    # the checkout under test, not whichever copy of ngcbuild is installed
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
     env.pop("_NGCBUILD_DEEP", None)
     env.pop("PIP_FIND_LINKS", None)
     for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
