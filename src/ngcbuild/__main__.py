@@ -1,5 +1,5 @@
 """`python -m ngcbuild TASK`: the same as `ngcbuild TASK`."""
 
-from .cli import main
+from ngcbuild.cli import main
 
 main()

@@ -28,8 +28,8 @@ def _missing(what: str):
 @pytest.fixture(scope="session")
 def engine():
     """The low-level Docker API client; fails in CI, skips elsewhere, when there is no engine."""
-    from ngcbuild.engine import connect
-    from ngcbuild.errors import EngineUnavailable
+    from ngcbuild.core.errors import EngineUnavailable
+    from ngcbuild.engine.client import connect
 
     try:
         return connect()

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from ngcbuild.manifest import load_release
-from ngcbuild.project import Project
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import load_release
 
 from ..conftest import REPO, ScratchProject
 from .private import PrivateEngine, PrivateRegistry, untag_registry
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.engine
 
 @pytest.fixture(scope="module")
 def base_image(engine):
-    from ngcbuild.base import ensure_base
+    from ngcbuild.engine.base_image import ensure_base
 
     release = load_release(Project.at(REPO), "dev").release
     ensure_base(engine, release, log=lambda line: None)

@@ -7,9 +7,9 @@ import tarfile
 
 import pytest
 
-from ngcbuild.build import CONTEXT_HASH_LABEL, RELEASE_LABEL
-from ngcbuild.manifest import load_release
-from ngcbuild.project import Project
+from ngcbuild.core.project import Project
+from ngcbuild.engine.build import CONTEXT_HASH_LABEL, RELEASE_LABEL
+from ngcbuild.manifest.loader import load_release
 
 from ..conftest import REPO, ScratchProject
 from .private import PrivateEngine
@@ -39,7 +39,7 @@ def _build(client, base: str, n: int, release: str | None = "pa", tag: str | Non
 
 @pytest.fixture
 def private_engine(engine):
-    from ngcbuild.base import ensure_base
+    from ngcbuild.engine.base_image import ensure_base
 
     release = load_release(Project.at(REPO), "dev").release
     ensure_base(engine, release, log=lambda line: None)

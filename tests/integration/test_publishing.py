@@ -19,9 +19,9 @@ import uuid
 
 import pytest
 
-from ngcbuild.context_cache import CONTEXT_HASH_LABEL
-from ngcbuild.project import Project
-from ngcbuild.render import render_release
+from ngcbuild.core.project import Project
+from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
+from ngcbuild.render.context import render_release
 
 from ..conftest import REPO
 from .conftest import run_invoke

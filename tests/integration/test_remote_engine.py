@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ngcbuild.base import ensure_base
-from ngcbuild.manifest import load_release
-from ngcbuild.project import Project
+from ngcbuild.core.project import Project
+from ngcbuild.engine.base_image import ensure_base
+from ngcbuild.manifest.loader import load_release
 
 from ..conftest import REPO, ScratchProject
 from .private import PrivateEngine, free_port

@@ -3,9 +3,9 @@ the image's own Python with the locked pytest, the same checks as this machine c
 
 import pytest
 
-from ngcbuild.manifest import load_release
-from ngcbuild.project import Project
-from ngcbuild.render import render_files
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.render.context import render_files
 from ngcbuild.smoke.runner import collect_in_image, image_python
 
 from ..conftest import REPO

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from ngcbuild.verify import Web
+from ngcbuild.manifest.verify import Web
 
 from .conftest import IN_CI, run_invoke
 

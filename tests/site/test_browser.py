@@ -12,10 +12,10 @@ import struct
 
 import pytest
 
-from ngcbuild import browser
-from ngcbuild.project import Project
-from ngcbuild.releases import Series
-from ngcbuild.site import build_site
+from ngcbuild.core.project import Project
+from ngcbuild.docs import browser
+from ngcbuild.docs.site import build_site
+from ngcbuild.manifest.series import Series
 
 from ..conftest import REPO
 

@@ -4,9 +4,9 @@ import subprocess
 
 import pytest
 
-from ngcbuild.changed import affected_releases, changed_files, ci_jobs, selection
-from ngcbuild.errors import UserError
-from ngcbuild.project import Project
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.project import Project
+from ngcbuild.tools.changed import affected_releases, changed_files, ci_jobs, selection
 
 from ..conftest import REPO
 

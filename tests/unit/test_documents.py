@@ -5,15 +5,15 @@ import re
 
 import pytest
 
-from ngcbuild.catalog import Catalog
-from ngcbuild.diff import diff_releases, drafted_features, render_diff
-from ngcbuild.documents import md
-from ngcbuild.matrix import matrix_json, render_matrix
-from ngcbuild.notes import render_notes, write_notes
-from ngcbuild.project import Project
-from ngcbuild.releases import Series, order_key
-from ngcbuild.site import build_site, to_html
-from ngcbuild.versions import compare
+from ngcbuild.core.project import Project
+from ngcbuild.docs.diff import diff_releases, drafted_features, render_diff
+from ngcbuild.docs.markdown import md
+from ngcbuild.docs.matrix import matrix_json, render_matrix
+from ngcbuild.docs.notes import render_notes, write_notes
+from ngcbuild.docs.site import build_site, to_html
+from ngcbuild.manifest.catalog import Catalog
+from ngcbuild.manifest.series import Series, order_key
+from ngcbuild.manifest.versions import compare
 
 from .. import seedtext as st
 

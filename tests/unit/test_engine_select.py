@@ -2,8 +2,8 @@
 
 import pytest
 
-from ngcbuild.engine import select
-from ngcbuild.errors import UserError
+from ngcbuild.core.errors import UserError
+from ngcbuild.engine.client import select
 
 
 @pytest.mark.parametrize("url", ["unix:///var/run/docker.sock", "tcp://127.0.0.1:2376", "ssh://builder@gpu-runner-7"])

@@ -2,8 +2,8 @@
 
 import json
 
-from ngcbuild.events import BuildStream, PushStream
-from ngcbuild.registry import is_transient
+from ngcbuild.engine.events import BuildStream, PushStream
+from ngcbuild.publish.push import is_transient
 
 from ..conftest import REPO
 

@@ -15,13 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ngcbuild import build, context_cache, references
 from ngcbuild.cli.commands import _fraction
-from ngcbuild.constraints import load_constraints
-from ngcbuild.errors import UserError
-from ngcbuild.manifest import load_release
-from ngcbuild.names import check_release_name
-from ngcbuild.project import Project
+from ngcbuild.core import references
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.names import check_release_name
+from ngcbuild.core.project import Project
+from ngcbuild.engine import build
+from ngcbuild.engine import reuse as context_cache
+from ngcbuild.manifest.constraints import load_constraints
+from ngcbuild.manifest.loader import load_release
 
 from ..conftest import REPO, ScratchProject
 

@@ -2,14 +2,14 @@
 
 import pytest
 
-from ngcbuild.build import options_from
-from ngcbuild.errors import UserError
-from ngcbuild.events import stage_names
-from ngcbuild.layer_cache import cache_repository, cache_tag
-from ngcbuild.manifest import load_release
-from ngcbuild.names import ImageNames
-from ngcbuild.project import Project
-from ngcbuild.render import render_release
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.names import ImageNames
+from ngcbuild.core.project import Project
+from ngcbuild.engine.build import options_from
+from ngcbuild.engine.events import stage_names
+from ngcbuild.engine.layer_cache import cache_repository, cache_tag
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.render.context import render_release
 
 from ..conftest import REPO
 

@@ -3,8 +3,8 @@
 import docker
 import pytest
 
-from ngcbuild.events import BuildStream
-from ngcbuild.leftovers import Journal, remove_containers
+from ngcbuild.engine.events import BuildStream
+from ngcbuild.engine.leftovers import Journal, remove_containers
 
 # What the classic builder streams for a RUN step that is then cut short (recorded from dockerd 20.10).
 EVENTS = [

@@ -14,10 +14,11 @@ import time
 
 import pytest
 
-from ngcbuild import references, types
-from ngcbuild.constraints import parse_pin
-from ngcbuild.errors import UserError
-from ngcbuild.names import check_release_name
+from ngcbuild.core import references
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.names import check_release_name
+from ngcbuild.manifest import fields as types
+from ngcbuild.manifest.constraints import parse_pin
 
 LENGTHS = (50, 500, 5000)
 BOUND_S = 0.05  # per string; a linear check answers 5000 characters in well under a millisecond

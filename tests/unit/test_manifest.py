@@ -2,9 +2,9 @@
 
 import pytest
 
-from ngcbuild.errors import ManifestError, UserError
-from ngcbuild.manifest import deep_merge, load_release, release_names
-from ngcbuild.project import Project
+from ngcbuild.core.errors import ManifestError, UserError
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import deep_merge, load_release, release_names
 
 from ..conftest import REPO
 

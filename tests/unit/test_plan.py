@@ -2,11 +2,11 @@
 
 import pytest
 
-from ngcbuild.catalog import Catalog
-from ngcbuild.errors import ManifestError
-from ngcbuild.manifest import load_release
-from ngcbuild.plan import REST_STAGE, plan_image
-from ngcbuild.project import Project
+from ngcbuild.core.errors import ManifestError
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.catalog import Catalog
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.render.plan import REST_STAGE, plan_image
 from tests.conftest import REPO
 
 PROJECT = Project.at(REPO)

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from ngcbuild.errors import UserError
-from ngcbuild.platform_records import PlatformMissing, gather, load_records
-from ngcbuild.promote import PromoteRefused, check_every_platform
+from ngcbuild.core.errors import UserError
+from ngcbuild.publish.platform_records import PlatformMissing, gather, load_records
+from ngcbuild.publish.promote import PromoteRefused, check_every_platform
 
 HOST = "staging:5000"
 PLATFORMS = ("linux/amd64", "linux/arm64")

@@ -1,7 +1,7 @@
 """Which images `invoke prune` picks (pure logic on inspected images)."""
 
-from ngcbuild.build import CONTEXT_HASH_LABEL, RELEASE_LABEL
-from ngcbuild.prune import ours, to_remove
+from ngcbuild.engine.build import CONTEXT_HASH_LABEL, RELEASE_LABEL
+from ngcbuild.engine.prune import ours, to_remove
 
 
 def _image(n: int, release: str | None, created: str, arch: str = "amd64") -> dict:

@@ -5,16 +5,16 @@ import json
 
 import pytest
 
-from ngcbuild import context_cache
-from ngcbuild.catalog import Catalog
-from ngcbuild.errors import UserError
-from ngcbuild.manifest import load_release
-from ngcbuild.plan import plan_image
-from ngcbuild.project import Project
-from ngcbuild.promote import PromoteRefused, check_smoke, source_entry
-from ngcbuild.publish import PublishRefused, manifest_list, missing_platforms
-from ngcbuild.registry_api import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, base_url, digest_of
-from ngcbuild.sbom import document, purl_deb, purl_pypi, validate
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.project import Project
+from ngcbuild.engine import reuse as context_cache
+from ngcbuild.engine.registry_client import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, base_url, digest_of
+from ngcbuild.manifest.catalog import Catalog
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.publish.multiarch import PublishRefused, manifest_list, missing_platforms
+from ngcbuild.publish.promote import PromoteRefused, check_smoke, source_entry
+from ngcbuild.publish.sbom import document, purl_deb, purl_pypi, validate
+from ngcbuild.render.plan import plan_image
 
 from ..conftest import REPO
 
@@ -148,7 +148,7 @@ def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
 
 
 def test_bench_keeps_each_release_section_between_its_markers():
-    from ngcbuild.bench import _sections, _with_section
+    from ngcbuild.tools.bench import _sections, _with_section
 
     page = "# Benchmarks\n\ndev figures\n"
     once = _with_section(page, "cuda-dev", "# Benchmarks\n\nfirst\n")

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from ngcbuild.errors import UserError
-from ngcbuild.names import ImageNames
-from ngcbuild.project import Project
-from ngcbuild.record import BuildFacts, BuildRecord, read_record, record_build, utc_timestamp
-from ngcbuild.render import render_release
-from ngcbuild.stamp import STAMP, current_stamp
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.names import ImageNames
+from ngcbuild.core.project import Project
+from ngcbuild.engine.record import BuildFacts, BuildRecord, read_record, record_build, utc_timestamp
+from ngcbuild.render.context import render_release
+from ngcbuild.render.stamp import STAMP, current_stamp
 
 NAMES = ImageNames(release="dev", tag="dev-py3", repository_path="nvidia/pytorch",
                    default_platform="linux/amd64", base_image="mirror.example/debian:bookworm-slim")

@@ -3,10 +3,10 @@ incomplete manifests are told apart."""
 
 import pytest
 
-from ngcbuild.errors import UserError
-from ngcbuild.manifest import load_release, release_names
-from ngcbuild.project import Project
-from ngcbuild.render import render_files
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import load_release, release_names
+from ngcbuild.render.context import render_files
 
 from ..conftest import REPO
 

@@ -5,10 +5,10 @@ import hashlib
 import jinja2
 import pytest
 
-from ngcbuild.errors import UserError
-from ngcbuild.manifest import load_release
-from ngcbuild.project import Project
-from ngcbuild.render import environment, render_files, render_release
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.render.context import environment, render_files, render_release
 
 from ..conftest import REPO
 
@@ -104,8 +104,8 @@ def test_bad_pip_layers(scratch, layers, expected):
 
 
 def test_one_build_of_a_release_at_a_time(tmp_path):
-    from ngcbuild.build import _exclusive
-    from ngcbuild.errors import OperationError
+    from ngcbuild.core.errors import OperationError
+    from ngcbuild.engine.build import _exclusive
 
     with _exclusive(tmp_path / "dev", "dev"):
         with pytest.raises(OperationError) as caught:

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from ngcbuild.atomic_dir import release_lock, replace_dir
-from ngcbuild.project import Project
-from ngcbuild.render import render_release
+from ngcbuild.core.atomic_dir import release_lock, replace_dir
+from ngcbuild.core.project import Project
+from ngcbuild.render.context import render_release
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 # Two bases give two different contexts, so every render really rewrites build/R/.
 RENDER = """
 import sys
-from ngcbuild.project import Project
-from ngcbuild.render import render_release
+from ngcbuild.core.project import Project
+from ngcbuild.render.context import render_release
 project = Project.at(sys.argv[1])
 for i in range(int(sys.argv[2])):
     render_release(project, "dev", base=None if i % 2 else "localhost:5000/mirror/debian:bookworm-slim")

@@ -10,10 +10,10 @@ import subprocess
 import pytest
 import yaml
 
-from ngcbuild.golden import golden_dir, rendered_golden
-from ngcbuild.manifest import buildable_releases, load_release
-from ngcbuild.project import Project
-from ngcbuild.render import render_files
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import buildable_releases, load_release
+from ngcbuild.render.context import render_files
+from ngcbuild.render.golden import golden_dir, rendered_golden
 
 from ..conftest import REPO
 
@@ -276,8 +276,8 @@ def test_torchvision_is_built_against_the_source_torch_in_every_gpu_release():
 
 
 def test_notes_of_an_nvidia_release_say_what_our_build_lacks():
-    from ngcbuild.notes import render_notes
-    from ngcbuild.releases import Series
+    from ngcbuild.docs.notes import render_notes
+    from ngcbuild.manifest.series import Series
 
     project = Project.at(REPO)
     notes = render_notes(Series.load(project), "25.12", project)

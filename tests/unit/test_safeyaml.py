@@ -2,7 +2,7 @@
 
 import pytest
 
-from ngcbuild import safeyaml
+from ngcbuild.core import safeyaml
 
 
 def problem(text: str) -> safeyaml.YamlProblem:

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from ngcbuild.manifest import load_release
-from ngcbuild.notes import render_notes
-from ngcbuild.project import Project
-from ngcbuild.releases import Series
+from ngcbuild.core.project import Project
+from ngcbuild.docs.notes import render_notes
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.manifest.series import Series
 
 from .. import seedtext as st
 from ..conftest import REPO
@@ -177,7 +177,7 @@ def test_a_missing_manifest_fails_the_comparison_instead_of_skipping_it():
 
 
 def test_a_conflict_shows_nvidias_value_beside_the_chosen_one_in_table_and_matrix():
-    from ngcbuild.matrix import matrix_json
+    from ngcbuild.docs.matrix import matrix_json
 
     row = next(r for r in st.notes_table(notes_of("20.12")).values() if r.release == "20.08")
     assert "8deb4fe" in row.pytorch

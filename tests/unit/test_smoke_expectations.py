@@ -2,9 +2,9 @@
 
 import json
 
-from ngcbuild.manifest import load_release
-from ngcbuild.project import Project
-from ngcbuild.render import render_files
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.render.context import render_files
 
 from ..conftest import REPO
 from .test_manifest import DEV_CONSTRAINTS, GOOD, error

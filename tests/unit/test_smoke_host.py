@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ngcbuild.errors import SmokeFailed
+from ngcbuild.core.errors import SmokeFailed
 from ngcbuild.smoke import host
 from ngcbuild.smoke.runner import CHECKS_DIR, suite_args
 
@@ -66,7 +66,7 @@ def test_container_suite_args():
 def test_probe_refuses_a_python_without_torch(tmp_path):
     if HAS_TORCH:
         pytest.skip("this interpreter has torch; the refusal needs one without")
-    from ngcbuild.errors import UserError
+    from ngcbuild.core.errors import UserError
 
     with pytest.raises(UserError, match="has no PyTorch"):
         host.probe_environment(sys.executable)

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from ngcbuild.manifest import load_release, release_names
-from ngcbuild.project import Project
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import load_release, release_names
 from ngcbuild.smoke.runner import CHECKS_DIR
 
 from ..conftest import REPO

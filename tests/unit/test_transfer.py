@@ -5,7 +5,7 @@ import io
 import json
 from itertools import count
 
-from ngcbuild.transfer import TransferProgress, human_bytes
+from ngcbuild.engine.transfer import TransferProgress, human_bytes
 
 from ..conftest import REPO
 

@@ -8,10 +8,10 @@ from datetime import date
 
 import pytest
 
-from ngcbuild import apt_index, verify
-from ngcbuild.errors import ManifestError
-from ngcbuild.manifest import load_release
-from ngcbuild.project import Project
+from ngcbuild.core.errors import ManifestError
+from ngcbuild.core.project import Project
+from ngcbuild.manifest import apt_index, verify
+from ngcbuild.manifest.loader import load_release
 
 from ..conftest import REPO
 
@@ -166,7 +166,7 @@ class Archive(Offline):
 
 
 def _release_with_apt(pins):
-    from ngcbuild.model import AptSource
+    from ngcbuild.manifest.model import AptSource
 
     release = load_release(Project.at(REPO), "25.12").release
     os_ = release.os.model_copy(update={"apt_sources": [AptSource(url="http://archive.example/ubuntu",

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from ngcbuild.constraints import Constraints, Pin
-from ngcbuild.wheelhouse import default_wheelhouse, select_wheels
+from ngcbuild.engine.wheelhouse import default_wheelhouse, select_wheels
+from ngcbuild.manifest.constraints import Constraints, Pin
 
 
 def test_selects_only_pinned_versions_for_the_python(tmp_path):

@@ -54,7 +54,7 @@ def main(argv=None) -> None:
 def _run(argv) -> None:
     from importlib.metadata import PackageNotFoundError, version
 
-    from .tasks import namespace
+    from ngcbuild.cli.tasks import namespace
 
     try:
         installed = version("ngcbuild")

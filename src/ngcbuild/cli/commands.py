@@ -13,8 +13,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..errors import UserError, excerpt, shown_path
-from ..project import Project
+from ngcbuild.core.errors import UserError, excerpt, shown_path
+from ngcbuild.core.project import Project
 
 
 def project() -> Project:
@@ -22,7 +22,7 @@ def project() -> Project:
 
 
 def render(release: str, base=None) -> None:
-    from ..render import render_release
+    from ngcbuild.render.context import render_release
 
     rendered = render_release(project(), release, base=base)
     print(f"rendered {len(rendered.files)} files into {rendered.directory} (context {rendered.context_hash[:12]})")
@@ -30,7 +30,7 @@ def render(release: str, base=None) -> None:
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
           platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None) -> dict:
-    from .. import build as builder
+    from ngcbuild.engine import build as builder
 
     _select_engine(engine)
     options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
@@ -38,14 +38,14 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
                                    cache_to=cache_to)
     record = builder.build_release(project(), release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
-        from ..registry import push_layer_cache
+        from ngcbuild.publish.push import push_layer_cache
 
         record["cache_pushed"] = push_layer_cache(project(), release, options.cache_to, out=sys.stdout)
     return record
 
 
 def golden() -> None:
-    from .. import golden as golden_files
+    from ngcbuild.render import golden as golden_files
 
     for path in golden_files.regenerate(project()):
         print(f"wrote {path}")
@@ -54,7 +54,7 @@ def golden() -> None:
 
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
           threshold=None, host=False, expect_from_env=False, python=None, engine=None) -> None:
-    from ..smoke.perf import DEFAULT_THRESHOLD
+    from ngcbuild.smoke.perf import DEFAULT_THRESHOLD
 
     _select_engine(engine)
     threshold = DEFAULT_THRESHOLD if threshold is None else _fraction(threshold)
@@ -67,7 +67,7 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
         raise UserError("--expect-from-env and --python belong to host mode: add --host")
     if not release:
         raise UserError("--release: which release's image to test (or --host --expect-from-env on a GPU host)")
-    from ..smoke import runner
+    from ngcbuild.smoke import runner
 
     runner.run_smoke(project(), release, require_gpu=require_gpu, image=image, perf=perf,
                      baseline=baseline, threshold=threshold)
@@ -94,9 +94,9 @@ def _interpreter(python: str) -> str:
 
 
 def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, python) -> None:
-    from ..manifest import load_release
-    from ..render import render_files
-    from ..smoke import host
+    from ngcbuild.manifest.loader import load_release
+    from ngcbuild.render.context import render_files
+    from ngcbuild.smoke import host
 
     python = _interpreter(python) if python is not None else sys.executable
     if expect_from_env == bool(release):
@@ -113,16 +113,16 @@ def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, pyt
 
 
 def push(release: str, registry: str, cache=False, engine=None) -> dict:
-    from ..registry import push_release
+    from ngcbuild.publish.push import push_release
 
     _select_engine(engine)
     return push_release(project(), release, registry, out=sys.stdout, cache=cache)
 
 
 def base(release: str = "dev") -> None:
-    from ..base import make_base
-    from ..engine import connect
-    from ..manifest import load_release
+    from ngcbuild.engine.base_image import make_base
+    from ngcbuild.engine.client import connect
+    from ngcbuild.manifest.loader import load_release
 
     loaded = load_release(project(), release)
     make_base(connect(), loaded.release)
@@ -130,7 +130,7 @@ def base(release: str = "dev") -> None:
 
 def bench(runs: int = 3, registry: str | None = None, release: str = "dev", skip_path_only=False,
           cache=False) -> None:
-    from ..bench import run_bench
+    from ngcbuild.tools.bench import run_bench
 
     path = run_bench(project(), runs=runs, registry=registry, release=release, skip_path_only=skip_path_only,
                      cache=cache)
@@ -138,14 +138,14 @@ def bench(runs: int = 3, registry: str | None = None, release: str = "dev", skip
 
 
 def notes(release: str) -> None:
-    from ..notes import write_notes
+    from ngcbuild.docs.notes import write_notes
 
     path = write_notes(project(), release)
     print(f"wrote {shown_path(path)}")
 
 
 def matrix(as_json=False) -> None:
-    from ..matrix import matrix_json, render_matrix
+    from ngcbuild.docs.matrix import matrix_json, render_matrix
 
     where = project()
     if as_json:
@@ -155,9 +155,9 @@ def matrix(as_json=False) -> None:
 
 
 def diff(old: str, new: str, as_json=False) -> None:
-    from ..catalog import Catalog
-    from ..diff import diff_releases, render_diff
-    from ..releases import Series
+    from ngcbuild.docs.diff import diff_releases, render_diff
+    from ngcbuild.manifest.catalog import Catalog
+    from ngcbuild.manifest.series import Series
 
     where = project()
     series = Series.load(where)
@@ -169,8 +169,8 @@ def diff(old: str, new: str, as_json=False) -> None:
 
 
 def docs(screenshot=True) -> None:
-    from .. import browser
-    from ..site import SCREENSHOT, build_site
+    from ngcbuild.docs import browser
+    from ngcbuild.docs.site import SCREENSHOT, build_site
 
     site = build_site(project())
     print(f"wrote {len(site.pages)} pages into {shown_path(site.directory)}")
@@ -186,7 +186,7 @@ def docs(screenshot=True) -> None:
 
 
 def publish(release: str, registry: str, records=None) -> dict:
-    from ..publish import publish_from_records, publish_release
+    from ngcbuild.publish.multiarch import publish_from_records, publish_release
 
     if records:
         return publish_from_records(project(), release, registry, Path(records), out=sys.stdout)
@@ -194,13 +194,13 @@ def publish(release: str, registry: str, records=None) -> dict:
 
 
 def sbom(release: str, image=None) -> dict:
-    from ..sbom import write_sbom
+    from ngcbuild.publish.sbom import write_sbom
 
     return write_sbom(project(), release, image=image, out=sys.stdout)
 
 
 def promote(release: str, source: str, target: str) -> dict:
-    from ..promote import promote_release
+    from ngcbuild.publish.promote import promote_release
 
     return promote_release(project(), release, source, target, out=sys.stdout)
 
@@ -208,7 +208,7 @@ def promote(release: str, source: str, target: str) -> dict:
 def changed_jobs(base=None) -> dict:
     """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base.
     For `invoke matrix --json --changed [--base REF]`."""
-    from ..changed import selection
+    from ngcbuild.tools.changed import selection
 
     result = selection(project(), base)
     print(json.dumps(result, indent=2))
@@ -216,9 +216,9 @@ def changed_jobs(base=None) -> dict:
 
 
 def prune(keep=None, engine=None) -> None:
-    from ..layer_cache import CACHE_SUFFIX
-    from ..prune import run_prune
-    from ..releases import Series
+    from ngcbuild.engine.layer_cache import CACHE_SUFFIX
+    from ngcbuild.engine.prune import run_prune
+    from ngcbuild.manifest.series import Series
 
     try:  # a flag's text: invoke would turn int's ValueError into a traceback before we run
         keep = 2 if keep is None else int(keep)
@@ -232,21 +232,21 @@ def prune(keep=None, engine=None) -> None:
 def _select_engine(url) -> None:
     """--engine URL: the engine this command reaches (as DOCKER_HOST names it)."""
     if url is not None:
-        from ..engine import select
+        from ngcbuild.engine.client import select
 
         select(url)
 
 
 def reliability() -> None:
-    from ..reliability import run_reliability
+    from ngcbuild.tools.reliability import run_reliability
 
     run_reliability(project(), out=sys.stdout)
 
 
 def verify(release: str, as_json=False, base=None) -> None:
     """Print the verification of every pin of R (a table, or JSON); exit 1 when one failed."""
-    from .. import verify as verifier
-    from ..manifest import load_release
+    from ngcbuild.manifest import verify as verifier
+    from ngcbuild.manifest.loader import load_release
 
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":

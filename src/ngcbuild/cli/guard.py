@@ -10,8 +10,8 @@ import sys
 from invoke import task
 from invoke.exceptions import Exit
 
-from ..errors import NgcbuildError
-from ..outputs import describe
+from ngcbuild.core.errors import NgcbuildError
+from ngcbuild.core.outputs import describe
 
 
 def guarded(function):

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from ..errors import SmokeFailed, UserError
-from .checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
-from .perf import MEASURED, perf_report, read_measured, render_perf, write_report
-from .staging import stage_pytest
-from .summary import render_table, rows_from_junit
+from ngcbuild.core.errors import SmokeFailed, UserError
+from ngcbuild.smoke.checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
+from ngcbuild.smoke.perf import MEASURED, perf_report, read_measured, render_perf, write_report
+from ngcbuild.smoke.staging import stage_pytest
+from ngcbuild.smoke.summary import render_table, rows_from_junit
 
 CHECKS_DIR = Path(__file__).parent / "checks"
 JUNIT = "smoke-junit.xml"

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..outputs import write_text
-from ..record import utc_timestamp
-from .perf_reference import fraction_of_reference, reference_for
+from ngcbuild.core.outputs import write_text
+from ngcbuild.engine.record import utc_timestamp
+from ngcbuild.smoke.perf_reference import fraction_of_reference, reference_for
 
 PERF_JSON = "perf.json"
 MEASURED = "perf-measured.json"

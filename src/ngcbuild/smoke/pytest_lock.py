@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from ..errors import UserError
+from ngcbuild.core.errors import UserError
 
 LOCKS_DIR = Path(__file__).parent / "locks"
 ROOTS = ("pytest",)

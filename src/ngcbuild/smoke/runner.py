@@ -20,15 +20,23 @@ from pathlib import Path
 import docker
 from docker.types import DeviceRequest, Ulimit
 
-from ..engine import connect
-from ..errors import SmokeFailed, UserError
-from ..manifest import load_release
-from ..project import Project
-from ..record import read_record, record_path, require, utc_timestamp, write_record
-from ..render import render_files
-from .perf import DEFAULT_THRESHOLD, MEASURED, perf_report, read_measured, render_perf, with_baseline, write_report
-from .staging import stage_pytest
-from .summary import render_table, rows_from_junit
+from ngcbuild.core.errors import SmokeFailed, UserError
+from ngcbuild.core.project import Project
+from ngcbuild.engine.client import connect
+from ngcbuild.engine.record import read_record, record_path, require, utc_timestamp, write_record
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.render.context import render_files
+from ngcbuild.smoke.perf import (
+    DEFAULT_THRESHOLD,
+    MEASURED,
+    perf_report,
+    read_measured,
+    render_perf,
+    with_baseline,
+    write_report,
+)
+from ngcbuild.smoke.staging import stage_pytest
+from ngcbuild.smoke.summary import render_table, rows_from_junit
 
 CHECKS_DIR = Path(__file__).parent / "checks"
 MOUNT = "/opt/ngcbuild"

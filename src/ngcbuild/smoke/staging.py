@@ -14,8 +14,8 @@ from pathlib import Path, PurePosixPath
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from ..errors import SmokeFailed
-from .pytest_lock import PIP_TARGET_ARGS, Pin, lock_path, python_minor, read_lock
+from ngcbuild.core.errors import SmokeFailed
+from ngcbuild.smoke.pytest_lock import PIP_TARGET_ARGS, Pin, lock_path, python_minor, read_lock
 
 CACHE_DIR = "smoke-wheels"  # under build/: one folder per Python minor
 

@@ -1,0 +1,98 @@
+"""Reading a file a user controls (manifest, part, constraints, catalog, record): one reader for all.
+
+The file must be a regular file inside the project once links are resolved (a link out of the
+project is refused and never read, so its content cannot reach a message), no bigger than its limit
+(checked with fstat before reading, so /dev/zero cannot fill memory), never a FIFO, device or
+directory (opened non-blocking, so a FIFO with no writer cannot hang us), and UTF-8 text.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from ngcbuild.core.errors import ManifestError, OperationError, shown_path
+from ngcbuild.core.outputs import short_path
+
+
+def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) -> str:
+    """The text of `path`, or a ManifestError naming it. `within` is the folder it must resolve into."""
+    path = Path(path)
+    real = Path(os.path.realpath(path))
+    inside = Path(os.path.realpath(within))
+    if real != inside and inside not in real.parents:
+        raise ManifestError(path, "", f"is a link to a file outside {_folder(inside)}; expected {what} "
+                                      "inside the project (the target was not read)")
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise ManifestError(path, "", missing) from None
+    except OSError as exc:
+        raise _unreadable(path, exc, what) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ManifestError(path, "", f"is {_kind(info.st_mode)}, not a regular file; expected {what}")
+        if info.st_size > limit:
+            raise ManifestError(path, "", f"file is {info.st_size} bytes; {what} is expected under {limit}")
+        raw = _read_at_most(fd, limit + 1)
+    except OSError as exc:
+        raise _unreadable(path, exc, what) from None
+    finally:
+        os.close(fd)
+    if len(raw) > limit:  # grew after the stat
+        raise ManifestError(path, "", f"file is over {limit} bytes; {what} is expected under {limit}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
+
+
+def _folder(path: Path) -> str:
+    shown = shown_path(path)
+    return "the project" if shown == "." else shown
+
+
+def exists(path: Path) -> bool:
+    """Something is at `path` (a dangling link or a FIFO too): the reader, not a 'no such file', says what."""
+    return os.path.lexists(path)
+
+
+def _read_at_most(fd: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _unreadable(path: Path, exc: OSError, what: str) -> Exception:
+    """A file the system cannot give us: the machine's trouble (exit 1) when the path is too long or
+    the disk fails, the input's (exit 2) otherwise (a loop of links, no permission)."""
+    if exc.errno in _MACHINE_TROUBLE:
+        return OperationError(f"{short_path(path)}: cannot be read ({_reason(exc)})")
+    return ManifestError(path, "", f"cannot be read ({_reason(exc)}); expected {what}")
+
+
+_MACHINE_TROUBLE = {errno.ENAMETOOLONG, errno.EIO, errno.ENOMEM, errno.EMFILE, errno.ENFILE}
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or errno.errorcode.get(exc.errno or 0, type(exc).__name__)

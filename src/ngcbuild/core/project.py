@@ -1,0 +1,58 @@
+"""Where a project's inputs and outputs live. Passed explicitly; there is no global config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ngcbuild.core.errors import UserError
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+
+    @classmethod
+    def at(cls, root: str | Path = ".") -> "Project":
+        return cls(Path(root).resolve())
+
+    @classmethod
+    def find(cls, start: Path) -> "Project":
+        """The project that holds `start`: the nearest folder, `start` or above, with manifests/ and
+        templates/image/ (so a command run from any subfolder works on the whole project)."""
+        start = start.resolve()
+        for folder in (start, *start.parents):
+            if (folder / "manifests").is_dir() and (folder / "templates" / "image").is_dir():
+                return cls(folder)
+        raise UserError(f"{start}: not inside an ngcbuild project (no folder here or above holds "
+                        "manifests/ and templates/image/)")
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def constraints(self) -> Path:
+        return self.root / "constraints"
+
+    @property
+    def templates(self) -> Path:
+        return self.root / "templates"
+
+    @property
+    def image_templates(self) -> Path:
+        """What images are made from: a change here may change an image."""
+        return self.templates / "image"
+
+    @property
+    def docs_templates(self) -> Path:
+        """What documents are made from: a change here rebuilds no image."""
+        return self.templates / "docs"
+
+    @property
+    def build(self) -> Path:
+        return self.root / "build"
+
+    def out(self, release: str) -> Path:
+        """build/R/: the rendered context and the records of a release."""
+        return self.build / release

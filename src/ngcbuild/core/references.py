@@ -1,0 +1,154 @@
+"""Registry hosts and image references, parsed once by the distribution reference grammar.
+
+    reference  := name [ ":" tag ] [ "@" digest ]
+    name       := [ host [ ":" port ] "/" ] path-component ( "/" path-component )*
+
+(github.com/distribution/reference). A registry host here is lower case, with an optional port and
+nothing else: no scheme, no path, no spaces and never credentials. `user:password@host` is refused
+without echoing it: credentials come from NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD or the
+Docker config, never from a command line that shell history and CI logs keep.
+
+Every pattern below is free of nested quantifiers over overlapping characters, so a failed match
+costs linear time however long and hostile the input.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+
+from ngcbuild.core.errors import UserError, excerpt
+
+_DOMAIN_COMPONENT = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+_PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+MAX_NAME = 255
+CREDENTIALS_HELP = ("credentials do not belong in a registry reference (the value is not shown); set "
+                    "NGCBUILD_REGISTRY_USER and NGCBUILD_REGISTRY_PASSWORD, or log in with `docker login` "
+                    "(the Docker config)")
+HOST_EXAMPLE = "HOST[:PORT] such as localhost:5000 or nvcr.io"
+
+
+class ReferenceProblem(ValueError):
+    """What is wrong with a host or reference, in words safe to print (never a credential)."""
+
+
+def parse_host(value: str) -> str:
+    """A registry host `host[:port]` (one trailing slash tolerated), or ReferenceProblem."""
+    if not isinstance(value, str):
+        raise ReferenceProblem(f"expected {HOST_EXAMPLE}")
+    if "@" in value:
+        raise ReferenceProblem(CREDENTIALS_HELP)
+    text = value[:-1] if value.endswith("/") else value
+    if not text:
+        raise ReferenceProblem(f"is empty; expected {HOST_EXAMPLE}")
+    if "://" in text:
+        raise ReferenceProblem(f"{excerpt(text)}: expected {HOST_EXAMPLE}, without a scheme")
+    if "/" in text:
+        raise ReferenceProblem(f"{excerpt(text)}: expected {HOST_EXAMPLE}, without a path")
+    if text != text.lower():
+        raise ReferenceProblem(f"{excerpt(text)}: expected a lower-case {HOST_EXAMPLE}")
+    if text.startswith("["):  # an IPv6 address: [::1]:5000
+        address, bracket, port = text[1:].partition("]")
+        if not bracket or (port and not port.startswith(":")):
+            raise ReferenceProblem(f"{excerpt(text)}: expected [IPv6]:PORT, or {HOST_EXAMPLE}")
+        try:
+            ipaddress.IPv6Address(address)
+        except ValueError:
+            raise ReferenceProblem(f"{excerpt(text)}: {excerpt(address)} is not an IPv6 address") from None
+        port = port[1:] if port else None
+    else:
+        address, colon, port = text.partition(":")
+        port = port if colon else None
+        if len(address) > 253 or not all(_DOMAIN_COMPONENT.fullmatch(c) for c in address.split(".")):
+            raise ReferenceProblem(f"{excerpt(text)}: expected {HOST_EXAMPLE} (letters, digits, dots and "
+                                   "hyphens; no spaces)")
+    if port is not None and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
+        raise ReferenceProblem(f"{excerpt(text)}: the port must be a number from 1 to 65535")
+    return text
+
+
+def registry_host(value: str, flag: str = "--registry") -> str:
+    """A command-line registry host, or a UserError naming the flag."""
+    try:
+        return parse_host(value)
+    except ReferenceProblem as exc:
+        raise UserError(f"{flag}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """An image reference: `repository` (with its registry host, if any), `tag` and/or `digest`."""
+
+    repository: str
+    tag: str | None = None
+    digest: str | None = None
+
+    @classmethod
+    def parse(cls, text: str, *, need_tag: bool = False) -> ImageRef:
+        if not isinstance(text, str) or not text:
+            raise ReferenceProblem("is empty; expected an image reference such as debian:bookworm-slim")
+        if "://" in text:
+            raise ReferenceProblem("expected an image reference without a scheme (registry/name:tag)")
+        host_part = text.split("/", 1)[0] if "/" in text else ""
+        if "@" in host_part or text.count("@") > 1:
+            raise ReferenceProblem(CREDENTIALS_HELP)
+        name, at, digest = text.partition("@")
+        if at and not _DIGEST.fullmatch(digest):
+            raise ReferenceProblem(f"{excerpt(text)}: the digest must be sha256:<64 hex digits>")
+        slash = name.rfind("/")
+        colon = name.rfind(":")
+        tag = None
+        if colon > slash:
+            name, tag = name[:colon], name[colon + 1:]
+            if not _TAG.fullmatch(tag):
+                raise ReferenceProblem(f"{excerpt(text)}: the tag must be letters, digits, _ . - "
+                                       "(at most 128, not starting with . or -)")
+        if need_tag and tag is None:
+            raise ReferenceProblem(f"{excerpt(text)}: expected an image reference with a tag (registry/name:tag)")
+        if len(name) > MAX_NAME:
+            raise ReferenceProblem(f"{excerpt(text)}: the name is longer than {MAX_NAME} characters")
+        first, sep, rest = name.partition("/")
+        if sep and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
+            parse_host(first)
+            path = rest
+        else:
+            path = name
+        if not all(_PATH_COMPONENT.fullmatch(c) for c in path.split("/")):
+            raise ReferenceProblem(f"{excerpt(text)}: expected an image reference (registry/name:tag; the "
+                                   "name lower case, its parts joined by / and separated by . _ __ -)")
+        return cls(name, tag, digest or None)
+
+    @property
+    def host(self) -> str | None:
+        first, sep, _ = self.repository.partition("/")
+        if sep and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
+            return first
+        return None
+
+    @property
+    def path(self) -> str:
+        """The repository without its registry host (nvidia/pytorch)."""
+        host = self.host
+        return self.repository[len(host) + 1:] if host else self.repository
+
+    def with_tag(self, tag: str) -> ImageRef:
+        return ImageRef(self.repository, tag)
+
+    def __str__(self) -> str:
+        text = self.repository
+        if self.tag:
+            text += f":{self.tag}"
+        if self.digest:
+            text += f"@{self.digest}"
+        return text
+
+
+def image_ref(value: str, flag: str, *, need_tag: bool = False) -> ImageRef:
+    """A command-line image reference, or a UserError naming the flag."""
+    try:
+        return ImageRef.parse(value, need_tag=need_tag)
+    except ReferenceProblem as exc:
+        raise UserError(f"{flag}: {exc}") from None

@@ -1,0 +1,2 @@
+"""Releases -> documents: release notes, the support matrix, diffs and the static site, with
+the facts and provenance marks they share."""

@@ -1,0 +1,240 @@
+"""Release notes: build/R/release-notes.md from the manifests, in the sections of NVIDIA's pages.
+
+This module gathers the facts of one release (and of the releases before it, for the versions table)
+into a NotesContext; templates/docs/notes/release-notes.md.j2 holds every sentence that is the same for
+every release. Nothing here reads a manifest file: it gets loaded releases from ngcbuild.manifest.series.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import Version
+
+from ngcbuild.core.outputs import write_text
+from ngcbuild.core.project import Project
+from ngcbuild.docs.diff import diff_releases, drafted_features
+from ngcbuild.docs.facts import (
+    Group,
+    Item,
+    Segment,
+    component_group,
+    component_item,
+    component_segment,
+    os_text,
+    used_provenances,
+)
+from ngcbuild.docs.markdown import document_environment
+from ngcbuild.manifest.catalog import Catalog
+from ngcbuild.manifest.constraints import Pin
+from ngcbuild.manifest.model import DriverRequirements, Example, GpuRequirements, Release
+from ngcbuild.manifest.series import Series
+
+TEMPLATE = "notes/release-notes.md.j2"
+FILE_NAME = "release-notes.md"
+# torch.cuda.amp, the native AMP the notes describe, first shipped in PyTorch 1.6.
+NATIVE_AMP_SINCE = Version("1.6")
+
+
+@dataclass(frozen=True)
+class TableRow:
+    release: str
+    ubuntu: Segment | None
+    cuda: Segment | None
+    pytorch: Segment | None
+    tensorrt: Segment | None
+
+
+@dataclass(frozen=True)
+class NotesContext:
+    release: Release
+    # Contents
+    pytorch_source: bool  # the image carries PyTorch's source tree (not for a wheel install)
+    pytorch_location: str | None
+    pytorch_installed_at: str | None  # where this image has it, when NVIDIA's stated path differs
+    pytorch: Segment | None
+    os: Segment | None  # first line of "also includes", with the Python version
+    python: str | None
+    python_pins: tuple[Pin, ...]
+    also_includes: tuple[Item, ...]
+    # Components a public-wheels release leaves out (display and version, why): NVIDIA's images have
+    # them, ours does not, and its notes must not list them as included.
+    not_included: tuple[tuple[str, str], ...]
+    groups: tuple[Group, ...]  # listed after the examples, each under its heading
+    examples: tuple[Example, ...]
+    # Requirements
+    cuda: Segment | None
+    driver: DriverRequirements | None
+    gpu: GpuRequirements | None
+    # gpu.min_compute_capability with the provenance of the GPU requirements; ours (chosen) when
+    # NVIDIA's notes state none
+    min_compute_capability: Segment | None
+    # Features, announcements, issues
+    key_features: tuple[Item, ...]
+    drafted_from: str | None  # the predecessor the key features were drafted against
+    announcements: tuple[Item, ...]
+    known_issues: tuple[Item, ...]
+    conflicts: tuple[Item, ...]
+    table: tuple[TableRow, ...]  # newest first
+    amp_native: bool
+    amp_apex: bool
+    footnotes: tuple[str, ...]  # provenances to explain, in a fixed order
+
+
+def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
+    loaded = series.get(name)
+    release = loaded.release
+    pytorch = release.components.get("pytorch")
+    python = release.python
+
+    installed_at = f"{python.site_packages}/torch" if python is not None and python.site_packages else None
+    location = release.notes.pytorch_location or installed_at
+    if installed_at is not None and location.rstrip("/") == installed_at:
+        installed_at = None
+
+    key_features = tuple(_facts(release.notes.key_features))
+    drafted_from = None
+    previous = series.predecessor(name)
+    if not key_features and previous is not None:
+        diff = diff_releases(previous, loaded, catalog)
+        key_features = tuple(_drafted(item) for item in drafted_features(diff, release, catalog))
+        drafted_from = previous.release.release
+
+    also, groups = _also_includes(release, catalog)
+    os_ = _os_segment(release, os_text(release))
+    capability = None
+    if release.gpu.min_compute_capability:
+        gpu_notes = release.notes.gpu_requirements
+        capability = Segment(release.gpu.min_compute_capability, gpu_notes.provenance if gpu_notes else "chosen")
+    table = tuple(_row(other.release, catalog) for other in reversed(series.up_to(name)))
+    announcements = tuple(_facts(release.notes.announcements))
+    known_issues = tuple(_facts(release.notes.known_issues))
+    conflicts = tuple(_facts(release.notes.conflicts))
+    cuda = component_segment(release, catalog, "cuda")
+    pytorch_segment = component_segment(release, catalog, "pytorch", with_name=False)
+
+    marked = [*also, *(i for g in groups for i in g.items), *key_features, *announcements, *known_issues,
+              cuda, pytorch_segment, os_, capability]
+    marked += [cell for row in table for cell in (row.ubuntu, row.cuda, row.pytorch, row.tensorrt)]
+    for part in (release.notes.driver, release.notes.gpu_requirements):
+        if part is not None:
+            marked.append(Segment("", part.provenance))
+    used = used_provenances(marked)
+    if drafted_from:
+        used.add("drafted")
+
+    return NotesContext(
+        release=release,
+        pytorch_source=pytorch is None or pytorch.install in (None, "source"),
+        pytorch_location=location,
+        pytorch_installed_at=installed_at,
+        pytorch=pytorch_segment,
+        os=os_,
+        python=python.version if python else None,
+        python_pins=tuple(sorted(loaded.constraints.pins, key=lambda p: p.key)) if loaded.constraints else (),
+        also_includes=also,
+        not_included=_not_included(release, catalog),
+        groups=groups,
+        examples=tuple(release.notes.tensor_core_examples),
+        cuda=cuda,
+        driver=release.notes.driver,
+        gpu=release.notes.gpu_requirements,
+        min_compute_capability=capability,
+        key_features=key_features,
+        drafted_from=drafted_from,
+        announcements=announcements,
+        known_issues=known_issues,
+        conflicts=conflicts,
+        table=table,
+        amp_native=_amp_native(pytorch.version if pytorch else None),
+        amp_apex=_has_apex(release),
+        footnotes=tuple(p for p in ("secondary", "chosen", "drafted") if p in used),
+    )
+
+
+def render_notes(series: Series, name: str, project: Project) -> str:
+    context = notes_context(series, name, Catalog.load(project))
+    return document_environment(project).get_template(TEMPLATE).render(notes=context)
+
+
+def write_notes(project: Project, name: str) -> Path:
+    series = Series.load(project)
+    text = render_notes(series, name, project)
+    path = project.out(name) / FILE_NAME
+    return write_text(path, text)
+
+
+def _not_included(release: Release, catalog: Catalog) -> tuple[tuple[str, str], ...]:
+    """What the image built here lacks, with why. A public-wheels release leaves its left-out components
+    out of the contents; an NVIDIA release's contents stay NVIDIA's, and this list says what our build of
+    it lacks: components installed `none`, and the manifest's notes.not_in_image."""
+    lacking = release.left_out if release.origin == "public-wheels" else {
+        name: c for name, c in release.components.items() if c.install == "none"}
+    items = [(f"{catalog.get(n).display} {c.version}", c.reason) for n, c in lacking.items()]
+    for fact in release.notes.not_in_image:
+        what, _, why = fact.text.partition(": ")
+        items.append((what, why))
+    return tuple(items)
+
+
+def _facts(facts) -> list[Item]:
+    return [Item.of(f.text, f.provenance) for f in facts]
+
+
+def _drafted(item: Item) -> Item:
+    return Item(Segment(item.head.text, "drafted"), item.inside)
+
+
+def _also_includes(release: Release, catalog: Catalog) -> tuple[tuple[Item, ...], tuple[Group, ...]]:
+    """NVIDIA's "The container also includes the following" after the OS line: every component but
+    PyTorch itself (those listed inside another's line go there), then the manifest's other items;
+    and the groups (a component whose packages the notes list one by one, under a heading)."""
+    items, groups = [], []
+    inside = {name for name, entry in catalog.entries.items() if entry.within in release.components}
+    ordered = [n for n in catalog.entries if n in release.components]
+    ordered += sorted(n for n in release.components if n not in catalog.entries)
+    left_out = release.left_out
+    for name in ordered:
+        if name == "pytorch" or name in inside or name in left_out:
+            continue
+        group = component_group(release, catalog, name)
+        if group is not None:
+            groups.append(group)
+        else:
+            items.append(component_item(release, catalog, name))
+    items += _facts(release.notes.also_includes)
+    return tuple(items), tuple(groups)
+
+
+def _os_segment(release: Release, text: str | None) -> Segment | None:
+    return Segment(text, release.os.provenance) if text else None
+
+
+def _row(release: Release, catalog: Catalog) -> TableRow:
+    ubuntu = None
+    if release.os is not None:
+        text = release.os.version if release.os.name == "Ubuntu" else os_text(release)
+        ubuntu = _os_segment(release, text)
+    return TableRow(
+        release=release.release,
+        ubuntu=ubuntu,
+        cuda=component_segment(release, catalog, "cuda"),
+        pytorch=component_segment(release, catalog, "pytorch", with_name=False),
+        tensorrt=component_segment(release, catalog, "tensorrt"),
+    )
+
+
+def _amp_native(pytorch_version: str | None) -> bool:
+    if pytorch_version is None:
+        return False
+    try:
+        return Version(pytorch_version).release >= NATIVE_AMP_SINCE.release
+    except ValueError:  # InvalidVersion, or a number too long for int()
+        return False
+
+
+def _has_apex(release: Release) -> bool:
+    if "apex" in release.components:
+        return True
+    return any(fact.text.strip().upper() == "APEX" for fact in release.notes.also_includes)

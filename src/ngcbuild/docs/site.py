@@ -1,0 +1,86 @@
+"""The documentation site: build/site/ from the same documents as `notes`, `matrix` and `diff`.
+
+index.html (the support matrix, each release linked), releases/R.html (its notes) and diffs/R.html
+(what changed since its predecessor), with one stylesheet. Static and offline: no scripts, no fonts,
+nothing fetched from elsewhere. Markdown becomes HTML with `markdown`, raw HTML in it disabled, so a
+manifest's text can never become markup.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+import markdown
+
+from ngcbuild.core.outputs import storing, write_text
+from ngcbuild.core.project import Project
+from ngcbuild.core.templating import environment
+from ngcbuild.docs.diff import render_diff
+from ngcbuild.docs.matrix import render_matrix
+from ngcbuild.docs.notes import render_notes
+from ngcbuild.manifest.series import Series
+
+PAGE = "site/page.html.j2"
+STYLE = "site/style.css"
+SCREENSHOT = "index.png"
+
+
+@dataclass(frozen=True)
+class Site:
+    directory: Path
+    pages: tuple[Path, ...]
+
+    @property
+    def index(self) -> Path:
+        return self.directory / "index.html"
+
+
+def to_html(text: str) -> str:
+    converter = markdown.Markdown(extensions=["tables", "footnotes", "sane_lists"], output_format="html")
+    converter.preprocessors.deregister("html_block")
+    converter.inlinePatterns.deregister("html")
+    return converter.convert(text)
+
+
+def _environment(project: Project) -> jinja2.Environment:
+    return environment(project.docs_templates, html=True)
+
+
+def build_site(project: Project, out: Path | None = None) -> Site:
+    series = Series.load(project)
+    directory = out or project.build / "site"
+    with storing(directory):
+        if directory.is_dir() and not directory.is_symlink():
+            shutil.rmtree(directory)
+        (directory / "releases").mkdir(parents=True)
+        (directory / "diffs").mkdir()
+        shutil.copyfile(project.docs_templates / STYLE, directory / "style.css")
+    page = _environment(project).get_template(PAGE)
+    names = series.names
+    pages = []
+
+    def write(rel: str, title: str, body_markdown: str, current=None, related=()) -> None:
+        root = "../" if "/" in rel else ""
+        html = page.render(title=title, body=to_html(body_markdown), root=root, releases=names,
+                           current=current, related=related)
+        pages.append(write_text(directory / rel, html))
+
+    matrix = render_matrix(project, series, link="releases/{}.html")
+    write("index.html", "Support matrix", matrix)
+    for name in names:
+        previous = series.predecessor(name)
+        related = []
+        if previous is not None:
+            related.append((f"What changed since {previous.release.release}", f"../diffs/{name}.html"))
+            related.append((f"Release {previous.release.release}", f"{previous.release.release}.html"))
+        write(f"releases/{name}.html", f"PyTorch Release {name}", render_notes(series, name, project),
+              current=name, related=related)
+        if previous is not None:
+            old = previous.release.release
+            write(f"diffs/{name}.html", f"Changes from {old} to {name}", render_diff(project, series, old, name),
+                  current=name, related=[(f"Release notes of {name}", f"../releases/{name}.html"),
+                                         (f"Release notes of {old}", f"../releases/{old}.html")])
+    return Site(directory, tuple(pages))

@@ -1,0 +1,95 @@
+"""The one connection to the Docker engine, with a clear message when there is none."""
+
+from __future__ import annotations
+
+import os
+
+import docker
+import requests
+from docker.errors import DockerException
+
+from ngcbuild.core.errors import EngineUnavailable, UserError
+
+# Long builds stream for a long time between events (a 200 MB wheel install prints nothing).
+API_TIMEOUT_S = 3600
+# A live engine answers a ping at once; one that accepts and never answers is as good as none.
+PING_TIMEOUT_S = 10
+# What docker-py reaches: a local socket, TCP (TLS from DOCKER_TLS_VERIFY/DOCKER_CERT_PATH), or SSH.
+SCHEMES = ("unix://", "tcp://", "ssh://")
+HOW_TO_FIX = ("Start it (on our machines: `bash .ci/engine`; elsewhere: `sudo systemctl start docker`) "
+              "or point DOCKER_HOST at one.")
+
+
+def select(url: str | None, environ=os.environ) -> None:
+    """`--engine URL`: the engine every later connect() of this process reaches, named as DOCKER_HOST
+    names it (so the build, its leftovers' cleanup and the tags all happen on that engine)."""
+    if url is None:
+        return
+    scheme, sep, where = url.partition("://")
+    if f"{scheme}{sep}" not in SCHEMES or not where:
+        raise UserError(f"--engine {url!r}: expected unix:///path/to/docker.sock, tcp://HOST:PORT "
+                        "(TLS: DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH) or ssh://USER@HOST")
+    environ["DOCKER_HOST"] = url
+
+
+def connect() -> docker.APIClient:
+    """A low-level API client for DOCKER_HOST (or the default socket), checked with a ping."""
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        client = _client()
+        client.ping()
+    except (DockerException, requests.exceptions.RequestException) as exc:
+        raise EngineUnavailable(f"cannot reach the Docker engine at {where} ({_reason(where, exc)}). "
+                                + HOW_TO_FIX) from None
+    client.timeout = API_TIMEOUT_S
+    return client
+
+
+def _client() -> docker.APIClient:
+    kwargs = docker.utils.kwargs_from_env()
+    tls = kwargs.get("tls")
+    if not (tls and tls.ca_cert):
+        # ssh:// through the system's ssh client (its config and agent), not a Python SSH library
+        return docker.from_env(timeout=PING_TIMEOUT_S, use_ssh_client=True).api
+    # TLS verified against DOCKER_CERT_PATH's CA: requests would let REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE
+    # (set on machines behind a proxy) replace that CA, from the very first request (the API version
+    # docker-py asks for while it is made). So: made with a version, the environment off, then the
+    # version agreed as docker-py's "auto" does.
+    client = docker.APIClient(timeout=PING_TIMEOUT_S, version=docker.constants.DEFAULT_DOCKER_API_VERSION, **kwargs)
+    client.trust_env = False
+    served = client.version(api_version=False)["ApiVersion"]
+    if docker.utils.version_lt(served, client.api_version):
+        client._version = served  # noqa: SLF001 - the one place docker-py keeps the agreed version
+    return client
+
+
+def _reason(where: str, exc: Exception) -> str:
+    """Why, in words: the socket file is missing, refuses connections, does not answer, or denies us."""
+    text = str(exc)
+    if where.startswith("unix://"):
+        path = where[len("unix://"):]
+        if not os.path.exists(path):
+            return f"{path} does not exist: no engine is running"
+    if "HTTPS server" in text or "HTTP response to HTTPS" in text:
+        return ("it speaks TLS and this client does not, or the other way round: set DOCKER_TLS_VERIFY=1 and "
+                "DOCKER_CERT_PATH to a folder with ca.pem, cert.pem and key.pem, or unset them")
+    if "SSL" in text or "certificate" in text.lower():
+        return (f"TLS failed ({text.split('(', 1)[0].strip() or 'handshake'}): DOCKER_CERT_PATH must hold the "
+                "engine's CA (ca.pem) and a client certificate it trusts (cert.pem, key.pem)")
+    if "Permission denied" in text:
+        return "permission denied: add your user to the docker group or use sudo"
+    if "Connection refused" in text:
+        return "connection refused: nothing is listening there; the engine is not running"
+    if "timed out" in text.lower() or isinstance(exc, requests.exceptions.Timeout):
+        return f"no answer within {PING_TIMEOUT_S}s: the engine is hung or this is not a Docker engine"
+    if "Connection aborted" in text or "RemoteDisconnected" in text:
+        return "the connection was closed without an answer: this is not a Docker engine"
+    return text.split("(", 1)[0].strip() or type(exc).__name__
+
+
+def image_exists(client: docker.APIClient, ref: str) -> bool:
+    try:
+        client.inspect_image(ref)
+        return True
+    except docker.errors.ImageNotFound:
+        return False

@@ -1,0 +1,146 @@
+"""The registry's HTTP API (Docker Registry v2 / OCI distribution), for what the engine cannot do:
+read a manifest without pulling, ask whether a tag exists, and write a manifest list.
+
+Plain HTTP for a loopback registry (as the engine treats 127.0.0.0/8 as insecure), HTTPS
+elsewhere. Credentials, when given, answer a Basic challenge or fetch a Bearer token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+
+import requests
+
+from ngcbuild.core.errors import OperationError, UserError
+
+TIMEOUT_S = 30
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+LISTS = (DOCKER_LIST, OCI_INDEX)
+ACCEPT = f"{DOCKER_LIST}, {OCI_INDEX}, {DOCKER_MANIFEST}, {OCI_MANIFEST}"
+_CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"')
+
+
+class RegistryError(OperationError):
+    pass
+
+
+@dataclass(frozen=True)
+class Manifest:
+    body: bytes
+    media_type: str
+    digest: str
+
+    @property
+    def is_list(self) -> bool:
+        return self.media_type in LISTS
+
+
+def digest_of(body: bytes) -> str:
+    return "sha256:" + hashlib.sha256(body).hexdigest()
+
+
+def base_url(host: str) -> str:
+    name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0][1:]
+    try:
+        loopback = name == "localhost" or ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        loopback = False
+    return f"{'http' if loopback else 'https'}://{host}"
+
+
+class Registry:
+    """One registry host; `auth` is {"username", "password"} or None."""
+
+    def __init__(self, host: str, auth: dict | None = None, session: requests.Session | None = None):
+        self.host = host
+        self.url = base_url(host)
+        self.auth = auth
+        self.session = session or requests.Session()
+        self._token: str | None = None
+
+    def manifest(self, repository: str, reference: str) -> Manifest | None:
+        """The manifest (or list) served for a tag or digest, or None when there is none."""
+        response = self._request("GET", f"/v2/{repository}/manifests/{reference}", headers={"Accept": ACCEPT})
+        if response.status_code == 404:
+            return None
+        self._check(response, f"GET {repository}:{reference}")
+        media_type = response.headers.get("Content-Type", "").split(";")[0]
+        served = response.headers.get("Docker-Content-Digest") or digest_of(response.content)
+        return Manifest(response.content, media_type, served)
+
+    def digest(self, repository: str, reference: str) -> str | None:
+        """The digest served for a tag (HEAD: nothing downloaded), or None when the tag is absent."""
+        response = self._request("HEAD", f"/v2/{repository}/manifests/{reference}", headers={"Accept": ACCEPT})
+        if response.status_code == 404:
+            return None
+        self._check(response, f"HEAD {repository}:{reference}")
+        return response.headers.get("Docker-Content-Digest")
+
+    def put_manifest(self, repository: str, reference: str, body: bytes, media_type: str) -> str:
+        """Store a manifest under a tag; returns the digest the registry computed (checked against ours)."""
+        response = self._request("PUT", f"/v2/{repository}/manifests/{reference}", data=body,
+                                 headers={"Content-Type": media_type})
+        self._check(response, f"PUT {repository}:{reference}")
+        served = response.headers.get("Docker-Content-Digest")
+        if served and served != digest_of(body):
+            raise RegistryError(f"{self.host}/{repository}:{reference}: the registry stored {served}, "
+                                f"expected {digest_of(body)}")
+        return digest_of(body)
+
+    def _request(self, method: str, path: str, headers: dict, data: bytes | None = None) -> requests.Response:
+        for attempt in range(2):
+            sent = dict(headers)
+            if self._token:
+                sent["Authorization"] = f"Bearer {self._token}"
+            try:
+                response = self.session.request(method, self.url + path, headers=sent, data=data,
+                                                timeout=TIMEOUT_S, auth=self._basic())
+            except requests.RequestException as exc:
+                raise RegistryError(f"{self.host}: cannot reach the registry ({type(exc).__name__}: {exc})") from None
+            if response.status_code != 401 or attempt or not self.auth:
+                return response
+            self._authenticate(response.headers.get("WWW-Authenticate", ""))
+        return response
+
+    def _basic(self):
+        if self.auth and not self._token:
+            return (self.auth["username"], self.auth["password"])
+        return None
+
+    def _authenticate(self, challenge: str) -> None:
+        if not challenge.lower().startswith("bearer"):
+            return  # Basic: sent with every request already
+        params = dict(_CHALLENGE_RE.findall(challenge))
+        realm = params.pop("realm", None)
+        if not realm:
+            raise RegistryError(f"{self.host}: a Bearer challenge without a realm: {challenge!r}")
+        try:
+            response = self.session.get(realm, params=params, timeout=TIMEOUT_S,
+                                        auth=(self.auth["username"], self.auth["password"]))
+        except requests.RequestException as exc:
+            raise RegistryError(f"{self.host}: token service {realm} unreachable ({exc})") from None
+        self._check(response, "token")
+        body = response.json()
+        self._token = body.get("token") or body.get("access_token")
+
+    def _check(self, response: requests.Response, what: str) -> None:
+        if response.status_code in (401, 403):
+            raise RegistryError(f"{self.host}: {what}: access denied ({response.status_code}); log in or set "
+                                "NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD")
+        if response.status_code >= 300:
+            raise RegistryError(f"{self.host}: {what}: HTTP {response.status_code} {response.text[:300].strip()}")
+
+
+def credentials(environ=os.environ) -> dict | None:
+    """NGCBUILD_REGISTRY_USER / NGCBUILD_REGISTRY_PASSWORD, or None to use the Docker config's."""
+    user, password = environ.get("NGCBUILD_REGISTRY_USER"), environ.get("NGCBUILD_REGISTRY_PASSWORD")
+    if bool(user) != bool(password):
+        raise UserError("set both NGCBUILD_REGISTRY_USER and NGCBUILD_REGISTRY_PASSWORD, or neither")
+    return {"username": user, "password": password} if user else None

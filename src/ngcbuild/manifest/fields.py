@@ -1,0 +1,104 @@
+"""Validated string types for manifest values.
+
+Every value that can reach a Dockerfile or a shell line is checked here against a strict pattern, so
+a manifest can never inject shell, quotes or newlines. Each check fails with a sentence that says
+what was expected; the manifest loader puts the file and key path in front of it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
+
+from ngcbuild.core.references import ImageRef as ImageName
+from ngcbuild.core.references import ReferenceProblem
+
+# Every pattern of this module, by type name: tests/unit/test_linear_patterns.py feeds each long
+# hostile strings with a time bound. No pattern may nest quantifiers over characters that overlap
+# (`(a?b+)*`): a failed match would backtrack exponentially.
+PATTERNS: dict[str, re.Pattern] = {}
+
+
+def _pattern_type(name: str, pattern: str, expected: str):
+    compiled = re.compile(pattern)
+    PATTERNS[name] = compiled
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
+                                      {"value": _shown(value), "expected": expected})
+        return value
+
+    check.__name__ = f"check_{name}"
+    return Annotated[str, AfterValidator(check)]
+
+
+def _shown(value: str, limit: int = 80) -> str:
+    """The offending value for a message: repr (so newlines and quotes show), and never huge."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(value)} characters)"
+
+
+# A version as vendors write them: an optional Debian epoch, numeric release segments, then an optional
+# PEP 440 / Debian style tail (2.10.0a0+b4e4ee81d3, 3.11.2-1+b1, 1:2.25.1-1ubuntu3, 1.15.0+nv20.11).
+# No shell metacharacters possible. Written as "a digit, then characters each with at most one
+# separator before it", which is the same set as digits-and-dots then (separator? alphanumerics)*,
+# but matches in linear time.
+_VERSION_RE = r"(?:[0-9]+:)?[0-9](?:[.+~_-]?[A-Za-z0-9])*"
+Version = _pattern_type("version", _VERSION_RE, "a version (digits and dots, then letters, digits and . + ~ _ -)")
+
+
+def release_parts(version: str) -> int:
+    """How many numeric dot-separated parts a version starts with ('2.28.9-1' -> 3)."""
+    match = re.match(r"[0-9]+(\.[0-9]+)*", version)
+    return match.group(0).count(".") + 1 if match else 0
+
+
+MajorMinor = _pattern_type("major_minor", r"[0-9]+\.[0-9]+", "a MAJOR.MINOR version such as 3.11")
+# Debian's names may hold + (g++-12); no shell metacharacter is possible.
+PackageName = _pattern_type("package", r"[A-Za-z0-9]([A-Za-z0-9._+-]*[A-Za-z0-9+])?",
+                            "a package name (letters, digits, . _ + -)")
+ComponentName = _pattern_type("component", r"[a-z][a-z0-9_]*", "a component name (lower-case, digits, _)")
+EnvName = _pattern_type("env", r"[A-Z_][A-Z0-9_]*", "an environment variable name (A-Z, 0-9, _)")
+LabelKey = _pattern_type("label", r"[a-z0-9]+([._-][a-z0-9]+)*", "a label key in reverse-DNS form")
+# Values that end up inside ENV/LABEL lines and shell words: no quotes, $, backslash, backtick,
+# semicolons, pipes or control characters.
+SafeValue = _pattern_type("value", r"[A-Za-z0-9 ._+:/=,@%()^-]*",
+                          "a plain value (letters, digits, spaces and . _ + : / = , @ % ( ) ^ -)")
+# Prose that only reaches documentation and labels: anything printable on one line except the
+# characters that would end a quoted Dockerfile word or start an expansion.
+Text = _pattern_type("text", r"[^\x00-\x1f\x7f\"$`\\]*",
+                     "one line of text without quotes, $, backticks or backslashes")
+AbsPath = _pattern_type("path", r"(/[A-Za-z0-9._+-]+)+/?", "an absolute path (letters, digits, . _ + -)")
+Url = _pattern_type("url", r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+-]*)*/?",
+                    "an http(s) URL without query, quotes or spaces")
+
+
+def _check_image(value: str) -> str:
+    try:
+        ImageName.parse(value, need_tag=True)
+    except ReferenceProblem:
+        raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
+                                  {"value": _shown(value), "expected": "an image reference with a tag "
+                                   "(registry/name:tag)"}) from None
+    return value
+
+
+ImageRef = Annotated[str, AfterValidator(_check_image)]
+RepoPath = _pattern_type("repository", r"[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*",
+                         "a repository path such as nvidia/pytorch")
+TagWord = _pattern_type("tag", r"[A-Za-z0-9_][A-Za-z0-9._-]{0,60}", "a tag word (letters, digits, . _ -)")
+Digest = _pattern_type("digest", r"sha256:[0-9a-f]{64}", "a digest sha256:<64 hex digits>")
+GitRef = _pattern_type("git_ref", r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}", "a git commit, tag or branch name")
+BuildNumber = _pattern_type("build_number", r"[0-9]+(\.[0-9]+)?", "a build number (digits)")
+ComputeCapability = _pattern_type("compute_capability", r"[0-9]+\.[0-9]+", "a compute capability such as 7.5")
+ArchList = _pattern_type("arch_list", r"[0-9]+\.[0-9]+(\+PTX)?( [0-9]+\.[0-9]+(\+PTX)?)*",
+                         "a TORCH_CUDA_ARCH_LIST such as '7.5 8.0 9.0+PTX'")
+# A build option handed to a component's build (setup.py --cpp_ext, --enable-mpi-cxx).
+BuildOption = _pattern_type("option", r"--[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9._,;+/-]*)?",
+                            "an option such as --cpp_ext or --with-cuda=/usr/local/cuda")
+# Prose for release notes only (never reaches a Dockerfile or a shell): one line, any printable text.
+Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text")

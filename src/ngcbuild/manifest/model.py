@@ -1,0 +1,393 @@
+"""The typed release model: what one manifest (after `extends`) may say.
+
+Unknown keys are errors (extra="forbid"); every string that can reach a Dockerfile is one of the
+validated types in ngcbuild.manifest.fields. Differences between eras (conda or system Python, the pip
+constraint file, what is bundled) are fields here, never `if release >= ...` in code or templates.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from ngcbuild.manifest.fields import (
+    AbsPath,
+    ArchList,
+    BuildNumber,
+    BuildOption,
+    ComponentName,
+    ComputeCapability,
+    Digest,
+    EnvName,
+    GitRef,
+    ImageRef,
+    LabelKey,
+    MajorMinor,
+    PackageName,
+    Prose,
+    RepoPath,
+    SafeValue,
+    TagWord,
+    Text,
+    Url,
+    Version,
+)
+
+Provenance = Literal["nvidia", "secondary", "chosen"]
+# base: already in the base image; none: documented only, not in the image we build (needs a reason).
+InstallMethod = Literal["pip", "apt", "conda", "source", "base", "none"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Bootstrap(Strict):
+    """How `invoke base` makes the base image locally when it cannot be pulled."""
+
+    suite: PackageName
+    mirror: Url
+    variant: Literal["minbase", "buildd"] = "minbase"
+
+
+class BaseImage(Strict):
+    image: ImageRef
+    digest: Digest | None = None
+    bootstrap: Bootstrap | None = None
+    # A tag its registry no longer serves (when and why): `invoke verify` refuses it and names the way
+    # out, a mirror given with --base, and what that mirror must also fix (each item of mirror_must).
+    removed: Text | None = None
+    mirror_must: list[Text] = Field(default_factory=list)
+
+
+class ImageSpec(Strict):
+    repository: RepoPath = "nvidia/pytorch"
+    tag_suffix: TagWord = "py3"
+
+
+class AptSource(Strict):
+    """An apt archive the base image installs from: `invoke verify` reads its indexes for the apt pins."""
+
+    url: Url
+    suites: list[PackageName]
+    components: list[PackageName] = Field(default_factory=lambda: ["main"])
+
+
+class OperatingSystem(Strict):
+    name: Text
+    version: Text
+    # Where the OS version comes from: NVIDIA's notes state it for most releases; for others it
+    # follows from the base image we chose.
+    provenance: Provenance = "chosen"
+    source: Text | None = None
+    # The C library's version: which manylinux wheels the image can install (`invoke verify`).
+    glibc: MajorMinor | None = None
+    # The distribution's archives (release, updates and security suites), for `invoke verify`.
+    apt_sources: list[AptSource] = Field(default_factory=list)
+
+
+class CondaSpec(Strict):
+    """A Miniconda installer, pinned by its versioned file name, unpacked into `prefix`."""
+
+    installer: Url
+    prefix: AbsPath = "/opt/conda"
+
+
+class PythonSpec(Strict):
+    version: MajorMinor
+    # Archived releases may know only the version; buildable ones need install and site_packages.
+    install: Literal["system", "conda"] | None = None
+    site_packages: AbsPath | None = None
+    conda: CondaSpec | None = None
+    # Distribution packages (apt) that provide the interpreter in the image, pinned.
+    apt_packages: dict[PackageName, Version] = Field(default_factory=dict)
+    # Distribution packages needed only in the builder stage (pip for the staged installs).
+    builder_apt_packages: dict[PackageName, Version] = Field(default_factory=dict)
+
+
+class PipSpec(Strict):
+    # NGC images carry /etc/pip/constraint.txt and PIP_CONSTRAINT from 25.03 on.
+    constraint_file: bool
+    break_system_packages: bool = False
+    # Extra package indexes (PyTorch's CPU index for `dev`); dropped when a wheelhouse is given.
+    extra_index_urls: list[Url] = Field(default_factory=list)
+    # Groups of pinned packages that get a layer each, after the components and before the rest,
+    # most stable first: a changed pin then rebuilds only its own group's layer.
+    layers: list[list[PackageName]] = Field(default_factory=list)
+
+
+class Component(Strict):
+    version: Version
+    # How the image gets it; archived (documentation-only) releases may leave it out.
+    install: InstallMethod | None = None
+    provenance: Provenance = "chosen"
+    # Where the value comes from, in words (a page, a banner, "fits CUDA 13.1").
+    source: Text | None = None
+    # Provenance of the install method and its packaging pins (package names, apt revisions, refs)
+    # when it differs from the version's: NVIDIA states "TensorRT 7.2.2", we chose the debs.
+    method_provenance: Provenance = "chosen"
+    # The one pip/conda package that carries `version` (default: the catalog's pip_package).
+    package: PackageName | None = None
+    # Several packages installed for this component, each pinned (apt debs, pip distributions,
+    # conda packages); `version` stays the component's headline version.
+    packages: dict[PackageName, Version] = Field(default_factory=dict)
+    channel: PackageName | None = None  # conda channel
+    repo: Url | None = None
+    ref: GitRef | None = None
+    url: Url | None = None  # a release archive, for source builds from a tarball
+    options: list[BuildOption] = Field(default_factory=list)  # handed to the component's build
+    build_env: dict[EnvName, SafeValue] = Field(default_factory=dict)
+    # The form NGC prints in env vars, labels and the banner when it differs (a short hash).
+    env_version: Version | None = None
+    # What the module reports (__version__) and pip lists, when it is neither: NGC's torch appends
+    # .nvYY.MM (2.10.0a0+b4e4ee81d3.nv25.12). Builds stamp it; the smoke suite expects it.
+    module_version: Version | None = None
+    # NVIDIA's own statement where we chose another value (notes.conflicts says why): the notes' tables
+    # and the matrix show both, never the chosen value alone.
+    nvidia_states: Version | None = None
+    reason: Text | None = None  # why install: none
+    # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
+    # its provenance here; every other pin of `packages` has method_provenance.
+    package_provenance: dict[PackageName, Provenance] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _method_needs_its_pins(self):
+        unknown = sorted(set(self.package_provenance) - set(self.packages))
+        if unknown:
+            raise PydanticCustomError("ngcbuild_packages", "package_provenance names {names}, not in packages",
+                                      {"names": ", ".join(unknown)})
+        if self.install == "source" and not ((self.repo and self.ref) or self.url):
+            raise PydanticCustomError("ngcbuild_source", "install: source needs repo and ref, or url")
+        if self.install in ("apt", "conda") and not self.packages:
+            raise PydanticCustomError("ngcbuild_packages", "install: {method} needs packages (name: version)",
+                                      {"method": self.install})
+        if self.install == "none" and not self.reason:
+            raise PydanticCustomError("ngcbuild_reason", "install: none needs a reason (why the image lacks it)")
+        return self
+
+    @property
+    def shown_version(self) -> str:
+        return self.env_version or self.version
+
+    def pin_provenance(self, package: str) -> Provenance:
+        """Provenance of one pin of `packages`."""
+        return self.package_provenance.get(package, self.method_provenance)
+
+
+# GPU features a release promises beyond its component versions; the smoke suite checks each one
+# the manifest lists (mempool: torch.cuda.MemPool is usable).
+GpuFeature = Literal["mempool"]
+# GPU families by architecture name; the smoke suite maps a device's compute capability to one.
+GpuFamily = Literal["Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell"]
+
+
+class GpuSpec(Strict):
+    required: bool = False
+    min_compute_capability: ComputeCapability | None = None
+    cuda_arch_list: ArchList | None = None
+    features: list[GpuFeature] = Field(default_factory=list)
+    # The families the release's CUDA stack supports; on another one the GPU checks skip, naming it
+    # (an image older than the device). Empty: no such limit stated.
+    families: list[GpuFamily] = Field(default_factory=list)
+
+
+class BannerSpec(Strict):
+    copyright: list[Text] = Field(default_factory=list)
+    license: list[Text] = Field(default_factory=list)
+
+
+Platform = Literal["linux/amd64", "linux/arm64"]
+
+
+class CudaHomeSpec(Strict):
+    """A CUDA toolkit tree assembled in the image from the CUDA wheels under site-packages (the
+    public-wheels path): nvcc, headers and libraries linked under `path` (CUDA_HOME, nvcc on PATH), and
+    every library folder of the wheels known to the dynamic linker, as NGC images have them."""
+
+    path: AbsPath = "/usr/local/cuda"
+    # The folder under python.site_packages whose */include and */lib the CUDA wheels install.
+    wheels: RepoPath = "nvidia"
+    # The folder under `wheels` that holds bin/nvcc and nvvm/, and the one whose lib/ holds libcudart
+    # (CUDA 13's wheels share one, cu13; CUDA 12's had one per wheel).
+    nvcc: PackageName
+    runtime: PackageName
+
+
+class StackSpec(Strict):
+    """What the stack checks of the smoke suite accept."""
+
+    # Libraries that `ldd` may report "not found" for a library of the stack, each with why: provided
+    # at run time (the driver's libcuda), or needed only by an optional plugin (an MPI bootstrap).
+    unresolved_ok: dict[PackageName, Text] = Field(default_factory=dict)
+    # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
+    # algebra; a source build without MKL or OpenBLAS has none) and MPI (torch.distributed's backend).
+    torch_with: list[Literal["lapack", "mpi"]] = Field(default_factory=list)
+
+
+class BuildSpec(Strict):
+    number: BuildNumber = "0"
+    # The platform `invoke build` builds when none is asked for.
+    platform: Platform = "linux/amd64"
+    # Every platform `invoke publish` puts in the multi-arch tag (empty: `platform` alone).
+    platforms: list[Platform] = Field(default_factory=list)
+
+    @property
+    def published_platforms(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.platforms)) if self.platforms else (self.platform,)
+
+
+class BuilderSpec(Strict):
+    """What the builder stage needs beyond the interpreter (never shipped in the image)."""
+
+    # Distribution packages for source builds (git), pinned.
+    apt_packages: dict[PackageName, Version] = Field(default_factory=dict)
+    # Python build requirements installed into the builder's environment; pins come from the
+    # constraints file, so each name must be pinned there.
+    requirements: list[PackageName] = Field(default_factory=list)
+
+
+class WorkspaceSpec(Strict):
+    """/workspace: the license file and a README of the examples the release notes list."""
+
+    license: list[Text] = Field(default_factory=list)
+
+
+class Fact(Strict):
+    """One statement of the release notes and where it comes from."""
+
+    text: Prose
+    provenance: Provenance = "nvidia"
+    source: Prose | None = None
+
+
+def _fact_from_text(value):
+    return {"text": value} if isinstance(value, str) else value
+
+
+FactItem = Annotated[Fact, BeforeValidator(_fact_from_text)]
+
+
+class DriverRequirements(Strict):
+    """The facts of NVIDIA's "Driver Requirements"; the notes template words them. `text` is for a
+    statement that has no minimum driver to give (25.12 refers to the CUDA guides)."""
+
+    minimum: Text | None = None  # "455 or later"
+    datacenter_branches: list[Text] = Field(default_factory=list)  # ["418.xx", "440.30", "450.xx"]
+    text: Prose | None = None
+    provenance: Provenance = "nvidia"
+
+    @model_validator(mode="after")
+    def _facts_or_text(self):
+        if self.text and (self.minimum or self.datacenter_branches):
+            raise PydanticCustomError(
+                "ngcbuild_driver", "give minimum and datacenter_branches (the notes word them) or text, not both")
+        if self.datacenter_branches and not self.minimum:
+            raise PydanticCustomError("ngcbuild_driver", "datacenter_branches need the minimum driver")
+        return self
+
+
+class GpuRequirements(Strict):
+    """The facts of NVIDIA's "GPU Requirements" beside gpu.min_compute_capability (whose provenance
+    this is); the notes template words them. Absent: NVIDIA's notes state none."""
+
+    families: list[Text] = Field(default_factory=list)  # ["Pascal", "Volta", ...]
+    text: Prose | None = None
+    provenance: Provenance = "nvidia"
+
+    @model_validator(mode="after")
+    def _facts_or_text(self):
+        if self.text and self.families:
+            raise PydanticCustomError("ngcbuild_gpu", "give families (the notes word them) or text, not both")
+        return self
+
+
+class Example(Strict):
+    name: Text
+    description: Prose | None = None
+
+
+class Notes(Strict):
+    """What the release notes say beyond the component list (see invoke notes)."""
+
+    pytorch_location: Prose | None = None
+    driver: DriverRequirements | None = None
+    gpu_requirements: GpuRequirements | None = None
+    key_features: list[FactItem] = Field(default_factory=list)
+    announcements: list[FactItem] = Field(default_factory=list)
+    known_issues: list[FactItem] = Field(default_factory=list)
+    tensor_core_examples: list[Example] = Field(default_factory=list)
+    # Items of "The container also includes" that are not components we install.
+    also_includes: list[FactItem] = Field(default_factory=list)
+    # Where sources disagree, what we chose and why.
+    conflicts: list[FactItem] = Field(default_factory=list)
+    # What NVIDIA's image carries that the image built here lacks and no component records (no honest
+    # version is known), each with why: the notes say so instead of implying the image has it.
+    not_in_image: list[FactItem] = Field(default_factory=list)
+
+
+class Release(Strict):
+    release: str  # filled in from the file name by the loader
+    status: Literal["buildable", "archived"] = "buildable"
+    # nvidia: a release NVIDIA ships (its notes are the facts); public-wheels: ngcbuild's own release
+    # assembled from public Debian and PyPI packages, whose documents must never pass for NVIDIA's.
+    origin: Literal["nvidia", "public-wheels"] = "nvidia"
+    summary: Text
+    image: ImageSpec = Field(default_factory=ImageSpec)
+    base: BaseImage | None = None
+    # Archived releases may leave out what is unknown; a buildable release needs both.
+    os: OperatingSystem | None = None
+    python: PythonSpec | None = None
+    pip: PipSpec | None = None
+    build: BuildSpec = Field(default_factory=BuildSpec)
+    builder: BuilderSpec = Field(default_factory=BuilderSpec)
+    workspace: WorkspaceSpec = Field(default_factory=WorkspaceSpec)
+    gpu: GpuSpec = Field(default_factory=GpuSpec)
+    cuda_home: CudaHomeSpec | None = None
+    stack: StackSpec = Field(default_factory=StackSpec)
+    banner: BannerSpec = Field(default_factory=BannerSpec)
+    components: dict[ComponentName, Component] = Field(default_factory=dict)
+    env: dict[EnvName, SafeValue] = Field(default_factory=dict)
+    # Ports the image declares (EXPOSE), e.g. Jupyter's and TensorBoard's as NGC images do.
+    expose: list[Annotated[int, Field(ge=1, le=65535)]] = Field(default_factory=list)
+    labels: dict[LabelKey, Text] = Field(default_factory=dict)
+    notes: Notes = Field(default_factory=Notes)
+
+    @model_validator(mode="after")
+    def _buildable_needs_build_facts(self):
+        if self.status == "buildable":
+            for key in ("base", "os", "python", "pip"):
+                if getattr(self, key) is None:
+                    raise PydanticCustomError(
+                        "ngcbuild_missing", "required in a buildable release (or mark it status: archived)",
+                        {"key": key})
+            for key in ("install", "site_packages"):
+                if getattr(self.python, key) is None:
+                    raise PydanticCustomError(
+                        "ngcbuild_missing", "python.{key} is required in a buildable release", {"key": key})
+            if self.python.install == "conda" and self.python.conda is None:
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "python.install: conda needs python.conda.installer")
+            for name, component in self.components.items():
+                if component.install is None:
+                    raise PydanticCustomError(
+                        "ngcbuild_missing", "required in a buildable release (pip, apt, source or base)",
+                        {"key": f"components.{name}.install"})
+        return self
+
+    @property
+    def tag(self) -> str:
+        return f"{self.release}-{self.image.tag_suffix}"
+
+    @property
+    def left_out(self) -> dict[str, Component]:
+        """Components the image we ship lacks and its documents must say so: install: none in a
+        public-wheels release. (In an NVIDIA release they are in NVIDIA's image, which the documents
+        describe; only our build lacks them.)"""
+        if self.origin != "public-wheels":
+            return {}
+        return {name: c for name, c in self.components.items() if c.install == "none"}
+
+
+__all__ = ["Release", "Component", "ComponentName", "GitRef", "Provenance", "InstallMethod"]

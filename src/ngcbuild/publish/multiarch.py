@@ -1,0 +1,191 @@
+"""Publish a release for every platform it lists: push one tag per platform, then write the
+multi-arch tag as a manifest list through the registry API (the engine cannot make one).
+
+Nothing is written when a listed platform has no build of the current context: a multi-arch tag
+that silently lacks arm64 is worse than none.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import docker
+
+from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.names import check_release_name
+from ngcbuild.core.project import Project
+from ngcbuild.core.references import registry_host
+from ngcbuild.engine.client import connect
+from ngcbuild.engine.record import read_record, utc_timestamp, write_record
+from ngcbuild.engine.registry_client import (
+    DOCKER_LIST,
+    DOCKER_MANIFEST,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    Registry,
+    RegistryError,
+    credentials,
+)
+from ngcbuild.engine.reuse import arch_of, platform_tag
+from ngcbuild.publish.platform_records import gather, load_records
+from ngcbuild.publish.push import push_with_retries, record_tag
+from ngcbuild.render.context import render_release
+
+
+class PublishRefused(OperationError):
+    pass
+
+
+def manifest_list(entries: list[dict]) -> tuple[bytes, str]:
+    """The list body for per-platform manifests [{platform, digest, size, media_type}], and its type:
+    a Docker manifest list over Docker manifests, an OCI index over OCI ones."""
+    oci = all(e["media_type"] == OCI_MANIFEST for e in entries)
+    if not oci and any(e["media_type"] not in (DOCKER_MANIFEST, OCI_MANIFEST) for e in entries):
+        raise PublishRefused(f"cannot list manifests of types {sorted({e['media_type'] for e in entries})}")
+    media_type = OCI_INDEX if oci else DOCKER_LIST
+    body = {
+        "schemaVersion": 2,
+        "mediaType": media_type,
+        "manifests": [
+            {"mediaType": e["media_type"], "size": e["size"], "digest": e["digest"],
+             "platform": {"architecture": arch_of(e["platform"]), "os": e["platform"].split("/")[0],
+                          **({"variant": "v8"} if arch_of(e["platform"]) == "arm64" else {})}}
+            for e in sorted(entries, key=lambda e: e["platform"])
+        ],
+    }
+    return json.dumps(body, indent=3).encode(), media_type
+
+
+def missing_platforms(release, record: dict, context_hash: str) -> list[str]:
+    """Platforms the manifest lists that have no build of this context in the record."""
+    built = record.get("platforms") or {}
+    return [p for p in release.build.published_platforms
+            if built.get(p, {}).get("context_sha256") != context_hash]
+
+
+def publish_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
+    host = registry_host(host)
+    auth = credentials()
+    check_release_name(name)
+    record = read_record(project.out(name))  # before rendering: no build/R/ written for a bad record
+    rendered = render_release(project, name)
+    release = rendered.plan.release
+    directory = rendered.directory
+    missing = missing_platforms(release, record, rendered.context_hash)
+    if missing:
+        hints = "; ".join(f"`invoke build --release {name} --platform {p}`" for p in missing)
+        raise PublishRefused(
+            f"{name} lists platforms {', '.join(release.build.published_platforms)} but "
+            f"{', '.join(missing)} {'has' if len(missing) == 1 else 'have'} no build of context "
+            f"{rendered.context_hash[:12]}; build {'it' if len(missing) == 1 else 'them'} first ({hints}). "
+            "Nothing was pushed.")
+
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    client = connect()
+    registry = Registry(host, auth)
+    repository_path = release.image.repository
+    repository = f"{host}/{repository_path}"
+    entries = []
+    for platform in release.build.published_platforms:
+        built = record["platforms"][platform]
+        image = _checked_image(client, name, platform, built["image_id"])
+        own = platform_tag(release.tag, platform)
+        # the per-platform tag, and the hash tags (skip-by-hash looks for them in the registry)
+        tags = [own] + [t for t in (record_tag(ref, directory) for ref in built["tags"]) if t != release.tag]
+        digest = None
+        for tag in dict.fromkeys(tags):
+            client.tag(image["Id"], repository, tag, force=True)
+            say(f"pushing {repository}:{tag} ({platform})")
+            stream = push_with_retries(client, repository, tag, auth, out, sleep)
+            served = registry.digest(repository_path, tag)
+            if served != stream.digest:
+                raise PublishRefused(f"{repository}:{tag}: pushed {stream.digest} but the registry serves {served}")
+            if tag == own:
+                digest = stream.digest
+        manifest = registry.manifest(repository_path, digest)
+        if manifest is None or manifest.is_list:
+            raise PublishRefused(f"{repository}@{digest}: the registry does not serve the image manifest just pushed")
+        entries.append({"platform": platform, "digest": digest, "size": len(manifest.body),
+                        "media_type": manifest.media_type})
+    return _write_list(registry, release, record, entries, directory, host, say)
+
+
+def publish_from_records(project: Project, name: str, host: str, records_dir: Path, out=sys.stdout) -> dict:
+    """The release workflow's publish: each platform was built, smoke-tested and pushed by a job of
+    its own; from their records (`records_dir`), tag each platform's pushed manifest `R-py3-<arch>`
+    and write the list. Nothing is pushed from this machine's engine."""
+    host = host.rstrip("/")
+    if not host or "/" in host:
+        raise UserError(f"--registry {host!r}: expected HOST[:PORT] such as localhost:5000")
+    rendered = render_release(project, name)
+    release = rendered.plan.release
+    records = load_records(records_dir)
+    record, pushed = gather(records, name, release.build.published_platforms, rendered.context_hash, host)
+
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+
+    if len(release.build.published_platforms) == 1:
+        # one platform: its job pushed R-py3 itself, and promotion copies that image
+        write_record(rendered.directory, record)
+        say(f"{name} has one platform ({release.build.platform}): no list to write; its record, smoke run and "
+            f"pushes are in {rendered.directory / 'record.json'}")
+        return record
+    registry = Registry(host, credentials())
+    repository_path = release.image.repository
+    entries = []
+    for platform, (ref, digest) in sorted(pushed.items()):
+        tag = ref.rsplit(":", 1)[1]
+        served = registry.digest(repository_path, tag)
+        if served != digest:
+            raise PublishRefused(f"{ref}: the {platform} job pushed {digest}, but the registry now serves {served}; "
+                                 "nothing was written")
+        manifest = registry.manifest(repository_path, digest)
+        if manifest is None or manifest.is_list:
+            raise PublishRefused(f"{host}/{repository_path}@{digest}: not an image manifest; nothing was written")
+        own = platform_tag(release, platform)
+        registry.put_manifest(repository_path, own, manifest.body, manifest.media_type)
+        say(f"{platform}: {ref}@{digest} (smoke passed) tagged {own}")
+        entries.append({"platform": platform, "digest": digest, "size": len(manifest.body),
+                        "media_type": manifest.media_type})
+    return _write_list(registry, release, record, entries, rendered.directory, host, say)
+
+
+def _write_list(registry: Registry, release, record: dict, entries: list[dict], directory, host: str, say) -> dict:
+    repository_path = release.image.repository
+    repository = f"{host}/{repository_path}"
+    body, media_type = manifest_list(entries)
+    digest = registry.put_manifest(repository_path, release.tag, body, media_type)
+    served = registry.manifest(repository_path, release.tag)
+    if served is None or served.digest != digest or not served.is_list:
+        raise PublishRefused(f"{repository}:{release.tag}: wrote list {digest} but the registry serves "
+                             f"{served.digest if served else 'nothing'}")
+    listed = sorted(f"{m['platform']['os']}/{m['platform']['architecture']}"
+                    for m in json.loads(served.body)["manifests"])
+    if listed != sorted(release.build.published_platforms):
+        raise RegistryError(f"{repository}:{release.tag}: the served list names {listed}")
+    ref = f"{repository}:{release.tag}"
+    result = {"digest": digest, "media_type": media_type, "registry": host,
+              "platforms": {e["platform"]: e["digest"] for e in entries},
+              "at": utc_timestamp()}
+    record.setdefault("published", {})[ref] = result
+    write_record(directory, record)
+    say(f"published {ref}@{digest}: {media_type.rsplit('.', 2)[-2]} of {', '.join(listed)} (verified)")
+    return result
+
+
+def _checked_image(client, name: str, platform: str, image_id: str) -> dict:
+    try:
+        image = client.inspect_image(image_id)
+    except docker.errors.ImageNotFound:
+        raise PublishRefused(f"the {platform} image {image_id[:19]} of {name} is gone; rebuild it "
+                             f"(`invoke build --release {name} --platform {platform}`)") from None
+    actual = f"{image.get('Os')}/{image.get('Architecture')}"
+    if actual != platform:
+        raise PublishRefused(f"the image recorded for {platform} ({image_id[:19]}) is {actual}")
+    return image

@@ -1,0 +1,139 @@
+"""Promote a pushed image from one registry to another by digest, without rebuilding.
+
+Only an image whose smoke suite passed is promoted: the smoke record in build/R/record.json must
+exist, have passed, and describe the very image the promoted digest holds. skopeo copies the
+manifest (every platform of a list) with its digest preserved; the target's digest is then read
+back through the registry API and must be the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from ngcbuild.core.errors import ManifestError, OperationError, UserError
+from ngcbuild.core.project import Project
+from ngcbuild.core.references import registry_host
+from ngcbuild.engine.record import read_record, record_path, utc_timestamp, write_record
+from ngcbuild.engine.registry_client import Registry, base_url, credentials
+from ngcbuild.manifest.loader import load_release
+
+COPY_TIMEOUT_S = 3600
+
+
+class PromoteRefused(OperationError):
+    pass
+
+
+def source_entry(record: dict, ref: str) -> tuple[dict, set[str]] | None:
+    """What the record says was put at `ref` (a published list first, else a pushed tag), and the
+    ids of the images it holds."""
+    published = (record.get("published") or {}).get(ref)
+    if published:
+        images = {record["platforms"][p]["image_id"] for p in published["platforms"]}
+        return published, images
+    pushed = (record.get("pushed") or {}).get(ref)
+    if pushed:
+        return pushed, {record["image_id"]}
+    return None
+
+
+def check_smoke(record: dict, name: str, images: set[str]) -> dict:
+    """The passing smoke record of one of `images`, or PromoteRefused saying why there is none."""
+    smoke = record.get("smoke")
+    if not smoke:
+        raise PromoteRefused(f"{name} has no smoke record; run `invoke smoke --release {name}` before promoting")
+    failed = smoke.get("failed", 1) + smoke.get("errors", 1)
+    if failed or smoke.get("exit_code") != 0:
+        raise PromoteRefused(f"the smoke suite of {name} failed ({smoke.get('failed')} failed, "
+                             f"{smoke.get('errors')} errors, exit {smoke.get('exit_code')}); not promoting")
+    if smoke.get("image_id") not in images:
+        raise PromoteRefused(f"the smoke record of {name} is for image {str(smoke.get('image_id'))[:19]}, not for "
+                             "the image being promoted; run `invoke smoke` on it first")
+    return smoke
+
+
+def check_every_platform(record: dict, name: str, published: dict) -> dict:
+    """A multi-arch list is promoted only when every platform's image passed its own smoke run: the
+    list gathered from the platform jobs carries one smoke record per platform; a list published from
+    one machine has the record's one smoke run, which proves its own platform only."""
+    from ngcbuild.publish.platform_records import smoke_failure
+
+    passed = None
+    for platform in published["platforms"]:
+        entry = record["platforms"][platform]
+        why = smoke_failure(entry.get("smoke", record.get("smoke")), entry["image_id"])
+        if why:
+            raise PromoteRefused(f"{name} ({platform}): the image {entry['image_id'][:19]} {why}; not promoting "
+                                 f"(run `invoke smoke --release {name}` on a {platform} runner)")
+        passed = entry.get("smoke", record.get("smoke"))
+    return passed
+
+
+def promote_release(project: Project, name: str, source: str, target: str, out=sys.stdout) -> dict:
+    source, target = registry_host(source, "--from"), registry_host(target, "--to")
+    if source == target:
+        raise UserError(f"--from and --to are both {source}")
+    release = load_release(project, name).release
+    directory = project.out(name)
+    record = read_record(directory)
+    repository, tag = release.image.repository, release.tag
+    try:
+        found = source_entry(record, f"{source}/{repository}:{tag}")
+    except (KeyError, TypeError, AttributeError):
+        raise ManifestError(record_path(directory), "published",
+                            "does not say which images the published list holds; rebuild and publish again") from None
+    if found is None:
+        raise PromoteRefused(f"{source}/{repository}:{tag} is not in the record of {name}: push or publish it "
+                             f"there first (`invoke push --release {name} --registry {source}`)")
+    entry, images = found
+    smoke = check_every_platform(record, name, entry) if "platforms" in entry else check_smoke(record, name, images)
+    digest = entry["digest"]
+    if Registry(source).manifest(repository, digest) is None:
+        raise PromoteRefused(f"{source}/{repository}@{digest} is no longer in the source registry")
+
+    print(f"promoting {source}/{repository}@{digest} to {target}/{repository}:{tag} "
+          f"(smoke passed {smoke.get('at')}: {smoke.get('passed')} passed)", file=out, flush=True)
+    started = time.monotonic()
+    copy(f"{source}/{repository}@{digest}", f"{target}/{repository}:{tag}", source, target, credentials())
+    served = Registry(target, credentials()).digest(repository, tag)
+    if served != digest:
+        raise OperationError(f"{target}/{repository}:{tag} serves {served} after the copy, expected {digest}")
+    result = {"digest": digest, "from": source, "at": utc_timestamp()}
+    record.setdefault("promoted", {})[f"{target}/{repository}:{tag}"] = result
+    write_record(directory, record)
+    print(f"promoted {target}/{repository}:{tag}@{digest} in {time.monotonic() - started:.1f}s "
+          "(digest verified on the target)", file=out, flush=True)
+    return result
+
+
+def copy(source_ref: str, target_ref: str, source_host: str, target_host: str, target_auth: dict | None) -> None:
+    """skopeo copy, every platform, digests preserved. The target's credentials go in a private auth
+    file (never on the command line); the source is read with the Docker config's or anonymously."""
+    if shutil.which("skopeo") is None:
+        raise UserError("promote needs skopeo (Debian: apt-get install skopeo)")
+    command = ["skopeo", "copy", "--all", "--preserve-digests", "--retry-times", "3",
+               f"--src-tls-verify={str(base_url(source_host).startswith('https')).lower()}",
+               f"--dest-tls-verify={str(base_url(target_host).startswith('https')).lower()}"]
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-promote-") as tmp:
+        if target_auth:
+            authfile = os.path.join(tmp, "auth.json")
+            token = base64.b64encode(f"{target_auth['username']}:{target_auth['password']}".encode()).decode()
+            fd = os.open(authfile, os.O_WRONLY | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                json.dump({"auths": {target_host: {"auth": token}}}, handle)
+            command += ["--dest-authfile", authfile]
+        command += [f"docker://{source_ref}", f"docker://{target_ref}"]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=COPY_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            raise OperationError(f"skopeo copy of {source_ref} did not finish in {COPY_TIMEOUT_S}s") from None
+    if result.returncode != 0:
+        raise OperationError(f"skopeo copy {source_ref} -> {target_ref} failed: "
+                             f"{(result.stderr or result.stdout).strip()[-800:]}")

@@ -1,0 +1,196 @@
+"""Push a built release to a registry and prove it arrived: the digest the registry serves for each
+tag must equal the digest the push reported. Transient failures are retried with backoff."""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+
+import docker
+import requests
+import urllib3
+
+from ngcbuild.core.errors import ManifestError, PushFailed, UserError, excerpt
+from ngcbuild.core.names import ImageNames
+from ngcbuild.core.project import Project
+from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
+from ngcbuild.engine.client import connect
+from ngcbuild.engine.events import PushStream
+from ngcbuild.engine.record import read_record, record_path, require, utc_timestamp, write_record
+from ngcbuild.engine.registry_client import credentials
+from ngcbuild.engine.transfer import TransferProgress
+
+ATTEMPTS = 4
+BACKOFF_S = 2.0
+TRANSIENT = ("connection refused", "connection reset", "i/o timeout", "timeout", "eof", "502", "503", "504",
+             "500 internal server error", "broken pipe", "temporarily unavailable", "tls handshake")
+DENIED = ("unauthorized", "authentication required", "denied", "forbidden", "401", "403")
+
+
+def is_transient(message: str) -> bool:
+    text = message.lower()
+    return not any(word in text for word in DENIED) and any(word in text for word in TRANSIENT)
+
+
+def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep,
+                 cache: bool = False) -> dict:
+    from ngcbuild.manifest.loader import load_release
+
+    host = registry_host(host)
+    auth = credentials()
+    release = load_release(project, name).release
+    directory = project.out(name)
+    record = read_record(directory)
+    image_id = require(record, directory, "image_id", str, "the id of the built image")
+    tags = sorted({record_tag(ref, directory) for ref in require(record, directory, "tags", list,
+                                                                 "a list of image references")})
+    client = connect()
+    try:
+        client.inspect_image(image_id)
+    except docker.errors.ImageNotFound:
+        raise UserError(f"image {image_id[:19]} of {name} is gone; "
+                        f"rebuild it (`invoke build --release {name}`)") from None
+
+    repository = f"{host}/{release.image.repository}"
+    pushed = {}
+    with registry_tags(client, image_id, out) as tag_for_push:
+        for tag in tags:
+            ref = tag_for_push(repository, tag)
+            print(f"pushing {ref}", file=out, flush=True)
+            stream = push_with_retries(client, repository, tag, auth, out, sleep)
+            served = _digest_served(client, ref, auth)
+            if served != stream.digest:
+                raise PushFailed(f"{ref}: the push reported {stream.digest} but the registry serves {served}; "
+                                 "the local image is kept, nothing was recorded")
+            pushed[ref] = {"digest": stream.digest, "size": stream.size, "registry": host,
+                           "at": utc_timestamp()}
+            print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
+    record.setdefault("pushed", {}).update(pushed)
+    record["tags"] = sorted(set(record["tags"]) | set(pushed))
+    if cache:
+        record["cache_pushed"] = push_cache_images(client, host, ImageNames.of(release), record, auth, out, sleep)
+    write_record(directory, record)
+    return pushed
+
+
+def record_tag(ref, directory) -> str:
+    """The tag of an image reference the record lists, or a clean error naming the record."""
+    try:
+        tag = ImageRef.parse(ref).tag
+    except ReferenceProblem as exc:
+        raise ManifestError(record_path(directory), "tags", f"{exc}; rebuild to rewrite the record") from None
+    if tag is None:
+        raise ManifestError(record_path(directory), "tags", f"{excerpt(ref)} has no tag; rebuild to rewrite the record")
+    return tag
+
+
+@contextmanager
+def registry_tags(client, image_id: str, out):
+    """Tags `image_id` for pushing; when the push fails, every tag it added is removed again and every
+    tag it moved goes back to its image, so a failed push leaves the engine's tags as they were."""
+    before: dict[ImageRef, str | None] = {}
+
+    def tag_for_push(repository: str, tag: str) -> str:
+        ref = ImageRef(repository, tag)
+        if ref not in before:
+            try:
+                before[ref] = client.inspect_image(str(ref))["Id"]
+            except docker.errors.ImageNotFound:
+                before[ref] = None
+        client.tag(image_id, repository, tag, force=True)
+        return str(ref)
+
+    try:
+        yield tag_for_push
+    except BaseException:
+        for ref, previous in before.items():
+            if previous == image_id:
+                continue
+            try:
+                if previous is None:
+                    client.remove_image(str(ref), noprune=True)
+                else:
+                    client.tag(previous, ref.repository, ref.tag, force=True)
+            except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+                print(f"warning: could not restore the tag {ref} after the failed push ({exc})", file=out, flush=True)
+        raise
+
+
+def push_layer_cache(project: Project, name: str, host: str, out=sys.stdout) -> dict:
+    """`build --cache-to HOST` (after the build) and `push --cache`: the stage images of R's last build
+    under their cache tags, recorded as `cache_pushed`."""
+    from ngcbuild.manifest.loader import load_release
+
+    host = registry_host(host, "--cache-to")
+    release = load_release(project, name).release
+    directory = project.out(name)
+    record = read_record(directory)
+    pushed = push_cache_images(connect(), host, ImageNames.of(release, record.get("base_image")), record,
+                               credentials(), out)
+    record["cache_pushed"] = pushed
+    write_record(directory, record)
+    return pushed
+
+
+def push_cache_images(client, host: str, names: ImageNames, record: dict, auth, out, sleep=time.sleep) -> dict:
+    """Every stage image of the build under its cache tag (layer_cache.py); ref -> digest."""
+    from ngcbuild.engine.layer_cache import tag_stages
+
+    stages = record.get("stages") or {}
+    if not stages:
+        print(f"no stage images recorded for {names.release} (its image was reused, not built here); "
+              "no cache pushed (`invoke build --force` builds and records them)", file=out, flush=True)
+        return {}
+    pushed = {}
+    for ref in tag_stages(client, host, names, record["platform"], stages):
+        parsed = ImageRef.parse(ref)
+        print(f"pushing cache image {ref}", file=out, flush=True)
+        pushed[ref] = push_with_retries(client, parsed.repository, parsed.tag, auth, out, sleep).digest
+    return pushed
+
+
+def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> PushStream:
+    last = ""
+    for attempt in range(1, ATTEMPTS + 1):
+        stream, progress = PushStream(), TransferProgress(out, verb="pushing")
+        try:
+            for event in client.push(repository, tag=tag, stream=True, decode=True, auth_config=auth):
+                progress.feed(event)  # layers: bytes and rate on a terminal, a line each in a log
+                lines = stream.feed(event)
+                if not event.get("id") or stream.error:
+                    for line in lines:
+                        print(line, file=out, flush=True)
+        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, docker.errors.APIError) as exc:
+            stream.error = str(exc)
+        progress.done()
+        if not stream.error and stream.digest:
+            return stream
+        last = stream.error or "the push ended without a digest"
+        if any(word in last.lower() for word in DENIED):
+            raise PushFailed(f"{repository}:{tag}: the registry rejected the credentials ({_first_line(last)}); "
+                             "log in with `docker login` or set NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD")
+        if attempt == ATTEMPTS or not is_transient(last):
+            break
+        delay = BACKOFF_S * 2 ** (attempt - 1)
+        print(f"push failed ({_first_line(last)}); retry {attempt}/{ATTEMPTS - 1} in {delay:.0f}s",
+              file=out, flush=True)
+        sleep(delay)
+    hint = ""
+    if "connection refused" in last.lower():
+        hint = f"; is a registry running at {ImageRef(repository).host}?"
+    raise PushFailed(f"{repository}:{tag}: push failed after {attempt} attempt(s): {_first_line(last)}{hint}; "
+                     "the local image is kept")
+
+
+def _digest_served(client, ref: str, auth) -> str:
+    """The manifest digest the registry serves for `ref` (read through the engine's registry client)."""
+    try:
+        return client.inspect_distribution(ref, auth_config=auth)["Descriptor"]["digest"]
+    except docker.errors.APIError as exc:
+        raise PushFailed(f"{ref}: pushed, but the registry cannot be read back: {exc.explanation or exc}; "
+                         "the local image is kept, nothing was recorded") from None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text

@@ -1,0 +1,207 @@
+"""A CycloneDX SBOM of a built image, read from inside it.
+
+One container run of the image lists its Python distributions (importlib.metadata) and its
+Debian/Ubuntu packages (dpkg-query); the manifest adds its components with their versions and
+provenance (where the pin came from), which the image alone cannot tell. The document goes to
+build/R/sbom.cdx.json, its sha256 into the record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import uuid
+from importlib.metadata import PackageNotFoundError, version
+from urllib.parse import quote
+
+import docker
+import requests
+
+from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.outputs import write_bytes
+from ngcbuild.core.project import Project
+from ngcbuild.core.references import ImageRef, ReferenceProblem
+from ngcbuild.engine.client import connect
+from ngcbuild.engine.record import read_record, require, utc_timestamp, write_record
+from ngcbuild.manifest.catalog import Catalog
+from ngcbuild.manifest.loader import load_release
+
+SBOM = "sbom.cdx.json"
+SPEC_VERSION = "1.5"
+TIMEOUT_S = 300
+
+# Runs in the image with its own python3; prints one JSON document on stdout.
+INVENTORY_SCRIPT = r"""
+import importlib.metadata as md, json, subprocess, sys
+python = sorted({(d.metadata["Name"], d.version) for d in md.distributions() if d.metadata["Name"]})
+try:
+    fmt = "${Package}\t${Version}\t${Architecture}\t${source:Package}\t${db:Status-Abbrev}\n"
+    listing = subprocess.run(["dpkg-query", "-W", "-f", fmt], capture_output=True, text=True, check=True).stdout
+except (OSError, subprocess.CalledProcessError):
+    listing = ""
+dpkg = [line.split("\t") for line in listing.splitlines() if line.count("\t") == 4]
+try:
+    os_release = dict(l.split("=", 1) for l in open("/etc/os-release").read().splitlines() if "=" in l)
+except OSError:
+    os_release = {}
+print(json.dumps({"python": python, "dpkg": [d[:4] for d in dpkg if d[4].startswith("ii")],
+                  "os": {k: v.strip('"') for k, v in os_release.items()},
+                  "python_version": sys.version.split()[0]}))
+"""
+
+
+class SbomFailed(OperationError):
+    pass
+
+
+def inventory(client, image: str) -> dict:
+    """What the image holds, from a run of the image itself (no network, removed afterwards)."""
+    container = client.create_container(
+        image, entrypoint=["python3", "-c", INVENTORY_SCRIPT], command=[], labels={"io.ngcbuild.sbom": "1"},
+        host_config=client.create_host_config(network_mode="none"), environment={"PYTHONDONTWRITEBYTECODE": "1"})
+    try:
+        client.start(container)
+        try:
+            status = client.wait(container, timeout=TIMEOUT_S)
+        except requests.exceptions.RequestException as exc:  # ReadTimeout or a lost connection
+            raise SbomFailed(f"the inventory of {image[:19]} did not finish within {TIMEOUT_S}s "
+                             f"({type(exc).__name__})") from None
+        stdout = client.logs(container, stdout=True, stderr=False).decode("utf-8", "replace")
+        stderr = client.logs(container, stdout=False, stderr=True).decode("utf-8", "replace")
+    finally:
+        client.remove_container(container, force=True)
+    if status.get("StatusCode") != 0:
+        raise SbomFailed(f"the inventory of {image[:19]} exited {status.get('StatusCode')}: {stderr.strip()[-600:]}")
+    try:
+        return json.loads(stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise SbomFailed(f"the inventory of {image[:19]} printed no JSON: {stdout[-300:]!r}") from None
+
+
+def purl_pypi(name: str, ver: str) -> str:
+    return f"pkg:pypi/{re.sub(r'[-_.]+', '-', name).lower()}@{quote(ver, safe='')}"
+
+
+def purl_deb(distro: dict, name: str, ver: str, arch: str) -> str:
+    vendor = quote(distro.get("ID", "debian"), safe="")
+    qualifiers = f"arch={quote(arch, safe='')}"
+    if distro.get("VERSION_ID"):
+        qualifiers += f"&distro={vendor}-{quote(distro['VERSION_ID'], safe='')}"
+    return f"pkg:deb/{vendor}/{quote(name, safe='')}@{quote(ver, safe='')}?{qualifiers}"
+
+
+def _props(**values) -> list[dict]:
+    return [{"name": f"ngcbuild:{k}", "value": str(v)} for k, v in values.items() if v is not None]
+
+
+def document(release, catalog: Catalog, found: dict, image: dict, ref: str, record: dict,
+             now: str, serial: str) -> dict:
+    """The CycloneDX 1.5 document (a pure function of its inputs, so unit tests need no engine)."""
+    installed = {re.sub(r"[-_.]+", "-", n).lower(): v for n, v in found["python"]}
+    components = []
+    for name, component in sorted(release.components.items()):
+        entry = catalog.get(name)
+        package = component.package or (entry.pip_package if entry else None)
+        in_image = installed.get(re.sub(r"[-_.]+", "-", package).lower()) if package else None
+        components.append({
+            "type": "framework" if name == "pytorch" else "library",
+            "bom-ref": f"manifest:{name}",
+            "name": entry.display if entry else name,
+            "version": component.version,
+            **({"purl": purl_pypi(package, component.version)} if component.install == "pip" and package else {}),
+            "properties": _props(component=name, provenance=component.provenance, source=component.source,
+                                 install=component.install, **{"version-in-image": in_image}),
+        })
+    os_info = found.get("os") or {}
+    if os_info.get("ID"):
+        components.append({"type": "operating-system", "bom-ref": "os", "name": os_info["ID"],
+                           "version": os_info.get("VERSION_ID", ""), "description": os_info.get("PRETTY_NAME", "")})
+    for name, ver in found["python"]:
+        components.append({"type": "library", "bom-ref": f"pypi:{name}@{ver}", "name": name, "version": ver,
+                           "purl": purl_pypi(name, ver)})
+    for name, ver, arch, source in found["dpkg"]:
+        components.append({"type": "library", "bom-ref": f"deb:{name}@{ver}:{arch}", "name": name, "version": ver,
+                           "purl": purl_deb(os_info, name, ver, arch),
+                           **({"properties": _props(**{"source-package": source})} if source and source != name
+                              else {})})
+    try:
+        tool_version = version("ngcbuild")
+    except PackageNotFoundError:
+        tool_version = "unknown"
+    return {
+        "bomFormat": "CycloneDX",
+        "specVersion": SPEC_VERSION,
+        "serialNumber": serial,
+        "version": 1,
+        "metadata": {
+            "timestamp": now,
+            "tools": {"components": [{"type": "application", "name": "ngcbuild", "version": tool_version}]},
+            "component": {
+                "type": "container", "bom-ref": "image", "name": _repository_of(ref),
+                "version": release.tag,
+                "properties": _props(**{"image-id": image["Id"], "context-sha256": record.get("context_sha256"),
+                                        "platform": f"{image.get('Os')}/{image.get('Architecture')}",
+                                        "python-version": found.get("python_version"),
+                                        "source-revision": record.get("source_revision")}),
+            },
+        },
+        "components": components,
+    }
+
+
+def validate(doc: dict) -> str:
+    """Check against the CycloneDX JSON schema when cyclonedx-python-lib is installed; returns how it
+    was checked. Without the library, the required structure is checked by hand."""
+    try:
+        from cyclonedx.schema import SchemaVersion
+        from cyclonedx.validation.json import JsonStrictValidator
+    except ImportError:
+        refs = [c["bom-ref"] for c in doc["components"]]
+        if doc.get("bomFormat") != "CycloneDX" or len(refs) != len(set(refs)) or \
+                not all(c.get("name") and c.get("type") for c in doc["components"]):
+            raise SbomFailed("the SBOM is not a well-formed CycloneDX document") from None
+        return "structure checked (install cyclonedx-python-lib[json-validation] for the schema)"
+    error = JsonStrictValidator(SchemaVersion.from_version(doc["specVersion"])).validate_str(json.dumps(doc))
+    if error is not None:
+        message = getattr(getattr(error, "data", None), "message", None) or str(error)[:500]
+        raise SbomFailed(f"the SBOM does not validate against the CycloneDX {doc['specVersion']} schema: {message}")
+    return f"valid against the CycloneDX {doc['specVersion']} JSON schema"
+
+
+def write_sbom(project: Project, name: str, image: str | None = None, out=sys.stdout) -> dict:
+    loaded = load_release(project, name)
+    release = loaded.release
+    directory = project.out(name)
+    record = read_record(directory)
+    ref = image or require(record, directory, "image_id", str, "the id of the built image")
+    client = connect()
+    try:
+        inspected = client.inspect_image(ref)
+    except docker.errors.ImageNotFound:
+        raise UserError(f"image {ref} not found; run `invoke build --release {name}` first") from None
+    found = inventory(client, inspected["Id"])
+    name_ref = next(iter(record.get("tags") or []), f"{release.image.repository}:{release.tag}")
+    doc = document(release, loaded.catalog, found, inspected, name_ref, record,
+                   utc_timestamp(), uuid.uuid4().urn)
+    checked = validate(doc)
+    data = (json.dumps(doc, indent=2) + "\n").encode()
+    path = write_bytes(directory / SBOM, data)
+    result = {"path": str(path.relative_to(project.root)), "sha256": hashlib.sha256(data).hexdigest(),
+              "image_id": inspected["Id"], "components": len(doc["components"]),
+              "python_distributions": len(found["python"]), "deb_packages": len(found["dpkg"])}
+    record["sbom"] = result
+    write_record(directory, record)
+    print(f"sbom: {path} ({len(found['python'])} Python distributions, {len(found['dpkg'])} Debian packages, "
+          f"{len(release.components)} manifest components; {checked}; sha256 {result['sha256'][:12]})",
+          file=out, flush=True)
+    return result
+
+
+def _repository_of(ref: str) -> str:
+    """The component name: the repository of the image's reference (the reference itself if it has none)."""
+    try:
+        return ImageRef.parse(ref).repository
+    except ReferenceProblem:
+        return ref

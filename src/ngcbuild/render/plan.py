@@ -1,0 +1,315 @@
+"""What a release's image holds, computed once from the manifest: the build steps of each stage,
+env vars, labels, banner, /workspace files and the smoke expectations. Templates only print these;
+they compute nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.utils import canonicalize_name
+
+from ngcbuild.core.errors import ManifestError
+from ngcbuild.core.names import ImageNames
+from ngcbuild.manifest.catalog import Catalog
+from ngcbuild.manifest.constraints import Pin
+from ngcbuild.manifest.loader import LoadedRelease
+from ngcbuild.manifest.model import Component
+
+PIP_CONSTRAINT_PATH = "/etc/pip/constraint.txt"
+STAGE_ROOT = "/stage"
+REST_STAGE = "python-packages"
+# Install methods whose partial runs in the runtime stage (system libraries every later stage needs),
+# in the builder only (build-time inputs such as MAGMA, linked statically), or in the builder with
+# its files staged under /stage/<name> and copied into the image.
+RUNTIME_METHODS = ("apt",)
+BUILDER_ONLY_METHODS = ("conda",)
+# Methods that put the component into the image (so its env vars and labels describe the image).
+IN_IMAGE_METHODS = ("apt", "pip", "conda", "source", "base")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One partial of the Dockerfile. Staged steps install under /stage/<name>, a layer of the image."""
+
+    name: str
+    partial: str
+    pins: tuple[str, ...] = ()  # NAME==VERSION (pip) or NAME=VERSION (apt)
+    component: Component | None = None
+    staged: bool = False
+
+    @property
+    def root(self) -> str:
+        return f"{STAGE_ROOT}/{self.name}"
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    loaded: LoadedRelease
+    catalog: Catalog
+    base_image: str
+    python: str  # the interpreter every pip line runs
+    python_partials: dict[str, str]  # "stage" (optional), "runtime", "builder" -> template
+    runtime_steps: tuple[Step, ...]
+    builder_requirements: tuple[str, ...]  # NAME==VERSION, into the builder's own environment
+    builder_steps: tuple[Step, ...]
+    env: dict[str, str]
+    labels: dict[str, str]
+    banner: tuple[str, ...]
+    workspace_files: dict[str, str]  # name under /workspace -> text
+
+    @property
+    def release(self):
+        return self.loaded.release
+
+    @property
+    def cuda_home(self):
+        return self.release.cuda_home
+
+    @property
+    def names(self) -> ImageNames:
+        return ImageNames.of(self.release, self.base_image)
+
+    @property
+    def wheels_at(self) -> int:
+        """The builder step before which the wheelhouse is copied in: after the last source build, whose
+        cache a changed wheel must not invalidate (0: before everything, when nothing is built from source)."""
+        sources = [i for i, step in enumerate(self.builder_steps)
+                   if step.component is not None and step.component.install == "source"]
+        return sources[-1] + 1 if sources else 0
+
+    @property
+    def staged_steps(self) -> tuple[Step, ...]:
+        return tuple(step for step in self.builder_steps if step.staged)
+
+    def expected(self) -> dict:
+        """expected.json: what the smoke suite checks inside the image."""
+        release = self.release
+        constraints = self.loaded.constraints
+        return {
+            "release": release.release,
+            "tag": release.tag,
+            "python": {"version": release.python.version, "site_packages": release.python.site_packages},
+            "packages": {canonicalize_name(p.name): p.version for p in constraints.pins},
+            "components": {name: c.version for name, c in release.components.items()
+                           if c.install in IN_IMAGE_METHODS},
+            "pip_constraint_file": PIP_CONSTRAINT_PATH if release.pip.constraint_file else None,
+            "env": self.env_with_constraint(),
+            "labels": self.labels,
+            "banner": list(self.banner),
+            "workdir": "/workspace",
+            "entrypoint": "/opt/nvidia/nvidia_entrypoint.sh",
+            "gpu": {
+                "required": release.gpu.required,
+                "min_compute_capability": release.gpu.min_compute_capability,
+                "cuda": _version_of(release, "cuda"),
+                "cudnn": _version_of(release, "cudnn"),
+                "nccl": _version_of(release, "nccl"),
+                "features": list(release.gpu.features),
+                "families": list(release.gpu.families),
+            },
+            # Components whose checks run: those the image actually carries (not documented-only).
+            "components_in_image": sorted(_in_image(release)),
+            "stack": self._stack(),
+        }
+
+    def _stack(self) -> dict:
+        """What the stack checks (no GPU needed) look for: each component's module and the version it
+        reports, its shared library in the linker's cache, and the CUDA_HOME tree with nvcc."""
+        in_image = _in_image(self.release)
+        entries = {name: self.catalog.get(name) for name in in_image}
+        home = self.release.cuda_home
+        return {
+            "modules": {name: {"module": entry.module,
+                               "version": in_image[name].module_version or in_image[name].shown_version}
+                        for name, entry in entries.items() if entry.module},
+            "libraries": {name: entry.library for name, entry in entries.items() if entry.library},
+            "cuda_home": home.path if home else None,
+            "cuda_wheels": f"{self.release.python.site_packages}/{home.wheels}" if home else None,
+            "unresolved_ok": sorted(self.release.stack.unresolved_ok),
+            "torch_with": list(self.release.stack.torch_with),
+        }
+
+    def env_with_constraint(self) -> dict[str, str]:
+        env = dict(self.env)
+        if self.release.pip.constraint_file:
+            env["PIP_CONSTRAINT"] = PIP_CONSTRAINT_PATH
+        return env
+
+
+def _version_of(release, name: str) -> str | None:
+    component = release.components.get(name)
+    return component.version if component and component.install in IN_IMAGE_METHODS else None
+
+
+def plan_image(loaded: LoadedRelease, catalog: Catalog, base: str | None = None) -> ImagePlan:
+    """`base` replaces the manifest's base image (a mirror of it); its digest label is then dropped,
+    since the manifest's digest names the original."""
+    release = loaded.release
+    base_image = base or release.base.image
+    return ImagePlan(
+        loaded=loaded,
+        catalog=catalog,
+        base_image=base_image,
+        python=_interpreter(release),
+        python_partials=_python_partials(release),
+        runtime_steps=_runtime_steps(release),
+        builder_requirements=_builder_requirements(loaded),
+        builder_steps=_builder_steps(loaded, catalog),
+        env=_env(release, catalog),
+        labels=_labels(release, catalog, base_image, keep_digest=base is None),
+        banner=_banner(release),
+        workspace_files=_workspace(release, catalog),
+    )
+
+
+def _interpreter(release) -> str:
+    if release.python.install == "conda":
+        return f"{release.python.conda.prefix}/bin/python"
+    return "python3"
+
+
+def _python_partials(release) -> dict[str, str]:
+    install = release.python.install
+    partials = {"runtime": f"python/{install}.j2", "builder": f"python/{install}-builder.j2"}
+    if install == "conda":  # the installer is unpacked in a stage of its own and never shipped
+        partials["stage"] = "python/conda-stage.j2"
+    return partials
+
+
+def _runtime_steps(release) -> tuple[Step, ...]:
+    return tuple(
+        Step(name, f"components/{name}/{c.install}.j2", tuple(f"{p}={v}" for p, v in c.packages.items()), c)
+        for name, c in release.components.items() if c.install in RUNTIME_METHODS)
+
+
+def _builder_requirements(loaded: LoadedRelease) -> tuple[str, ...]:
+    pins = []
+    for index, name in enumerate(loaded.release.builder.requirements):
+        pin = loaded.constraints.get(name)
+        if pin is None:
+            raise ManifestError(loaded.path, f"builder.requirements.{index}",
+                                f"{name!r} is not pinned in {loaded.constraints.path.name}; "
+                                "every build requirement takes its version from the constraints file")
+        pins.append(str(pin))
+    return tuple(pins)
+
+
+def _builder_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
+    """Components in manifest order (most stable first); pip ones are each their own layer, and every
+    other pin of the constraints file goes into one last layer."""
+    release, constraints = loaded.release, loaded.constraints
+    steps, taken = [], set()
+    for name, component in release.components.items():
+        partial = f"components/{name}/{component.install}.j2"
+        if component.install in BUILDER_ONLY_METHODS:
+            pins = tuple(f"{p}={v}" for p, v in component.packages.items())
+            steps.append(Step(name, partial, pins, component))
+        elif component.install == "source":
+            steps.append(Step(name, partial, (), component, staged=True))
+        elif component.install == "pip":
+            pins = pip_pins(component, catalog.get(name), constraints)
+            taken.update(pin.key for pin in pins)
+            steps.append(Step(name, partial, tuple(str(p) for p in pins), component, staged=True))
+    for index, group in enumerate(release.pip.layers):
+        pins = []
+        for position, name in enumerate(group):
+            pin = constraints.get(name)
+            if pin is None or pin.key in taken:
+                why = "is not pinned in " + constraints.path.name if pin is None else "is already in another layer"
+                raise ManifestError(loaded.path, f"pip.layers.{index}.{position}", f"{name!r} {why}")
+            taken.add(pin.key)
+            pins.append(str(pin))
+        steps.append(Step(f"{REST_STAGE}-{index + 1}", "python/packages.j2", tuple(pins), staged=True))
+    rest = tuple(str(p) for p in sorted(constraints.pins, key=lambda p: p.key) if p.key not in taken)
+    if rest:
+        steps.append(Step(REST_STAGE, "python/packages.j2", rest, staged=True))
+    return tuple(steps)
+
+
+def pip_pins(component: Component, entry, constraints) -> list[Pin]:
+    """The constraints' pins of a pip component (its packages, or its one package); the loader has
+    already checked that they exist and agree with the manifest."""
+    names = list(component.packages) or [component.package or entry.pip_package]
+    return [constraints.get(name) for name in names]
+
+
+def _in_image(release):
+    return {name: c for name, c in release.components.items() if c.install in IN_IMAGE_METHODS}
+
+
+def _env(release, catalog: Catalog) -> dict[str, str]:
+    env = {
+        "NVIDIA_PRODUCT_NAME": "PyTorch",
+        "NVIDIA_PYTORCH_VERSION": release.release,
+        "NVIDIA_BUILD_ID": release.build.number,
+        "PYTORCH_BUILD_NUMBER": "0",
+    }
+    # Only what this build installs: a base image sets its own CUDA_VERSION, CUDNN_VERSION... (in
+    # NGC's 4-part form), which a value from the manifest must not overwrite unchecked.
+    for name, component in _in_image(release).items():
+        if component.install == "base":
+            continue
+        for var in catalog.get(name).env:
+            env[var] = component.shown_version
+    if release.cuda_home:
+        env["CUDA_HOME"] = release.cuda_home.path
+    if release.gpu.cuda_arch_list:
+        env["TORCH_CUDA_ARCH_LIST"] = release.gpu.cuda_arch_list
+    if release.pip.break_system_packages:
+        env["PIP_BREAK_SYSTEM_PACKAGES"] = "1"
+    env.update(release.env)
+    return env
+
+
+def _labels(release, catalog: Catalog, base_image: str, keep_digest: bool) -> dict[str, str]:
+    labels = {
+        "org.opencontainers.image.title": f"PyTorch {release.release}",
+        "org.opencontainers.image.description": release.summary,
+        "org.opencontainers.image.version": release.tag,
+        "org.opencontainers.image.base.name": base_image,
+        "com.nvidia.build.id": release.build.number,
+    }
+    if release.base.digest and keep_digest:
+        labels["org.opencontainers.image.base.digest"] = release.base.digest
+    for name, component in _in_image(release).items():
+        label = catalog.get(name).label
+        if label:
+            labels[label] = component.shown_version
+    labels.update(release.labels)
+    return dict(sorted(labels.items()))
+
+
+def _banner(release) -> tuple[str, ...]:
+    pytorch = release.components.get("pytorch")
+    lines = [
+        "=============",
+        "== PyTorch ==",
+        "=============",
+        "",
+        f"NVIDIA Release {release.release} (build {release.build.number})",
+    ]
+    if pytorch:
+        lines.append(f"PyTorch Version {pytorch.shown_version}")
+    if release.banner.copyright:
+        lines += ["", *release.banner.copyright]
+    if release.banner.license:
+        lines += ["", *release.banner.license]
+    return tuple(lines)
+
+
+def _workspace(release, catalog: Catalog) -> dict[str, str]:
+    """license.txt and a README of what the image holds and the examples the notes list."""
+    files = {}
+    if release.workspace.license:
+        files["license.txt"] = "".join(f"{line}\n" for line in release.workspace.license)
+    examples = release.notes.tensor_core_examples
+    if files or examples:
+        lines = [f"# PyTorch {release.release}", "", release.summary, ""]
+        lines += [f"- {catalog.get(name).display} {c.version}" for name, c in _in_image(release).items()]
+        if examples:
+            lines += ["", "## Tensor Core examples", "",
+                      "NVIDIA's model scripts for these live in https://github.com/NVIDIA/DeepLearningExamples:", ""]
+            lines += [f"- {e.name}" + (f": {e.description}" if e.description else "") for e in examples]
+        files["README.md"] = "\n".join(lines) + "\n"
+    return files
