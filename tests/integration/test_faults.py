@@ -25,6 +25,7 @@ import pytest
 from ngcbuild.core.project import Project
 from ngcbuild.engine.base_image import ensure_base
 from ngcbuild.manifest.loader import load_release
+from ngcbuild.render.stamp import STAMP
 
 from ..conftest import REPO, ScratchProject
 from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port
@@ -41,7 +42,8 @@ pip:
 
 
 def dockerfile(run: str) -> str:
-    """A tiny Dockerfile template: the base image, one RUN step, a label naming the release."""
+    """A tiny Dockerfile template: the base image, one RUN step, a label naming the release (the build adds
+    two LABEL steps of its own: the context hash and the release, so a build has 5 steps)."""
     return ("FROM {{ release.base.image }}\n"
             f"RUN {run}\n"
             'LABEL io.ngcbuild.test.release="{{ release.release }}"\n')
@@ -82,8 +84,8 @@ class FaultProject(ScratchProject):
         directory = self.root / "build" / release
         hidden = sorted(directory.glob(".*")) if directory.exists() else []
         # .build.lock stays by design (unlinking a flock'ed file lets a waiting build lock an orphan);
-        # after a build it must not be held.
-        found += [f"file {p.name}" for p in hidden if p.name != ".build.lock"]
+        # after a build it must not be held. .rendered.json is what render wrote, like the Dockerfile.
+        found += [f"file {p.name}" for p in hidden if p.name not in (".build.lock", STAMP)]
         found += [f"held {p.name}" for p in hidden if p.name == ".build.lock" and _held(p)]
         found += [f"temporary {p}" for p in self.tmp.glob("*")] if self.tmp.exists() else []
         return found
@@ -197,11 +199,11 @@ def test_failing_run_step_moves_no_tag_and_leaves_nothing(project, figures):
     held = project.hold_tag(release)
     result = project.run("build", "--release", release)
     left = project.leftovers(release)
-    clean = result.returncode == 1 and "failed at step 2/4" in result.stderr and project.tag_id(release) == held
+    clean = result.returncode == 1 and "failed at step 2/5" in result.stderr and project.tag_id(release) == held
     report(figures, "RUN step fails", result.stdout + result.stderr, left, clean and not left)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
-    assert "failed at step 2/4: RUN echo about-to-fail && exit 3" in result.stderr
+    assert "failed at step 2/5: RUN echo about-to-fail && exit 3" in result.stderr
     assert "returned a non-zero code: 3" in result.stderr and "no tag was moved" in result.stderr
     assert project.tag_id(release) == held
     assert project.record(release) is None
@@ -269,7 +271,7 @@ def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project,
         if private_engine.process is None:
             private_engine.start()
     if how == "stopped":  # a clean stop kills the step: the engine says so, or the connection ends
-        expected = f"build of {release} failed at step 2/4: RUN echo step-running"
+        expected = f"build of {release} failed at step 2/5: RUN echo step-running"
     else:  # a crash breaks the connection; the container is still there when the engine is back
         expected = "the connection to the Docker engine broke"
     first = "Traceback" not in errors and process.returncode == 1 and expected in errors
