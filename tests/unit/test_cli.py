@@ -50,6 +50,8 @@ def test_dash_h_is_help_never_an_option_of_the_task():
     (["no-such-task"], "no-such-task"),
     (["build", "--release"], "--release needs a value"),
     (["build", "--release", "dev", "--registry"], "--registry needs a value"),
+    (["bench", "--runs", "abc"], "--runs 'abc': expected a whole number"),
+    (["prune", "--keep", "-1"], "--keep '-1': expected a whole number"),
 ])
 def test_usage_errors_exit_2_with_one_line(args, says):
     result = run_command("ngcbuild", *args, cwd=REPO)

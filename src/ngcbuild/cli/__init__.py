@@ -16,6 +16,9 @@ def _usage_errors():
         yield
     except ParseError as exc:
         raise Exit(f"ngcbuild: {usage_message(str(exc))}", code=2) from None
+    except ValueError as exc:  # invoke converting a flag's value (a number flag given a word)
+        raise Exit(f"ngcbuild: an option's value is of the wrong kind ({exc}); see `ngcbuild TASK --help`",
+                   code=2) from None
 
 
 def usage_message(text: str) -> str:

@@ -128,10 +128,11 @@ def base(release: str = "dev") -> None:
     make_base(connect(), loaded.release)
 
 
-def bench(runs: int = 3, registry: str | None = None, release: str = "dev", skip_path_only=False,
+def bench(runs=None, registry: str | None = None, release: str = "dev", skip_path_only=False,
           cache=False) -> None:
     from ngcbuild.tools.bench import run_bench
 
+    runs = _whole_number(runs, "--runs", default=3, least=1)
     path = run_bench(project(), runs=runs, registry=registry, release=release, skip_path_only=skip_path_only,
                      cache=cache)
     print(f"figures written to {path}")
@@ -220,13 +221,23 @@ def prune(keep=None, engine=None) -> None:
     from ngcbuild.engine.prune import run_prune
     from ngcbuild.manifest.series import Series
 
-    try:  # a flag's text: invoke would turn int's ValueError into a traceback before we run
-        keep = 2 if keep is None else int(keep)
-    except ValueError:
-        raise UserError(f"--keep {excerpt(keep)}: expected a whole number of images to keep") from None
+    keep = _whole_number(keep, "--keep", default=2, least=0)
     _select_engine(engine)
     repositories = {loaded.release.image.repository for loaded in Series.load(project()).releases}
     run_prune(repositories | {name + CACHE_SUFFIX for name in repositories}, keep=keep, out=sys.stdout)
+
+
+def _whole_number(text, flag: str, default: int, least: int) -> int:
+    """A count given as a flag's text (declared as text: invoke's own int() would end in a traceback)."""
+    if text is None:
+        return default
+    try:
+        number = int(text)
+    except (TypeError, ValueError):
+        number = least - 1
+    if number < least:
+        raise UserError(f"{flag} {excerpt(text)}: expected a whole number of at least {least}")
+    return number
 
 
 def _select_engine(url) -> None:

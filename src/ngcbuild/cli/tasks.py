@@ -107,15 +107,15 @@ def base(c, release="dev"):
     commands.base(release)
 
 
-@command(help={"runs": "runs per timed figure (median and spread)",
+@command(help={"runs": "runs per timed figure (median and spread; default 3)",
             "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)",
             "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section",
             "skip_path": "only the unchanged-release figures (seconds): `build` of a built release, as a process",
             "cache": "only the registry-cache figure: a fresh private engine with --cache-from against a cold "
                      "build (needs root); its own section"})
-def bench(c, runs=3, registry=None, release="dev", skip_path=False, cache=False):
+def bench(c, runs=None, registry=None, release="dev", skip_path=False, cache=False):
     """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
-    commands.bench(runs=int(runs), registry=registry, release=release, skip_path_only=skip_path, cache=cache)
+    commands.bench(runs=runs, registry=registry, release=release, skip_path_only=skip_path, cache=cache)
 
 
 @command(help={"keep": "ngcbuild images to keep per release and platform, newest first (default 2)",
