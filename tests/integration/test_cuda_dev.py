@@ -29,12 +29,14 @@ def cuda_dev(engine):
 
 
 def _remove_images(engine):
-    for image in engine.images(name="nvcr.io/nvidia/pytorch"):
-        if any(tag.startswith("nvcr.io/nvidia/pytorch:cuda-dev-") for tag in image.get("RepoTags") or []):
-            try:
-                engine.remove_image(image["Id"], force=True)
-            except docker.errors.APIError:
-                pass
+    # the release's images, and its stage images under the layer cache's tags (pytorch-cache:cuda-dev-*)
+    for repository in ("nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/pytorch-cache"):
+        for image in engine.images(name=repository):
+            if any(tag.startswith(f"{repository}:cuda-dev-") for tag in image.get("RepoTags") or []):
+                try:
+                    engine.remove_image(image["Id"], force=True)
+                except docker.errors.APIError:
+                    pass
     # The builder stage's layers (gigabytes of wheels unpacked) stay as dangling images.
     engine.prune_images(filters={"dangling": True})
 
