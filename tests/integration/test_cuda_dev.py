@@ -18,7 +18,8 @@ OUT = REPO / "build" / "cuda-dev"
 
 @pytest.fixture(scope="module")
 def cuda_dev(engine):
-    result = run_invoke("build", "--release", "cuda-dev", timeout=5400)
+    # --force: this module proves the build itself (reuse by context hash is proven with dev)
+    result = run_invoke("build", "--release", "cuda-dev", "--force", timeout=5400)
     try:
         assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
         record = json.loads((OUT / "record.json").read_text())
