@@ -53,23 +53,41 @@ def fresh_engine(engine, base_image):
         private.close()
 
 
+# dev under a name of its own: the build on the shared engine must not move the tags of the session's
+# `dev` image (nvcr.io/nvidia/pytorch:dev-py3 and its hash tag), which later tests reuse and check.
+NAME = "cachetest"
+
+
 def _record(project: ScratchProject) -> dict:
-    return json.loads((project.root / "build" / "dev" / "record.json").read_text())
+    return json.loads((project.root / "build" / NAME / "record.json").read_text())
 
 
-def test_a_fresh_engine_builds_dev_from_the_registry_cache_alone(engine, cache_registry, fresh_engine, tmp_path):
+@pytest.fixture
+def shared_engine_images(engine):
+    """Removes what the test builds on the shared engine under NAME (its tags and stage cache tags)."""
+    yield
+    for repository in ("nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/pytorch-cache"):
+        for image in engine.images(name=repository):
+            if any(tag.startswith(f"{repository}:{NAME}-") for tag in image.get("RepoTags") or []):
+                for tag in image["RepoTags"]:
+                    if tag.startswith(f"{repository}:{NAME}-"):
+                        engine.remove_image(tag)
+
+
+def test_a_fresh_engine_builds_dev_from_the_registry_cache_alone(engine, cache_registry, fresh_engine, tmp_path,
+                                                                shared_engine_images):
     project = ScratchProject(tmp_path / "project")
-    project.copy_release("dev")
-    built = project.invoke("build", "--release", "dev", "--force", "--cache-to", cache_registry.address)
+    project.copy_release("dev", as_name=NAME)
+    built = project.invoke("build", "--release", NAME, "--force", "--cache-to", cache_registry.address)
     assert built.returncode == 0, built.stdout + built.stderr
     on_a = _record(project)
     assert set(on_a["stages"]) == {"runtime", "builder", "final"}
     assert on_a["stages"]["final"] == on_a["image_id"]
     for stage in on_a["stages"]:
-        assert f"pushing cache image {cache_registry.address}/nvidia/pytorch-cache:dev-amd64-{stage}" in built.stdout
+        assert f"pushing cache image {cache_registry.address}/nvidia/pytorch-cache:{NAME}-amd64-{stage}" in built.stdout
 
     started = time.monotonic()
-    rebuilt = project.invoke_env({"DOCKER_HOST": fresh_engine.host}, "build", "--release", "dev",
+    rebuilt = project.invoke_env({"DOCKER_HOST": fresh_engine.host}, "build", "--release", NAME,
                                  "--cache-from", cache_registry.address)
     elapsed = time.monotonic() - started
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr
@@ -79,13 +97,13 @@ def test_a_fresh_engine_builds_dev_from_the_registry_cache_alone(engine, cache_r
     assert not_from == [], f"steps B ran instead of taking them from the cache: {not_from}"
     assert on_b["cached_steps"] == on_b["steps"] - 3  # every step but the three FROMs
     assert sorted(on_b["cache_from"]) == sorted(
-        f"{cache_registry.address}/nvidia/pytorch-cache:dev-amd64-{stage}" for stage in on_a["stages"])
+        f"{cache_registry.address}/nvidia/pytorch-cache:{NAME}-amd64-{stage}" for stage in on_a["stages"])
 
     image_a = engine.inspect_image(on_a["image_id"])
     image_b = fresh_engine.client().inspect_image(on_b["image_id"])
     assert image_b["Id"] == image_a["Id"]  # the id is the config's digest: the same config
     assert image_b["RootFS"]["Layers"] == image_a["RootFS"]["Layers"]
-    print(f"\nfresh engine, dev from the registry cache: {elapsed:.1f}s for the whole `invoke build` "
+    print(f"\nfresh engine, dev (as {NAME}) from the registry cache: {elapsed:.1f}s for the whole `invoke build` "
           f"(A built it in {on_a['duration_s']}s, {on_a['cached_steps']}/{on_a['steps']} steps cached there)")
 
 

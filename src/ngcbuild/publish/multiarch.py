@@ -148,7 +148,7 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
         manifest = registry.manifest(repository_path, digest)
         if manifest is None or manifest.is_list:
             raise PublishRefused(f"{host}/{repository_path}@{digest}: not an image manifest; nothing was written")
-        own = platform_tag(release, platform)
+        own = platform_tag(release.tag, platform)
         registry.put_manifest(repository_path, own, manifest.body, manifest.media_type)
         say(f"{platform}: {ref}@{digest} (smoke passed) tagged {own}")
         entries.append({"platform": platform, "digest": digest, "size": len(manifest.body),
