@@ -1,9 +1,11 @@
-"""`--engine URL`: which URLs are taken (the connection itself: tests/integration/test_remote_engine.py)."""
+"""`--engine URL`: which URLs are taken, and which engines the standard-library client reaches (the
+connections themselves: tests/integration/test_remote_engine.py, test_local_engine.py)."""
 
 import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.engine.client import select
+from ngcbuild.engine.local_engine import LocalEngine
 
 
 @pytest.mark.parametrize("url", ["unix:///var/run/docker.sock", "tcp://127.0.0.1:2376", "ssh://builder@gpu-runner-7"])
@@ -25,3 +27,19 @@ def test_no_engine_given_leaves_docker_host_alone():
     environ = {"DOCKER_HOST": "tcp://a:1"}
     select(None, environ)
     assert environ == {"DOCKER_HOST": "tcp://a:1"}
+
+
+@pytest.mark.parametrize("docker_host, socket_path", [
+    (None, "/var/run/docker.sock"),
+    ("", "/var/run/docker.sock"),
+    ("unix:///run/user/1000/docker.sock", "/run/user/1000/docker.sock"),
+])
+def test_a_local_socket_is_reached_without_the_sdk(docker_host, socket_path):
+    environ = {} if docker_host is None else {"DOCKER_HOST": docker_host}
+    local = LocalEngine.for_environment(environ)
+    assert local is not None and local.socket_path == socket_path and local.where == f"unix://{socket_path}"
+
+
+@pytest.mark.parametrize("docker_host", ["tcp://127.0.0.1:2376", "ssh://builder@gpu-runner-7", "unix://"])
+def test_tls_and_ssh_engines_are_left_to_the_sdk(docker_host):
+    assert LocalEngine.for_environment({"DOCKER_HOST": docker_host}) is None

@@ -20,7 +20,7 @@ from ngcbuild.core import references
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.names import check_release_name
 from ngcbuild.core.project import Project
-from ngcbuild.engine import build
+from ngcbuild.engine import options
 from ngcbuild.engine import reuse as context_cache
 from ngcbuild.manifest.constraints import load_constraints
 from ngcbuild.manifest.loader import load_release
@@ -185,10 +185,10 @@ def test_argument_validators(tmp_path, tally):
         lambda v: check_release_name(v),
         lambda v: context_cache.parse_labels([v]),
         lambda v: _fraction(v),
-        lambda v: build.options_from(v, None, None, False, environ={}),
-        lambda v: build.options_from(None, None, None, False, environ={}, platform=v, labels=[v], base=v),
-        lambda v: build.options_from(None, str(tmp_path / v) if "\x00" not in v else v, None, False, environ={}),
-        lambda v: build.options_from(None, None, str(tmp_path / v) if "\x00" not in v else v, False, environ={}),
+        lambda v: options.options_from(v, None, None, False, environ={}),
+        lambda v: options.options_from(None, None, None, False, environ={}, platform=v, labels=[v], base=v),
+        lambda v: options.options_from(None, str(tmp_path / v) if "\x00" not in v else v, None, False, environ={}),
+        lambda v: options.options_from(None, None, str(tmp_path / v) if "\x00" not in v else v, False, environ={}),
     ]
 
     @SETTINGS

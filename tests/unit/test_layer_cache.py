@@ -5,9 +5,9 @@ import pytest
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
-from ngcbuild.engine.build import options_from
 from ngcbuild.engine.events import stage_names
 from ngcbuild.engine.layer_cache import cache_repository, cache_tag
+from ngcbuild.engine.options import options_from
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_release
 

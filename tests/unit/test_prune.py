@@ -1,6 +1,6 @@
 """Which images `invoke prune` picks (pure logic on inspected images)."""
 
-from ngcbuild.engine.build import CONTEXT_HASH_LABEL, RELEASE_LABEL
+from ngcbuild.engine.image_build import CONTEXT_HASH_LABEL, RELEASE_LABEL
 from ngcbuild.engine.prune import ours, to_remove
 
 

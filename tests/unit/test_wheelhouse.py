@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from ngcbuild.engine.wheelhouse import default_wheelhouse, select_wheels
+from ngcbuild.engine.options import default_wheelhouse
+from ngcbuild.engine.wheelhouse import select_wheels
 from ngcbuild.manifest.constraints import Constraints, Pin
 
 

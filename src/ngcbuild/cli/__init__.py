@@ -43,6 +43,16 @@ class _Program(Program):
         with _usage_errors():
             super().parse_cleanup()
 
+    def print_version(self) -> None:
+        # read only when asked: importlib.metadata costs every other command a hundredth of a second
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("ngcbuild")
+        except PackageNotFoundError:  # run from a checkout with PYTHONPATH=src
+            installed = "unknown"
+        print(f"{self.name} {installed}")
+
 
 def main(argv=None) -> None:
     try:
@@ -55,12 +65,6 @@ def main(argv=None) -> None:
 
 
 def _run(argv) -> None:
-    from importlib.metadata import PackageNotFoundError, version
-
     from ngcbuild.cli.tasks import namespace
 
-    try:
-        installed = version("ngcbuild")
-    except PackageNotFoundError:  # run from a checkout with PYTHONPATH=src
-        installed = "unknown"
-    _Program(name="ngcbuild", binary="ngcbuild", version=installed, namespace=namespace).run(argv)
+    _Program(name="ngcbuild", binary="ngcbuild", namespace=namespace).run(argv)

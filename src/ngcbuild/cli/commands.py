@@ -30,13 +30,14 @@ def render(release: str, base=None) -> None:
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
           platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None) -> dict:
-    from ngcbuild.engine import build as builder
+    from ngcbuild.engine.build import build_release
+    from ngcbuild.engine.options import options_from
 
     _select_engine(engine)
-    options = builder.options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
+    options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
                                    platform=platform, force=force, labels=labels, cache_from=cache_from,
                                    cache_to=cache_to)
-    record = builder.build_release(project(), release, options, out=sys.stdout)
+    record = build_release(project(), release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
         from ngcbuild.publish.push import push_layer_cache
 

@@ -21,6 +21,13 @@ class OutputError(OperationError):
     """The file system refused to store an output (exit status 1)."""
 
 
+def printer(out):
+    """say(line): one line of progress on `out`, shown at once (a long build streams for minutes)."""
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+    return say
+
+
 def describe(exc: OSError, path=None) -> str:
     """`PATH: what went wrong`, the path shortened when it is very long."""
     where = path if path is not None else (exc.filename or "")

@@ -1,141 +1,28 @@
-"""Build a rendered release with the Docker SDK's low-level API and record what was built.
+"""What `build` does for one release: its options checked first (options.py); an unchanged release's
+image reused; otherwise the release loaded, rendered and built (image_build.py).
 
-The context sent to the engine is the rendered build/R/ plus this machine's build inputs (a CA
-bundle, the wheels the release pins from a wheelhouse), added to the tar in memory so they never
-enter build/R/ or the context hash. Tags are applied only after the build succeeded.
+The unchanged-release path, the one CI and users take most often, is kept light: the stamp of
+build/R/ (render/stamp.py) says the context hash without loading or rendering anything, and the
+engine is asked over its local socket (local_engine.py). Neither the Docker SDK, nor pydantic, nor
+Jinja is imported on it: they cost more than the rest of the command.
 """
 
 from __future__ import annotations
 
 import fcntl
-import io
-import os
-import stat
-import subprocess
 import sys
-import tarfile
-import tempfile
-import time
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import docker
-import requests
-import urllib3
-
-from ngcbuild.core.errors import BuildFailed, OperationError, UserError, excerpt, shown_path
+from ngcbuild.core.errors import OperationError, shown_path
 from ngcbuild.core.names import ImageNames, check_release_name
-from ngcbuild.core.outputs import make_dir, storing
+from ngcbuild.core.outputs import make_dir, printer, storing
 from ngcbuild.core.project import Project
-from ngcbuild.core.references import ImageRef, registry_host
-from ngcbuild.engine import layer_cache
 from ngcbuild.engine import reuse as context_cache
-from ngcbuild.engine.client import connect
-from ngcbuild.engine.events import TAIL_LINES, BuildStream, stage_names
-from ngcbuild.engine.leftovers import Journal, remove_containers
-from ngcbuild.engine.record import BuildFacts, BuildRecord, previous_record, record_build, record_path
-from ngcbuild.engine.registry_client import credentials
-from ngcbuild.engine.wheelhouse import default_wheelhouse, select_wheels
+from ngcbuild.engine.local_engine import LocalEngine
+from ngcbuild.engine.options import BuildOptions, image_repository
+from ngcbuild.engine.registry_client import Registry, credentials
 from ngcbuild.render.stamp import current_stamp
-
-if TYPE_CHECKING:
-    from ngcbuild.render.context import Rendered
-
-# Rendering and base images need pydantic and Jinja: they are imported where a build really runs,
-# so that reusing an unchanged release's image does not pay for them.
-
-DEFAULT_REGISTRY = "nvcr.io"
-CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
-CONTEXT_HASH_LABEL = context_cache.CONTEXT_HASH_LABEL
-RELEASE_LABEL = "io.ngcbuild.release"  # what `invoke prune` groups images by
-PLATFORMS = ("linux/amd64", "linux/arm64")
-MAX_CA_BYTES = 10_000_000
-# What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
-ENGINE_GONE = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError)
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    registry: str = DEFAULT_REGISTRY
-    ca_bundle: Path | None = None
-    wheelhouse: Path | None = None
-    no_cache: bool = False
-    base: str | None = None  # a mirror of the manifest's base image
-    # Skip-by-hash (context_cache.py): platform to build, rebuild anyway, look in the registry too.
-    platform: str | None = None
-    force: bool = False
-    lookup_registry: bool = False
-    # Extra image labels, e.g. the CI run that built it (release.yml cleans up by that label).
-    labels: tuple[tuple[str, str], ...] = ()
-    # Registries to pull the layer cache from before building, and to push it to after (layer_cache.py).
-    cache_from: str | None = None
-    cache_to: str | None = None
-
-
-def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
-                 environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
-                 labels: list[str] | None = None, cache_from: str | None = None,
-                 cache_to: str | None = None) -> BuildOptions:
-    """Command-line values, with the defaults a machine behind a proxy expects. Every one is checked
-    here, before anything is rendered, locked, tagged or asked of the engine."""
-    ca = checked_ca_bundle(ca_bundle, environ)
-    house = checked_wheelhouse(wheelhouse) if wheelhouse is not None else default_wheelhouse(environ)
-    lookup_registry = registry is not None
-    registry = DEFAULT_REGISTRY if registry is None else registry_host(registry)
-    if platform is not None and platform not in PLATFORMS:
-        raise UserError(f"--platform {excerpt(platform)}: expected one of {', '.join(PLATFORMS)}")
-    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
-                        base=_checked_base(base), platform=platform, force=force, lookup_registry=lookup_registry,
-                        labels=context_cache.parse_labels(labels or []),
-                        cache_from=None if cache_from is None else registry_host(cache_from, "--cache-from"),
-                        cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"))
-
-
-def checked_ca_bundle(value: str | None, environ) -> Path | None:
-    """--ca-bundle (or the first CA variable set): a readable file holding PEM certificates. Its
-    content is never shown: it is not ours to print."""
-    if value is not None:
-        flag, text = "--ca-bundle", value
-    else:
-        flag, text = next(((f"${v}", environ[v]) for v in CA_ENV_VARS if environ.get(v)), (None, None))
-        if flag is None:
-            return None
-    path = Path(text)
-    expected = "expected a PEM CA bundle"
-    if "\x00" in text:
-        raise UserError(f"{flag} {excerpt(text)}: a path cannot hold a NUL character; {expected}")
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO would block the open
-            raise UserError(f"{flag} {shown_path(path)}: not a regular file; {expected}")
-        with path.open("rb") as handle:
-            head = handle.read(MAX_CA_BYTES + 1)
-    except OSError as exc:
-        raise UserError(f"{flag} {shown_path(path)}: cannot be read ({exc.strerror}); {expected}") from None
-    if len(head) > MAX_CA_BYTES or b"-----BEGIN CERTIFICATE-----" not in head:
-        raise UserError(f"{flag} {shown_path(path)}: expected a PEM CA bundle (-----BEGIN CERTIFICATE----- "
-                        f"blocks, under {MAX_CA_BYTES // 1_000_000} MB); its content is not shown")
-    return path
-
-
-def _checked_base(base: str | None) -> str | None:
-    if base is None:
-        return None
-    from ngcbuild.render.context import checked_base  # the image reference type of the manifest (pydantic)
-
-    return checked_base(base)
-
-
-def checked_wheelhouse(value: str) -> Path:
-    path = Path(value)
-    if not value or not path.is_dir():
-        raise UserError(f"--wheelhouse {excerpt(value)}: expected a directory of wheels")
-    return path
-
-
-def image_repository(registry: str, names: ImageNames) -> str:
-    return f"{registry}/{names.repository_path}"
 
 
 def build_release(project: Project, name: str, options: BuildOptions, out=sys.stdout) -> dict:
@@ -150,32 +37,44 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         stamp = current_stamp(project, name, options.base)
         if stamp is not None:
             with _exclusive(project.out(name), name):
-                reused = _reuse(connect(), project.out(name), stamp.names, stamp.context_hash, options, out)
+                reused = _reuse(project.out(name), stamp.names, stamp.context_hash, options, out)
             if reused is not None:
                 return reused
+    from ngcbuild.engine.image_build import build_image
     from ngcbuild.manifest.loader import load_release
-    from ngcbuild.render.context import render_files
+    from ngcbuild.render.context import render_files, write_rendered
 
     # bad input stops here, before anything is written: the manifest and everything render checks
     # (an archived release, a missing partial); rendered in memory, written under the lock
     loaded = load_release(project, name)
     rendered = render_files(project, loaded, base=options.base)
     with _exclusive(project.out(name), name):
-        return _build_release(project, loaded, rendered, options, out)
+        write_rendered(project, loaded, rendered, base=options.base)
+        if not options.force:
+            reused = _reuse(rendered.directory, rendered.plan.names, rendered.context_hash, options, out)
+            if reused is not None:
+                return reused
+        return build_image(project, rendered, options, out)
 
 
-def _reuse(client, directory: Path, names: ImageNames, context_hash: str, options: BuildOptions,
-           out) -> dict | None:
+def _reuse(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> dict | None:
     """The record of an image of this context found locally or (with --registry) in the registry;
     None when it must be built."""
-    if options.force:
-        return None
-    from ngcbuild.engine.registry_client import Registry
-
     auth = credentials()
     lookup = Registry(options.registry, auth) if options.lookup_registry else None
-    return context_cache.reuse(client, names, directory, image_repository(options.registry, names),
-                               context_hash, options.platform or names.default_platform, lookup, auth, _printer(out))
+    return context_cache.reuse(_engine(), names, directory, image_repository(options.registry, names),
+                               context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
+
+
+def _engine():
+    """The engine to look images up on: its local socket through the standard library, or the SDK's
+    client for tcp:// and ssh:// engines."""
+    local = LocalEngine.for_environment()
+    if local is not None:
+        return local.connect()
+    from ngcbuild.engine.client import connect
+
+    return connect()
 
 
 @contextmanager
@@ -190,181 +89,3 @@ def _exclusive(directory: Path, name: str):
             raise OperationError(f"another build of {name} is running (it holds {shown_path(directory)}/.build.lock); "
                                  "wait for it to finish, or build another release") from None
         yield
-
-
-def _build_release(project: Project, loaded, rendered: Rendered, options: BuildOptions, out) -> dict:
-    from ngcbuild.engine.base_image import ensure_base
-    from ngcbuild.render.context import write_rendered
-
-    say = _printer(out)
-    write_rendered(project, loaded, rendered, base=options.base)
-    release = rendered.plan.release
-    names = rendered.plan.names
-    client = connect()
-    platform = options.platform or names.default_platform
-    repository = image_repository(options.registry, names)
-    auth = credentials()
-    reused = _reuse(client, rendered.directory, names, rendered.context_hash, options, out)
-    if reused is not None:
-        return reused
-    ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
-    cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, auth, out, say)
-
-    wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
-        if options.wheelhouse else []
-    say(f"building {release.release} from {rendered.directory} "
-        f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
-        f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'})")
-    journal = Journal(rendered.directory)
-    _remove_leftovers(client, journal, say)
-    started = time.monotonic()
-    stream = _run_build(client, project, rendered, options, wheels, journal, say, platform, cache_sources)
-    duration = time.monotonic() - started
-    if stream.error or not stream.image_id:
-        tail = "\n".join(f"  | {line}" for line in stream.tail)
-        raise BuildFailed(
-            f"build of {release.release} failed at {stream.failed_step}\n"
-            f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}"
-            f"{_hint(stream.error)}\nno tag was moved")
-
-    tags = context_cache.build_tags(repository, names, rendered.context_hash, platform)
-    try:
-        for ref in map(ImageRef.parse, tags):
-            client.tag(stream.image_id, ref.repository, ref.tag, force=True)
-        # The stage images under cache tags: the newest build's builder layers are then no dangling
-        # image (`invoke prune` keeps them), and --cache-to pushes them by these names.
-        layer_cache.tag_stages(client, options.registry, names, platform, stream.stages())
-        image = client.inspect_image(stream.image_id)
-    except ENGINE_GONE as exc:
-        raise BuildFailed(
-            f"build of {release.release} finished ({stream.image_id[:19]}), but the connection to the Docker "
-            f"engine broke before it was tagged ({_first_line(exc)}); is the engine still running? "
-            "No record was written; rerun the build (its steps are cached)") from None
-    facts = BuildFacts(duration_s=round(duration, 1), steps=stream.steps, cached_steps=stream.cached_steps,
-                       step_log=stream.step_log, ca_bundle_used=options.ca_bundle is not None,
-                       wheels=[w.name for w in wheels], source_revision=_git_revision(project),
-                       stages=stream.stages(), cache_from=cache_pulled)
-    record = record_build(rendered.directory, BuildRecord.of_image(
-        names, image, tags, options.registry, rendered.context_hash, platform, facts))
-    path = record_path(rendered.directory)
-    say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
-        f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
-    return record
-
-
-def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: str, auth, out, say):
-    """(the cache images pulled from --cache-from, every image to pass as `cache_from`)."""
-    if not options.cache_from:
-        return [], []
-    names = rendered.plan.names
-    stages = stage_names(rendered.files["Dockerfile"].decode())
-    previous = previous_record(rendered.directory)
-    tagged = [f"{layer_cache.cache_repository(registry, names)}:{layer_cache.cache_tag(names, platform, stage)}"
-              for registry in {options.registry, options.cache_from} for stage in stages]
-    local = layer_cache.local_sources(client, previous, platform, tagged)  # before the pull moves those tags
-    pulled = layer_cache.pull_cache(client, options.cache_from, names, platform, stages, auth, say, out)
-    return pulled, pulled + local
-
-
-def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path],
-               journal: Journal, say, platform: str, cache_sources: list[str]) -> BuildStream:
-    """Send the context and follow the build. Whatever way it ends (done, failed, Ctrl-C, the engine
-    gone), the intermediate containers its log named are removed before this returns."""
-    stream = BuildStream()
-    try:
-        with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
-            write_context(context, project, rendered, options, wheels)
-            context.seek(0)
-            events = client.build(
-                fileobj=context, custom_context=True, encoding=None, decode=True,
-                rm=True, forcerm=True, nocache=options.no_cache, pull=False,
-                platform=platform, cache_from=cache_sources or None,
-                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
-                        RELEASE_LABEL: rendered.release},
-            )
-            for event in events:
-                for line in stream.feed(event):
-                    say(line)
-                journal.add(stream.containers)
-    except ENGINE_GONE as exc:
-        raise BuildFailed(
-            f"build of {rendered.release} failed at {stream.failed_step}: the connection to the Docker engine "
-            f"broke ({_first_line(exc)}); is the engine still running? No tag was moved; the containers of "
-            "this build are removed by the next build once the engine is back") from None
-    finally:
-        _remove_leftovers(client, journal, say)
-    return stream
-
-
-def _remove_leftovers(client, journal: Journal, say) -> None:
-    ids = journal.read()
-    if not ids:
-        return
-    try:
-        left = remove_containers(client, ids)
-    except (*ENGINE_GONE, docker.errors.APIError) as exc:
-        # never hide why the build ended; the journal stays for the next build
-        say(f"warning: could not remove the build's intermediate containers yet ({_first_line(exc)})")
-        return
-    if left:
-        say(f"warning: intermediate containers still present: {', '.join(i[:12] for i in left)}")
-    else:
-        journal.clear()
-
-
-def _hint(error: str | None) -> str:
-    if error and "non-zero code: 137" in error:
-        return " (137: the step was killed: the engine stopped, or the step ran out of memory)"
-    return ""
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:
-    """The tar the engine builds from: rendered files, then this machine's build inputs over them."""
-    from ngcbuild.render.context import INPUTS_DIR, render_pip_conf
-
-    files = dict(rendered.files)
-    if options.ca_bundle or options.wheelhouse:
-        files[f"{INPUTS_DIR}/pip.conf"] = render_pip_conf(
-            project, rendered.plan, ca_bundle=options.ca_bundle is not None, extra_indexes=not wheels)
-    if options.ca_bundle:
-        files[f"{INPUTS_DIR}/ca.pem"] = options.ca_bundle.read_bytes()
-    with tarfile.open(fileobj=fileobj, mode="w") as tar:
-        for rel, data in sorted(files.items()):
-            info = _tarinfo(rel, len(data), 0o755 if rel in rendered.executable else 0o644)
-            tar.addfile(info, io.BytesIO(data))
-        for wheel in wheels:
-            info = _tarinfo(f"{INPUTS_DIR}/wheels/{wheel.name}", wheel.stat().st_size, 0o644)
-            with wheel.open("rb") as handle:
-                tar.addfile(info, handle)
-
-
-def _tarinfo(name: str, size: int, mode: int) -> tarfile.TarInfo:
-    # Fixed owner and mtime: the engine's COPY cache depends on them.
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime, info.uid, info.gid = size, mode, 0, 0, 0
-    return info
-
-
-def python_tag(release) -> str:
-    """cp311 for Python 3.11: the wheel tag a release's interpreter installs."""
-    return "cp" + release.python.version.replace(".", "")
-
-
-def _git_revision(project: Project) -> str | None:
-    try:
-        result = subprocess.run(["git", "-C", str(project.root), "rev-parse", "HEAD"],
-                                capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return result.stdout.strip() if result.returncode == 0 else None
-
-
-def _printer(out):
-    def say(line: str) -> None:
-        print(line, file=out, flush=True)
-    return say

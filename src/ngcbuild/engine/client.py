@@ -9,15 +9,12 @@ import requests
 from docker.errors import DockerException
 
 from ngcbuild.core.errors import EngineUnavailable, UserError
+from ngcbuild.engine.local_engine import HOW_TO_FIX, PING_TIMEOUT_S, engine_address, unreachable_reason
 
 # Long builds stream for a long time between events (a 200 MB wheel install prints nothing).
 API_TIMEOUT_S = 3600
-# A live engine answers a ping at once; one that accepts and never answers is as good as none.
-PING_TIMEOUT_S = 10
 # What docker-py reaches: a local socket, TCP (TLS from DOCKER_TLS_VERIFY/DOCKER_CERT_PATH), or SSH.
 SCHEMES = ("unix://", "tcp://", "ssh://")
-HOW_TO_FIX = ("Start it (on our machines: `bash .ci/engine`; elsewhere: `sudo systemctl start docker`) "
-              "or point DOCKER_HOST at one.")
 
 
 def select(url: str | None, environ=os.environ) -> None:
@@ -34,12 +31,12 @@ def select(url: str | None, environ=os.environ) -> None:
 
 def connect() -> docker.APIClient:
     """A low-level API client for DOCKER_HOST (or the default socket), checked with a ping."""
-    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    where = engine_address()
     try:
         client = _client()
         client.ping()
     except (DockerException, requests.exceptions.RequestException) as exc:
-        raise EngineUnavailable(f"cannot reach the Docker engine at {where} ({_reason(where, exc)}). "
+        raise EngineUnavailable(f"cannot reach the Docker engine at {where} ({unreachable_reason(where, exc)}). "
                                 + HOW_TO_FIX) from None
     client.timeout = API_TIMEOUT_S
     return client
@@ -61,30 +58,6 @@ def _client() -> docker.APIClient:
     if docker.utils.version_lt(served, client.api_version):
         client._version = served  # noqa: SLF001 - the one place docker-py keeps the agreed version
     return client
-
-
-def _reason(where: str, exc: Exception) -> str:
-    """Why, in words: the socket file is missing, refuses connections, does not answer, or denies us."""
-    text = str(exc)
-    if where.startswith("unix://"):
-        path = where[len("unix://"):]
-        if not os.path.exists(path):
-            return f"{path} does not exist: no engine is running"
-    if "HTTPS server" in text or "HTTP response to HTTPS" in text:
-        return ("it speaks TLS and this client does not, or the other way round: set DOCKER_TLS_VERIFY=1 and "
-                "DOCKER_CERT_PATH to a folder with ca.pem, cert.pem and key.pem, or unset them")
-    if "SSL" in text or "certificate" in text.lower():
-        return (f"TLS failed ({text.split('(', 1)[0].strip() or 'handshake'}): DOCKER_CERT_PATH must hold the "
-                "engine's CA (ca.pem) and a client certificate it trusts (cert.pem, key.pem)")
-    if "Permission denied" in text:
-        return "permission denied: add your user to the docker group or use sudo"
-    if "Connection refused" in text:
-        return "connection refused: nothing is listening there; the engine is not running"
-    if "timed out" in text.lower() or isinstance(exc, requests.exceptions.Timeout):
-        return f"no answer within {PING_TIMEOUT_S}s: the engine is hung or this is not a Docker engine"
-    if "Connection aborted" in text or "RemoteDisconnected" in text:
-        return "the connection was closed without an answer: this is not a Docker engine"
-    return text.split("(", 1)[0].strip() or type(exc).__name__
 
 
 def image_exists(client: docker.APIClient, ref: str) -> bool:

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 import docker
 
 from ngcbuild.core.errors import UserError
-from ngcbuild.engine.build import RELEASE_LABEL
+from ngcbuild.core.outputs import printer
 from ngcbuild.engine.client import connect
+from ngcbuild.engine.image_build import RELEASE_LABEL
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
 from ngcbuild.engine.transfer import human_bytes
 
@@ -104,8 +105,7 @@ def _layers_size(client) -> int:
 
 
 def run_prune(repositories: set[str], keep: int = DEFAULT_KEEP, out=sys.stdout) -> Pruned:
-    def say(line: str) -> None:
-        print(line, file=out, flush=True)
+    say = printer(out)
 
     result = prune(connect(), repositories, keep, say)
     for name in result.removed:

@@ -12,11 +12,15 @@ import ipaddress
 import os
 import re
 from dataclasses import dataclass
-
-import requests
+from typing import TYPE_CHECKING
 
 from ngcbuild.core.errors import OperationError, UserError
 
+if TYPE_CHECKING:
+    import requests
+
+# requests is imported where a request is made: an unchanged release's build checks the credentials
+# and never reaches a registry, and should not pay for the import (engine/local_engine.py).
 TIMEOUT_S = 30
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -62,7 +66,11 @@ class Registry:
         self.host = host
         self.url = base_url(host)
         self.auth = auth
-        self.session = session or requests.Session()
+        if session is None:
+            import requests
+
+            session = requests.Session()
+        self.session = session
         self._token: str | None = None
 
     def manifest(self, repository: str, reference: str) -> Manifest | None:
@@ -95,6 +103,8 @@ class Registry:
         return digest_of(body)
 
     def _request(self, method: str, path: str, headers: dict, data: bytes | None = None) -> requests.Response:
+        import requests
+
         for attempt in range(2):
             sent = dict(headers)
             if self._token:
@@ -121,6 +131,8 @@ class Registry:
         realm = params.pop("realm", None)
         if not realm:
             raise RegistryError(f"{self.host}: a Bearer challenge without a realm: {challenge!r}")
+        import requests
+
         try:
             response = self.session.get(realm, params=params, timeout=TIMEOUT_S,
                                         auth=(self.auth["username"], self.auth["password"]))

@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 import time
 
-import docker
-
 from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import ImageRef
@@ -67,17 +65,13 @@ def matches(image: dict, context_hash: str, platform: str) -> bool:
 
 
 def find_local(client, ref: str, context_hash: str, platform: str) -> dict | None:
-    """An image of this context and platform on this engine: by its hash tag, else by label."""
-    try:
-        image = client.inspect_image(ref)
-        if matches(image, context_hash, platform):
-            return image
-    except docker.errors.ImageNotFound:
-        pass
-    for summary in client.images(filters={"label": f"{CONTEXT_HASH_LABEL}={context_hash}"}):
-        image = client.inspect_image(summary["Id"])
-        if matches(image, context_hash, platform):
-            return image
+    """An image of this context and platform on this engine: by its hash tag, else by label. Found
+    by listing, so that no answer is an error (either client: the SDK's or the local socket's)."""
+    for filters in ({"reference": ref}, {"label": f"{CONTEXT_HASH_LABEL}={context_hash}"}):
+        for summary in client.images(filters=filters):
+            image = client.inspect_image(summary["Id"])
+            if matches(image, context_hash, platform):
+                return image
     return None
 
 

@@ -11,14 +11,6 @@ from ngcbuild.core.errors import UserError
 from ngcbuild.manifest.constraints import Constraints
 
 
-def default_wheelhouse(environ: dict) -> Path | None:
-    """PIP_FIND_LINKS when it names one local directory."""
-    value = environ.get("PIP_FIND_LINKS", "").strip()
-    if value and " " not in value and Path(value).is_dir():
-        return Path(value)
-    return None
-
-
 def select_wheels(directory: Path, constraints: Constraints, python_tag: str) -> list[Path]:
     """Wheels in `directory` whose name and version a pin matches and whose tags fit `python_tag`
     (cp311: cp311 or py3 wheels)."""

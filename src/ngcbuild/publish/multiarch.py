@@ -16,6 +16,7 @@ import docker
 
 from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.names import check_release_name
+from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
 from ngcbuild.engine.client import connect
@@ -83,8 +84,7 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
             f"{rendered.context_hash[:12]}; build {'it' if len(missing) == 1 else 'them'} first ({hints}). "
             "Nothing was pushed.")
 
-    def say(line: str) -> None:
-        print(line, file=out, flush=True)
+    say = printer(out)
 
     client = connect()
     registry = Registry(host, auth)
@@ -127,8 +127,7 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
     records = load_records(records_dir)
     record, pushed = gather(records, name, release.build.published_platforms, rendered.context_hash, host)
 
-    def say(line: str) -> None:
-        print(line, file=out, flush=True)
+    say = printer(out)
 
     if len(release.build.published_platforms) == 1:
         # one platform: its job pushed R-py3 itself, and promotion copies that image

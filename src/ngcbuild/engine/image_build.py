@@ -1,0 +1,209 @@
+"""Build a rendered release on the engine with the Docker SDK's low-level API and record what was built.
+
+The context sent to the engine is the rendered build/R/ plus this machine's build inputs (a CA
+bundle, the wheels the release pins from a wheelhouse), added to the tar in memory so they never
+enter build/R/ or the context hash. Tags are applied only after the build succeeded.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import docker
+import requests
+import urllib3
+
+from ngcbuild.core.errors import BuildFailed
+from ngcbuild.core.outputs import printer
+from ngcbuild.core.project import Project
+from ngcbuild.core.references import ImageRef
+from ngcbuild.engine import layer_cache
+from ngcbuild.engine import reuse as context_cache
+from ngcbuild.engine.base_image import ensure_base
+from ngcbuild.engine.client import connect
+from ngcbuild.engine.events import TAIL_LINES, BuildStream, stage_names
+from ngcbuild.engine.leftovers import Journal, remove_containers
+from ngcbuild.engine.options import BuildOptions, image_repository
+from ngcbuild.engine.record import BuildFacts, BuildRecord, previous_record, record_build, record_path
+from ngcbuild.engine.registry_client import credentials
+from ngcbuild.engine.wheelhouse import select_wheels
+
+if TYPE_CHECKING:
+    from ngcbuild.render.context import Rendered
+
+CONTEXT_HASH_LABEL = context_cache.CONTEXT_HASH_LABEL
+RELEASE_LABEL = "io.ngcbuild.release"  # what `invoke prune` groups images by
+# What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
+ENGINE_GONE = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError)
+
+
+def build_image(project: Project, rendered: Rendered, options: BuildOptions, out) -> dict:
+    """Build the rendered context (written, and found not built yet), tag it, record it; the record."""
+    say = printer(out)
+    release = rendered.plan.release
+    names = rendered.plan.names
+    client = connect()
+    platform = options.platform or names.default_platform
+    repository = image_repository(options.registry, names)
+    auth = credentials()
+    ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
+    cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, auth, out, say)
+
+    wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
+        if options.wheelhouse else []
+    say(f"building {release.release} from {rendered.directory} "
+        f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
+        f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'})")
+    journal = Journal(rendered.directory)
+    _remove_leftovers(client, journal, say)
+    started = time.monotonic()
+    stream = _run_build(client, project, rendered, options, wheels, journal, say, platform, cache_sources)
+    duration = time.monotonic() - started
+    if stream.error or not stream.image_id:
+        tail = "\n".join(f"  | {line}" for line in stream.tail)
+        raise BuildFailed(
+            f"build of {release.release} failed at {stream.failed_step}\n"
+            f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}"
+            f"{_hint(stream.error)}\nno tag was moved")
+
+    tags = context_cache.build_tags(repository, names, rendered.context_hash, platform)
+    try:
+        for ref in map(ImageRef.parse, tags):
+            client.tag(stream.image_id, ref.repository, ref.tag, force=True)
+        # The stage images under cache tags: the newest build's builder layers are then no dangling
+        # image (`invoke prune` keeps them), and --cache-to pushes them by these names.
+        layer_cache.tag_stages(client, options.registry, names, platform, stream.stages())
+        image = client.inspect_image(stream.image_id)
+    except ENGINE_GONE as exc:
+        raise BuildFailed(
+            f"build of {release.release} finished ({stream.image_id[:19]}), but the connection to the Docker "
+            f"engine broke before it was tagged ({_first_line(exc)}); is the engine still running? "
+            "No record was written; rerun the build (its steps are cached)") from None
+    facts = BuildFacts(duration_s=round(duration, 1), steps=stream.steps, cached_steps=stream.cached_steps,
+                       step_log=stream.step_log, ca_bundle_used=options.ca_bundle is not None,
+                       wheels=[w.name for w in wheels], source_revision=_git_revision(project),
+                       stages=stream.stages(), cache_from=cache_pulled)
+    record = record_build(rendered.directory, BuildRecord.of_image(
+        names, image, tags, options.registry, rendered.context_hash, platform, facts))
+    path = record_path(rendered.directory)
+    say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
+        f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
+    return record
+
+
+def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: str, auth, out, say):
+    """(the cache images pulled from --cache-from, every image to pass as `cache_from`)."""
+    if not options.cache_from:
+        return [], []
+    names = rendered.plan.names
+    stages = stage_names(rendered.files["Dockerfile"].decode())
+    previous = previous_record(rendered.directory)
+    tagged = [f"{layer_cache.cache_repository(registry, names)}:{layer_cache.cache_tag(names, platform, stage)}"
+              for registry in {options.registry, options.cache_from} for stage in stages]
+    local = layer_cache.local_sources(client, previous, platform, tagged)  # before the pull moves those tags
+    pulled = layer_cache.pull_cache(client, options.cache_from, names, platform, stages, auth, say, out)
+    return pulled, pulled + local
+
+
+def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path],
+               journal: Journal, say, platform: str, cache_sources: list[str]) -> BuildStream:
+    """Send the context and follow the build. Whatever way it ends (done, failed, Ctrl-C, the engine
+    gone), the intermediate containers its log named are removed before this returns."""
+    stream = BuildStream()
+    try:
+        with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
+            write_context(context, project, rendered, options, wheels)
+            context.seek(0)
+            events = client.build(
+                fileobj=context, custom_context=True, encoding=None, decode=True,
+                rm=True, forcerm=True, nocache=options.no_cache, pull=False,
+                platform=platform, cache_from=cache_sources or None,
+                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
+                        RELEASE_LABEL: rendered.release},
+            )
+            for event in events:
+                for line in stream.feed(event):
+                    say(line)
+                journal.add(stream.containers)
+    except ENGINE_GONE as exc:
+        raise BuildFailed(
+            f"build of {rendered.release} failed at {stream.failed_step}: the connection to the Docker engine "
+            f"broke ({_first_line(exc)}); is the engine still running? No tag was moved; the containers of "
+            "this build are removed by the next build once the engine is back") from None
+    finally:
+        _remove_leftovers(client, journal, say)
+    return stream
+
+
+def _remove_leftovers(client, journal: Journal, say) -> None:
+    ids = journal.read()
+    if not ids:
+        return
+    try:
+        left = remove_containers(client, ids)
+    except (*ENGINE_GONE, docker.errors.APIError) as exc:
+        # never hide why the build ended; the journal stays for the next build
+        say(f"warning: could not remove the build's intermediate containers yet ({_first_line(exc)})")
+        return
+    if left:
+        say(f"warning: intermediate containers still present: {', '.join(i[:12] for i in left)}")
+    else:
+        journal.clear()
+
+
+def _hint(error: str | None) -> str:
+    if error and "non-zero code: 137" in error:
+        return " (137: the step was killed: the engine stopped, or the step ran out of memory)"
+    return ""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:
+    """The tar the engine builds from: rendered files, then this machine's build inputs over them."""
+    from ngcbuild.render.context import INPUTS_DIR, render_pip_conf
+
+    files = dict(rendered.files)
+    if options.ca_bundle or options.wheelhouse:
+        files[f"{INPUTS_DIR}/pip.conf"] = render_pip_conf(
+            project, rendered.plan, ca_bundle=options.ca_bundle is not None, extra_indexes=not wheels)
+    if options.ca_bundle:
+        files[f"{INPUTS_DIR}/ca.pem"] = options.ca_bundle.read_bytes()
+    with tarfile.open(fileobj=fileobj, mode="w") as tar:
+        for rel, data in sorted(files.items()):
+            info = _tarinfo(rel, len(data), 0o755 if rel in rendered.executable else 0o644)
+            tar.addfile(info, io.BytesIO(data))
+        for wheel in wheels:
+            info = _tarinfo(f"{INPUTS_DIR}/wheels/{wheel.name}", wheel.stat().st_size, 0o644)
+            with wheel.open("rb") as handle:
+                tar.addfile(info, handle)
+
+
+def _tarinfo(name: str, size: int, mode: int) -> tarfile.TarInfo:
+    # Fixed owner and mtime: the engine's COPY cache depends on them.
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime, info.uid, info.gid = size, mode, 0, 0, 0
+    return info
+
+
+def python_tag(release) -> str:
+    """cp311 for Python 3.11: the wheel tag a release's interpreter installs."""
+    return "cp" + release.python.version.replace(".", "")
+
+
+def _git_revision(project: Project) -> str | None:
+    try:
+        result = subprocess.run(["git", "-C", str(project.root), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None

@@ -1,0 +1,173 @@
+"""The engine on this machine's socket, reached with the standard library: the few Engine API calls of
+the unchanged-release path (ping, list and inspect images, tag).
+
+Importing the Docker SDK (and requests under it) costs about 0.2 s, most of what `build` of an
+unchanged release would take; these calls need a unix socket and JSON, nothing more. Everything else
+(builds, pulls, pushes, TLS and SSH engines) goes through the SDK (client.py): `pull`, the one
+SDK call a reuse may still need, is handed to it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+from dataclasses import dataclass
+from urllib.parse import quote, urlencode
+
+from ngcbuild.core.errors import EngineUnavailable, OperationError
+
+DEFAULT_SOCKET = "/var/run/docker.sock"
+# A live engine answers a ping at once; one that accepts and never answers is as good as none.
+PING_TIMEOUT_S = 10
+# Inspecting, listing and tagging images take milliseconds; a minute means the engine is stuck.
+CALL_TIMEOUT_S = 60
+HOW_TO_FIX = ("Start it (on our machines: `bash .ci/engine`; elsewhere: `sudo systemctl start docker`) "
+              "or point DOCKER_HOST at one.")
+
+
+def engine_address(environ=os.environ) -> str:
+    """The engine every client of this process reaches, as DOCKER_HOST names it."""
+    return environ.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
+
+
+def unreachable_reason(where: str, exc: Exception) -> str:
+    """Why, in words: the socket file is missing, refuses connections, does not answer, or denies us."""
+    text = str(exc)
+    if where.startswith("unix://"):
+        path = where[len("unix://"):]
+        if not os.path.exists(path):
+            return f"{path} does not exist: no engine is running"
+    if "HTTPS server" in text or "HTTP response to HTTPS" in text:
+        return ("it speaks TLS and this client does not, or the other way round: set DOCKER_TLS_VERIFY=1 and "
+                "DOCKER_CERT_PATH to a folder with ca.pem, cert.pem and key.pem, or unset them")
+    if "SSL" in text or "certificate" in text.lower():
+        return (f"TLS failed ({text.split('(', 1)[0].strip() or 'handshake'}): DOCKER_CERT_PATH must hold the "
+                "engine's CA (ca.pem) and a client certificate it trusts (cert.pem, key.pem)")
+    if "Permission denied" in text or isinstance(exc, PermissionError):
+        return "permission denied: add your user to the docker group or use sudo"
+    if "Connection refused" in text or isinstance(exc, ConnectionRefusedError):
+        return "connection refused: nothing is listening there; the engine is not running"
+    if "timed out" in text.lower() or isinstance(exc, TimeoutError):
+        return f"no answer within {PING_TIMEOUT_S}s: the engine is hung or this is not a Docker engine"
+    if ("Connection aborted" in text or "RemoteDisconnected" in text
+            or isinstance(exc, (ConnectionResetError, http.client.HTTPException))):
+        return "the connection was closed without an answer: this is not a Docker engine"
+    return text.split("(", 1)[0].strip() or type(exc).__name__
+
+
+class EngineReplied(OperationError):
+    """The engine answered a call with an error status."""
+
+    def __init__(self, status: int, message: str):
+        self.status = status
+        super().__init__(f"the Docker engine failed: {status} {message}")
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float):
+        super().__init__("localhost", timeout=timeout)  # the Host header; the socket is a file
+        self.socket_path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.socket_path)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+class LocalEngine:
+    """The engine at a unix socket, with the method names and results of docker-py's APIClient for
+    the calls it has (ping, images, inspect_image, tag, pull), so the code that uses them takes
+    either client."""
+
+    def __init__(self, socket_path: str):
+        self.socket_path = socket_path
+        self.where = f"unix://{socket_path}"
+        self.api_version: str | None = None
+
+    @classmethod
+    def for_environment(cls, environ=os.environ) -> LocalEngine | None:
+        """The engine of DOCKER_HOST when it is a unix socket (the default one when unset); None for
+        tcp:// and ssh:// engines, which need the SDK's TLS and SSH."""
+        where = engine_address(environ)
+        if not where.startswith("unix://") or not where[len("unix://"):]:
+            return None
+        return cls(where[len("unix://"):])
+
+    def connect(self) -> LocalEngine:
+        """Ping the engine; agree on its API version. One clear message when there is no engine."""
+        try:
+            response = self._call("GET", "/_ping", timeout=PING_TIMEOUT_S)
+        except (OSError, http.client.HTTPException) as exc:
+            raise EngineUnavailable(f"cannot reach the Docker engine at {self.where} "
+                                    f"({unreachable_reason(self.where, exc)}). " + HOW_TO_FIX) from None
+        version = response.headers.get("API-Version") or ""
+        if response.status != 200 or not version.replace(".", "").isdigit():
+            raise EngineUnavailable(f"cannot reach the Docker engine at {self.where} (the answer to a ping "
+                                    f"was {response.status}: this is not a Docker engine). " + HOW_TO_FIX)
+        self.api_version = version
+        return self
+
+    def ping(self) -> bool:
+        self.connect()
+        return True
+
+    def images(self, filters: dict | None = None) -> list[dict]:
+        query = {"filters": json.dumps({k: v if isinstance(v, list) else [v] for k, v in filters.items()})} \
+            if filters else {}
+        return self._json("GET", "/images/json", query)
+
+    def inspect_image(self, image: str) -> dict:
+        return self._json("GET", f"/images/{quote(image, safe='/:@')}/json")
+
+    def tag(self, image: str, repository: str, tag: str | None = None, force: bool = False) -> bool:
+        query = {"repo": repository, **({"tag": tag} if tag else {})}
+        self._json("POST", f"/images/{quote(image, safe='/:@')}/tag", query)
+        return True
+
+    def pull(self, *args, **kwargs):
+        """A pull streams progress and carries credentials: the SDK does that, on this same engine."""
+        from ngcbuild.engine.client import connect
+
+        return connect().pull(*args, **kwargs)
+
+    def _json(self, method: str, path: str, query: dict | None = None):
+        if self.api_version is None:
+            self.connect()
+        target = f"/v{self.api_version}{path}" + (f"?{urlencode(query)}" if query else "")
+        try:
+            response = self._call(method, target, timeout=CALL_TIMEOUT_S)
+        except (OSError, http.client.HTTPException) as exc:
+            raise EngineUnavailable(f"the connection to the Docker engine at {self.where} broke "
+                                    f"({unreachable_reason(self.where, exc)}); is it still running?") from None
+        body = response.body
+        if response.status >= 400:
+            try:
+                message = json.loads(body).get("message", "")
+            except (ValueError, AttributeError):
+                message = body[:200].decode("utf-8", "replace")
+            raise EngineReplied(response.status, message)
+        return json.loads(body) if body.strip() else None
+
+    def _call(self, method: str, target: str, timeout: float) -> _Response:
+        connection = _UnixConnection(self.socket_path, timeout)
+        try:
+            connection.request(method, target, headers={"Content-Type": "application/json"} if method == "POST"
+                               else {})
+            response = connection.getresponse()
+            return _Response(response.status, response.headers, response.read())
+        finally:
+            connection.close()
+
+
+@dataclass(frozen=True)
+class _Response:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes

@@ -1,0 +1,112 @@
+"""What `build` is asked to do, checked before anything is rendered, locked, tagged or asked of the
+engine: the registry of the tags, this machine's build inputs (CA bundle, wheelhouse), the platform,
+the base mirror, extra labels and the layer cache's registries."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from ngcbuild.core.errors import UserError, excerpt, shown_path
+from ngcbuild.core.names import ImageNames
+from ngcbuild.core.references import registry_host
+from ngcbuild.engine import reuse as context_cache
+
+DEFAULT_REGISTRY = "nvcr.io"
+CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+PLATFORMS = ("linux/amd64", "linux/arm64")
+MAX_CA_BYTES = 10_000_000
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    registry: str = DEFAULT_REGISTRY
+    ca_bundle: Path | None = None
+    wheelhouse: Path | None = None
+    no_cache: bool = False
+    base: str | None = None  # a mirror of the manifest's base image
+    # Skip-by-hash (context_cache.py): platform to build, rebuild anyway, look in the registry too.
+    platform: str | None = None
+    force: bool = False
+    lookup_registry: bool = False
+    # Extra image labels, e.g. the CI run that built it (release.yml cleans up by that label).
+    labels: tuple[tuple[str, str], ...] = ()
+    # Registries to pull the layer cache from before building, and to push it to after (layer_cache.py).
+    cache_from: str | None = None
+    cache_to: str | None = None
+
+
+def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
+                 environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
+                 labels: list[str] | None = None, cache_from: str | None = None,
+                 cache_to: str | None = None) -> BuildOptions:
+    """Command-line values, with the defaults a machine behind a proxy expects. Every one is checked
+    here, before anything is rendered, locked, tagged or asked of the engine."""
+    ca = checked_ca_bundle(ca_bundle, environ)
+    house = checked_wheelhouse(wheelhouse) if wheelhouse is not None else default_wheelhouse(environ)
+    lookup_registry = registry is not None
+    registry = DEFAULT_REGISTRY if registry is None else registry_host(registry)
+    if platform is not None and platform not in PLATFORMS:
+        raise UserError(f"--platform {excerpt(platform)}: expected one of {', '.join(PLATFORMS)}")
+    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
+                        base=_checked_base(base), platform=platform, force=force, lookup_registry=lookup_registry,
+                        labels=context_cache.parse_labels(labels or []),
+                        cache_from=None if cache_from is None else registry_host(cache_from, "--cache-from"),
+                        cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"))
+
+
+def checked_ca_bundle(value: str | None, environ) -> Path | None:
+    """--ca-bundle (or the first CA variable set): a readable file holding PEM certificates. Its
+    content is never shown: it is not ours to print."""
+    if value is not None:
+        flag, text = "--ca-bundle", value
+    else:
+        flag, text = next(((f"${v}", environ[v]) for v in CA_ENV_VARS if environ.get(v)), (None, None))
+        if flag is None:
+            return None
+    path = Path(text)
+    expected = "expected a PEM CA bundle"
+    if "\x00" in text:
+        raise UserError(f"{flag} {excerpt(text)}: a path cannot hold a NUL character; {expected}")
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):  # before opening: a FIFO would block the open
+            raise UserError(f"{flag} {shown_path(path)}: not a regular file; {expected}")
+        with path.open("rb") as handle:
+            head = handle.read(MAX_CA_BYTES + 1)
+    except OSError as exc:
+        raise UserError(f"{flag} {shown_path(path)}: cannot be read ({exc.strerror}); {expected}") from None
+    if len(head) > MAX_CA_BYTES or b"-----BEGIN CERTIFICATE-----" not in head:
+        raise UserError(f"{flag} {shown_path(path)}: expected a PEM CA bundle (-----BEGIN CERTIFICATE----- "
+                        f"blocks, under {MAX_CA_BYTES // 1_000_000} MB); its content is not shown")
+    return path
+
+
+def _checked_base(base: str | None) -> str | None:
+    if base is None:
+        return None
+    from ngcbuild.render.context import checked_base  # the image reference type of the manifest (pydantic)
+
+    return checked_base(base)
+
+
+def default_wheelhouse(environ: dict) -> Path | None:
+    """PIP_FIND_LINKS when it names one local directory."""
+    value = environ.get("PIP_FIND_LINKS", "").strip()
+    if value and " " not in value and Path(value).is_dir():
+        return Path(value)
+    return None
+
+
+def checked_wheelhouse(value: str) -> Path:
+    path = Path(value)
+    if not value or not path.is_dir():
+        raise UserError(f"--wheelhouse {excerpt(value)}: expected a directory of wheels")
+    return path
+
+
+def image_repository(registry: str, names: ImageNames) -> str:
+    return f"{registry}/{names.repository_path}"
+
+
