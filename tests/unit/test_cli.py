@@ -73,3 +73,11 @@ def test_python_dash_m_and_the_task_list():
     assert result.returncode == 0
     for task in ("build", "smoke", "push", "render", "notes", "matrix", "diff", "test"):
         assert f"  {task} " in result.stdout
+
+
+def test_version_names_the_installed_ngcbuild():
+    from importlib.metadata import version
+
+    result = run_command("ngcbuild", "--version", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"ngcbuild {version('ngcbuild')}"

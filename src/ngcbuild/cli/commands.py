@@ -34,9 +34,8 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
     from ngcbuild.engine.options import options_from
 
     _select_engine(engine)
-    options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base,
-                                   platform=platform, force=force, labels=labels, cache_from=cache_from,
-                                   cache_to=cache_to)
+    options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
+                           force=force, labels=labels, cache_from=cache_from, cache_to=cache_to)
     record = build_release(project(), release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
         from ngcbuild.publish.push import push_layer_cache
