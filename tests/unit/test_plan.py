@@ -77,3 +77,28 @@ def test_expected_json_lists_only_components_in_the_image():
     expected = plan_of("cuda-dev").expected()
     left_out = plan_of("cuda-dev").release.left_out
     assert left_out and not set(left_out) & set(expected["components_in_image"])
+
+
+@pytest.mark.parametrize("name", ["dev", "25.12"])
+def test_apt_pins_come_from_the_plan_in_the_manifests_order(name):
+    plan = plan_of(name)
+    python, builder = plan.release.python, plan.release.builder
+    assert plan.python_apt_pins == tuple(f"{p}={v}" for p, v in python.apt_packages.items())
+    assert plan.python_builder_apt_pins == tuple(f"{p}={v}" for p, v in python.builder_apt_packages.items())
+    assert plan.builder_apt_pins == tuple(f"{p}={v}" for p, v in builder.apt_packages.items())
+    assert plan.python_apt_pins or plan.builder_apt_pins  # each release installs some of them
+    dockerfile = (REPO / "tests" / "golden" / name / "Dockerfile").read_text()
+    for pin in plan.python_apt_pins + plan.python_builder_apt_pins + plan.builder_apt_pins:
+        assert f"      {pin} \\\n" in dockerfile
+
+
+def test_install_commands_are_shaped_once_in_macros():
+    """Partials say what they install; how an apt or pip install line looks is written once, in
+    macros.j2, so that a change to it (a flag, a cleanup) reaches every release."""
+    templates = REPO / "templates" / "image"
+    for path in templates.rglob("*.j2"):
+        if path.name == "macros.j2":
+            continue
+        text = path.read_text()
+        assert "apt-get install" not in text, f"{path.relative_to(REPO)} writes an apt install by hand"
+        assert "--ignore-installed" not in text, f"{path.relative_to(REPO)} writes a staged pip install by hand"

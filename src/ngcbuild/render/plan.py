@@ -71,6 +71,21 @@ class ImagePlan:
         return ImageNames.of(self.release, self.base_image)
 
     @property
+    def python_apt_pins(self) -> tuple[str, ...]:
+        """The interpreter's apt packages (system Python), NAME=VERSION."""
+        return apt_pins(self.release.python.apt_packages)
+
+    @property
+    def python_builder_apt_pins(self) -> tuple[str, ...]:
+        """What the builder stage adds to the system Python (pip), NAME=VERSION."""
+        return apt_pins(self.release.python.builder_apt_packages)
+
+    @property
+    def builder_apt_pins(self) -> tuple[str, ...]:
+        """The tools the source builds need (builder stage only), NAME=VERSION."""
+        return apt_pins(self.release.builder.apt_packages)
+
+    @property
     def wheels_at(self) -> int:
         """The builder step before which the wheelhouse is copied in: after the last source build, whose
         cache a changed wheel must not invalidate (0: before everything, when nothing is built from source)."""
@@ -177,10 +192,14 @@ def _python_partials(release) -> dict[str, str]:
     return partials
 
 
+def apt_pins(packages: dict[str, str]) -> tuple[str, ...]:
+    """apt-get's pins, NAME=VERSION, in the manifest's order."""
+    return tuple(f"{name}={version}" for name, version in packages.items())
+
+
 def _runtime_steps(release) -> tuple[Step, ...]:
-    return tuple(
-        Step(name, f"components/{name}/{c.install}.j2", tuple(f"{p}={v}" for p, v in c.packages.items()), c)
-        for name, c in release.components.items() if c.install in RUNTIME_METHODS)
+    return tuple(Step(name, f"components/{name}/{c.install}.j2", apt_pins(c.packages), c)
+                 for name, c in release.components.items() if c.install in RUNTIME_METHODS)
 
 
 def _builder_requirements(loaded: LoadedRelease) -> tuple[str, ...]:
@@ -203,7 +222,7 @@ def _builder_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
     for name, component in release.components.items():
         partial = f"components/{name}/{component.install}.j2"
         if component.install in BUILDER_ONLY_METHODS:
-            pins = tuple(f"{p}={v}" for p, v in component.packages.items())
+            pins = apt_pins(component.packages)
             steps.append(Step(name, partial, pins, component))
         elif component.install == "source":
             steps.append(Step(name, partial, (), component, staged=True))

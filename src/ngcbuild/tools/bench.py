@@ -266,7 +266,7 @@ class Bench:
         """The same content built the obvious way: one stage, pip with its cache, wheels copied in."""
         rendered = render_files(self.project, load_release(self.project, RELEASE))
         pins = " ".join(str(p) for p in rendered.plan.loaded.constraints.pins)
-        python = " ".join(f"{n}={v}" for n, v in rendered.plan.release.python.apt_packages.items())
+        python = " ".join(rendered.plan.python_apt_pins)
         dockerfile = (f"FROM {rendered.plan.release.base.image}\n"
                       f"RUN apt-get update && apt-get install -y {python} python3-pip\n"
                       "COPY build-inputs/ /tmp/ngcbuild/\n"
