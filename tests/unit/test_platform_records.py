@@ -80,3 +80,15 @@ def _empty(tmp_path):
     folder = tmp_path / "empty"
     folder.mkdir()
     return folder
+
+
+@pytest.mark.parametrize("ref", [f"{HOST}/nvidia/pytorch", f"{HOST}/Nvidia/PyTorch:rel", "user:pw@staging:5000/x:y"])
+def test_a_pushed_reference_that_is_no_image_reference_refuses_naming_the_record(tmp_path, ref):
+    arm = _record("linux/arm64")
+    arm["pushed"] = {ref: {"digest": "sha256:d", "registry": HOST}}
+    records = _write(tmp_path, _record("linux/amd64"), arm)
+    with pytest.raises(PlatformMissing) as error:
+        gather(records, "rel", PLATFORMS, "c" * 64, HOST)
+    message = str(error.value)
+    assert "linux/arm64: " in message and "build-rel-arm64/record.json: a pushed reference is no image" in message
+    assert ":pw@" not in message  # a credential typed into a reference is never echoed

@@ -26,3 +26,5 @@ def test_only_the_release_and_cache_repositories_are_ngcbuild_tags():
     assert not ours("someone/else:mine", repositories)
     assert not ours("nvcr.io/nvidia/pytorch-extra:dev-py3", repositories)
     assert not ours("debian:bookworm-slim", repositories)
+    assert not ours("<none>:<none>", repositories)  # what old engines list for an untagged image
+    assert not ours("nvidia/pytorch:dev-py3", repositories)  # Docker Hub's, not a registry of ours

@@ -117,6 +117,8 @@ def test_registry_urls_and_digests():
     assert base_url("127.0.0.1:5000") == "http://127.0.0.1:5000"
     assert base_url("localhost:5000") == "http://localhost:5000"
     assert base_url("nvcr.io") == "https://nvcr.io"
+    assert base_url("[::1]:5000") == "http://[::1]:5000" and base_url("127.0.0.2") == "http://127.0.0.2"
+    assert base_url("[2001:db8::1]:443") == "https://[2001:db8::1]:443"
     assert digest_of(b"") == "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 

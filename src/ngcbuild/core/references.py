@@ -70,6 +70,14 @@ def parse_host(value: str) -> str:
     return text
 
 
+def host_address(host: str) -> str:
+    """The address of a registry host (as parse_host returned it) without its port; an IPv6 address
+    without its brackets."""
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    return host.partition(":")[0]
+
+
 def registry_host(value: str, flag: str = "--registry") -> str:
     """A command-line registry host, or a UserError naming the flag."""
     try:

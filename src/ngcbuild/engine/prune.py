@@ -17,6 +17,7 @@ import docker
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.outputs import printer
+from ngcbuild.core.references import ImageRef, ReferenceProblem
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.image_build import RELEASE_LABEL
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
@@ -35,9 +36,11 @@ class Pruned:
 
 def ours(tag: str, repositories: set[str]) -> bool:
     """A tag ngcbuild gives: `<host>/<a release's repository or its cache>:<tag>`."""
-    name = tag.rsplit(":", 1)[0]
-    path = name.split("/", 1)[1] if "/" in name else name
-    return path in repositories
+    try:
+        ref = ImageRef.parse(tag)
+    except ReferenceProblem:  # `<none>:<none>`, or whatever else an engine lists
+        return False
+    return ref.host is not None and ref.path in repositories
 
 
 def to_remove(images: list[dict], keep: int) -> list[dict]:

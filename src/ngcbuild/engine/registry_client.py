@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.references import host_address
 
 if TYPE_CHECKING:
     import requests
@@ -51,7 +52,7 @@ def digest_of(body: bytes) -> str:
 
 
 def base_url(host: str) -> str:
-    name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0][1:]
+    name = host_address(host)
     try:
         loopback = name == "localhost" or ipaddress.ip_address(name).is_loopback
     except ValueError:

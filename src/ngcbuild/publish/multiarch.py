@@ -18,7 +18,7 @@ from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.names import check_release_name
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
-from ngcbuild.core.references import registry_host
+from ngcbuild.core.references import ImageRef, registry_host
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.record import read_record, utc_timestamp, write_record
 from ngcbuild.engine.registry_client import (
@@ -139,7 +139,7 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
     repository_path = release.image.repository
     entries = []
     for platform, (ref, digest) in sorted(pushed.items()):
-        tag = ref.rsplit(":", 1)[1]
+        tag = ImageRef.parse(ref).tag  # checked by gather()
         served = registry.digest(repository_path, tag)
         if served != digest:
             raise PublishRefused(f"{ref}: the {platform} job pushed {digest}, but the registry now serves {served}; "

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.references import ImageRef, ReferenceProblem
 from ngcbuild.engine.record import RECORD
 
 
@@ -80,6 +81,11 @@ def gather(records: list[tuple[Path, dict]], name: str, platforms: tuple[str, ..
         refs = sorted(ref for ref, entry in (record.get("pushed") or {}).items() if entry.get("registry") == host)
         if not refs:
             problems.append(f"{platform}: nothing pushed to {host}")
+            continue
+        try:
+            ImageRef.parse(refs[-1], need_tag=True)
+        except ReferenceProblem as exc:
+            problems.append(f"{platform}: {path}: a pushed reference is no image reference ({exc})")
             continue
         pushed[platform] = (refs[-1], record["pushed"][refs[-1]]["digest"])
     if problems:
