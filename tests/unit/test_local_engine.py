@@ -52,11 +52,3 @@ def test_a_socket_that_is_no_engine_is_one_clear_message(tmp_path, handler, reas
     message = str(failed.value)
     assert message.startswith(f"cannot reach the Docker engine at unix://{path} ({reason}")
     assert "`bash .ci/engine`" in message and "\n" not in message
-
-
-def test_it_asks_for_the_api_version_the_sdk_asks_for():
-    import docker
-
-    from ngcbuild.engine.local_engine import MAX_API_VERSION
-
-    assert MAX_API_VERSION == docker.constants.DEFAULT_DOCKER_API_VERSION
