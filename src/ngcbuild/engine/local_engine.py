@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
@@ -101,14 +102,16 @@ class LocalEngine:
         return cls(where[len("unix://"):])
 
     def connect(self) -> LocalEngine:
-        """Ping the engine; agree on its API version. One clear message when there is no engine."""
+        """Ping the engine and take the API version it serves, as docker-py's client for a local
+        socket does (`version="auto"`), so both read the same JSON. One clear message when there is
+        no engine."""
         try:
             response = self._call("GET", "/_ping", timeout=PING_TIMEOUT_S)
         except (OSError, http.client.HTTPException) as exc:
             raise EngineUnavailable(f"cannot reach the Docker engine at {self.where} "
                                     f"({unreachable_reason(self.where, exc)}). " + HOW_TO_FIX) from None
         version = response.headers.get("API-Version") or ""
-        if response.status != 200 or not version.replace(".", "").isdigit():
+        if response.status != 200 or not re.fullmatch(r"\d+\.\d+", version):
             raise EngineUnavailable(f"cannot reach the Docker engine at {self.where} (the answer to a ping "
                                     f"was {response.status}: this is not a Docker engine). " + HOW_TO_FIX)
         self.api_version = version
