@@ -26,6 +26,21 @@ class _NotDocker(BaseHTTPRequestHandler):
         pass
 
 
+class _PingsThenRambles(_NotDocker):
+    """Pings like an engine, then answers with what no engine says: a page, or too much."""
+
+    def do_GET(self):  # noqa: N802
+        if self.path == "/_ping":
+            body, extra = b"OK", {"API-Version": "1.41"}
+        else:
+            body, extra = b"<html>not json</html>" * (100 if "/images/big" in self.path else 1), {}
+        self.send_response(200)
+        for name, value in {**extra, "Content-Length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
 class _Garbage(socketserver.StreamRequestHandler):
     """Something that is not HTTP at all."""
 
@@ -52,3 +67,26 @@ def test_a_socket_that_is_no_engine_is_one_clear_message(tmp_path, handler, reas
     message = str(failed.value)
     assert message.startswith(f"cannot reach the Docker engine at unix://{path} ({reason}")
     assert "`bash .ci/engine`" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("call, limit, expected", [
+    (lambda local: local.images(), None, "answered GET /images/json with something that is not JSON"),
+    (lambda local: local.inspect_image("big:y"), 100, "answered GET /v1.41/images/big:y/json with more than 100 bytes"),
+])
+def test_an_answer_no_engine_gives_is_one_clear_message(tmp_path, monkeypatch, call, limit, expected):
+    from ngcbuild.engine import local_engine
+
+    if limit:
+        monkeypatch.setattr(local_engine, "MAX_ANSWER_BYTES", limit)
+    path = tmp_path / "docker.sock"
+    server = socketserver.ThreadingUnixStreamServer(str(path), _PingsThenRambles)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        local = LocalEngine.for_environment({"DOCKER_HOST": f"unix://{path}"}).connect()
+        assert local.api_version == "1.41"
+        with pytest.raises(EngineUnavailable) as failed:
+            call(local)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert expected in str(failed.value) and str(failed.value).endswith("this is not a Docker engine")

@@ -24,6 +24,8 @@ DEFAULT_SOCKET = "/var/run/docker.sock"
 PING_TIMEOUT_S = 10
 # Inspecting, listing and tagging images take milliseconds; a minute means the engine is stuck.
 CALL_TIMEOUT_S = 60
+# The largest answer read: an image list of a busy engine is a few MB; more is no engine's answer.
+MAX_ANSWER_BYTES = 256 << 20
 HOW_TO_FIX = ("Start it (on our machines: `bash .ci/engine`; elsewhere: `sudo systemctl start docker`) "
               "or point DOCKER_HOST at one.")
 
@@ -33,7 +35,7 @@ def engine_address(environ=os.environ) -> str:
     return environ.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
 
 
-def unreachable_reason(where: str, exc: Exception) -> str:
+def unreachable_reason(where: str, exc: Exception, waited_s: float = PING_TIMEOUT_S) -> str:
     """Why, in words: the socket file is missing, refuses connections, does not answer, or denies us."""
     text = str(exc)
     if where.startswith("unix://"):
@@ -51,7 +53,7 @@ def unreachable_reason(where: str, exc: Exception) -> str:
     if "Connection refused" in text or isinstance(exc, ConnectionRefusedError):
         return "connection refused: nothing is listening there; the engine is not running"
     if "timed out" in text.lower() or isinstance(exc, TimeoutError):
-        return f"no answer within {PING_TIMEOUT_S}s: the engine is hung or this is not a Docker engine"
+        return f"no answer within {waited_s:g}s: the engine is hung or this is not a Docker engine"
     if ("Connection aborted" in text or "RemoteDisconnected" in text
             or isinstance(exc, (ConnectionResetError, http.client.HTTPException))):
         return "the connection was closed without an answer: this is not a Docker engine"
@@ -148,7 +150,8 @@ class LocalEngine:
             response = self._call(method, target, timeout=CALL_TIMEOUT_S)
         except (OSError, http.client.HTTPException) as exc:
             raise EngineUnavailable(f"the connection to the Docker engine at {self.where} broke "
-                                    f"({unreachable_reason(self.where, exc)}); is it still running?") from None
+                                    f"({unreachable_reason(self.where, exc, CALL_TIMEOUT_S)}); "
+                                    "is it still running?") from None
         body = response.body
         if response.status >= 400:
             try:
@@ -156,7 +159,11 @@ class LocalEngine:
             except (ValueError, AttributeError):
                 message = body[:200].decode("utf-8", "replace")
             raise EngineReplied(response.status, message)
-        return json.loads(body) if body.strip() else None
+        try:
+            return json.loads(body) if body.strip() else None
+        except ValueError:
+            raise EngineUnavailable(f"the Docker engine at {self.where} answered {method} {path} with something "
+                                    "that is not JSON: this is not a Docker engine") from None
 
     def _call(self, method: str, target: str, timeout: float) -> _Response:
         connection = _UnixConnection(self.socket_path, timeout)
@@ -164,7 +171,11 @@ class LocalEngine:
             connection.request(method, target, headers={"Content-Type": "application/json"} if method == "POST"
                                else {})
             response = connection.getresponse()
-            return _Response(response.status, response.headers, response.read())
+            body = response.read(MAX_ANSWER_BYTES + 1)
+            if len(body) > MAX_ANSWER_BYTES:
+                raise EngineUnavailable(f"the Docker engine at {self.where} answered {method} {target.split('?')[0]} "
+                                        f"with more than {MAX_ANSWER_BYTES} bytes: this is not a Docker engine")
+            return _Response(response.status, response.headers, body)
         finally:
             connection.close()
 
