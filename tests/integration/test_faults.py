@@ -24,11 +24,12 @@ import pytest
 
 from ngcbuild.core.project import Project
 from ngcbuild.engine.base_image import ensure_base
+from ngcbuild.engine.client import connect
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.stamp import STAMP
 
 from ..conftest import REPO, ScratchProject
-from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port
+from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port, untag_registry
 
 pytestmark = [pytest.mark.engine, pytest.mark.reliability]
 
@@ -352,6 +353,7 @@ def registry_of():
     yield make
     for registry in made:
         registry.close()
+        untag_registry(connect(), registry.address)  # what pushes to it left on the shared engine
 
 
 def _served_digest(address: str, release: str, auth=None) -> str | None:
