@@ -160,3 +160,13 @@ def test_bench_keeps_each_release_section_between_its_markers():
     # a new dev report keeps the other releases' sections
     assert _sections(twice).strip().startswith("<!-- invoke bench --release cuda-dev -->")
     assert _sections(page) == ""
+
+
+def test_bench_keeps_the_notes_written_by_hand_on_dev_figures():
+    from ngcbuild.tools.bench import NOTES_MARK, _sections, _with_section
+
+    page = f"# Benchmarks\n\ndev figures\n\n{NOTES_MARK}\n## Where a target is missed\n\nwhy\n"
+    with_cuda = _with_section(page, "cuda-dev", "# Benchmarks\n\ncuda figures\n")
+    kept = _sections(with_cuda)
+    assert kept.strip().startswith(NOTES_MARK) and "why" in kept and "cuda figures" in kept
+    assert "dev figures" not in kept

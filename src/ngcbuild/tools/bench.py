@@ -530,10 +530,14 @@ def _marks(release: str) -> tuple[str, str]:
     return f"<!-- invoke bench --release {release} -->", f"<!-- end {release} -->"
 
 
+NOTES_MARK = "<!-- written by hand, kept by invoke bench -->"
+
+
 def _sections(text: str) -> str:
-    """The other releases' sections of BENCHMARKS.md, each between its markers."""
-    start = text.find("<!-- invoke bench --release ")
-    return "\n" + text[start:] if start >= 0 else ""
+    """What follows dev's report in BENCHMARKS.md and a new run of it keeps: the notes written by hand
+    on its figures (after NOTES_MARK), then the other releases' sections, each between its markers."""
+    found = [i for i in (text.find(NOTES_MARK), text.find("<!-- invoke bench --release ")) if i >= 0]
+    return "\n" + text[min(found):] if found else ""
 
 
 def _with_section(text: str, release: str, report: str) -> str:
