@@ -75,3 +75,11 @@ def figures(request):
                 handle.write(json.dumps({"test": request.node.nodeid, **fields}, sort_keys=True) + "\n")
 
     return record
+
+
+def split_importtime(stderr: str) -> tuple[set[str], str]:
+    """(the modules a process imported, the rest of its stderr) for a run with PYTHONPROFILEIMPORTTIME=1."""
+    lines = stderr.splitlines()
+    imported = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+    rest = "\n".join(line for line in lines if not line.startswith("import time:")).strip()
+    return imported, rest

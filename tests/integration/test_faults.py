@@ -28,7 +28,7 @@ from ngcbuild.engine.client import connect
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.stamp import STAMP
 
-from ..conftest import REPO, ScratchProject
+from ..conftest import REPO, ScratchProject, split_importtime
 from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port, untag_registry
 
 pytestmark = [pytest.mark.engine, pytest.mark.reliability]
@@ -187,8 +187,7 @@ def test_no_engine_is_a_clear_message_with_a_fix(kind, path, scratch, tmp_path, 
         if holder:
             holder.close()
     elapsed = time.monotonic() - started
-    imported = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
-    message = "\n".join(line for line in result.stderr.splitlines() if not line.startswith("import time:")).strip()
+    imported, message = split_importtime(result.stderr)
     # which path answered: only the full one loads the manifest (pydantic)
     assert ("ngcbuild.manifest.loader" in imported) == (path == "full"), path
     clean = (result.returncode == 1 and f"cannot reach the Docker engine at {host} ({reason}" in message

@@ -8,7 +8,8 @@ import tarfile
 import pytest
 
 from ngcbuild.core.project import Project
-from ngcbuild.engine.image_build import CONTEXT_HASH_LABEL, RELEASE_LABEL
+from ngcbuild.engine.image_build import RELEASE_LABEL
+from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
 from ngcbuild.manifest.loader import load_release
 
 from ..conftest import REPO, ScratchProject

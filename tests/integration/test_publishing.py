@@ -23,7 +23,7 @@ from ngcbuild.core.project import Project
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
 from ngcbuild.render.context import render_release
 
-from ..conftest import REPO
+from ..conftest import REPO, split_importtime
 from .conftest import run_invoke
 
 pytestmark = pytest.mark.engine
@@ -35,7 +35,7 @@ def test_build_of_a_built_context_is_skipped_without_the_sdk_pydantic_or_jinja(d
     run_invoke("build", "--release", "dev")  # the first may render (the stamp) and load
     result = run_invoke("build", "--release", "dev", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert result.returncode == 0, result.stdout + result.stderr
-    imported = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")}
+    imported, _ = split_importtime(result.stderr)
     assert "ngcbuild.engine.build" in imported and "ngcbuild.engine.local_engine" in imported
     heavy = sorted(m for m in imported if m.split(".")[0] in ("docker", "requests", "pydantic", "jinja2", "packaging"))
     assert heavy == [], f"the unchanged-release path imported {heavy[:10]}"

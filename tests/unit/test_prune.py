@@ -1,7 +1,8 @@
 """Which images `invoke prune` picks (pure logic on inspected images)."""
 
-from ngcbuild.engine.image_build import CONTEXT_HASH_LABEL, RELEASE_LABEL
+from ngcbuild.engine.image_build import RELEASE_LABEL
 from ngcbuild.engine.prune import ours, to_remove
+from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
 
 
 def _image(n: int, release: str | None, created: str, arch: str = "amd64") -> dict:

@@ -37,7 +37,6 @@ from ngcbuild.engine.wheelhouse import select_wheels
 if TYPE_CHECKING:
     from ngcbuild.render.context import Rendered
 
-CONTEXT_HASH_LABEL = context_cache.CONTEXT_HASH_LABEL
 RELEASE_LABEL = "io.ngcbuild.release"  # what `invoke prune` groups images by
 # What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
 ENGINE_GONE = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError)
@@ -124,7 +123,7 @@ def _run_build(client, project: Project, rendered: Rendered, options: BuildOptio
                 fileobj=context, custom_context=True, encoding=None, decode=True,
                 rm=True, forcerm=True, nocache=options.no_cache, pull=False,
                 platform=platform, cache_from=cache_sources or None,
-                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
+                labels={**dict(options.labels), context_cache.CONTEXT_HASH_LABEL: rendered.context_hash,
                         RELEASE_LABEL: rendered.release},
             )
             for event in events:

@@ -86,7 +86,7 @@ class _UnixConnection(http.client.HTTPConnection):
 
 class LocalEngine:
     """The engine at a unix socket, with the method names and results of docker-py's APIClient for
-    the calls it has (ping, images, inspect_image, tag, pull), so the code that uses them takes
+    the calls it has (images, inspect_image, tag, pull), so the code that uses them takes
     either client."""
 
     def __init__(self, socket_path: str):
@@ -118,10 +118,6 @@ class LocalEngine:
                                     f"was {response.status}: this is not a Docker engine). " + HOW_TO_FIX)
         self.api_version = version
         return self
-
-    def ping(self) -> bool:
-        self.connect()
-        return True
 
     def images(self, filters: dict | None = None) -> list[dict]:
         query = {"filters": json.dumps({k: v if isinstance(v, list) else [v] for k, v in filters.items()})} \
