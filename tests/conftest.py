@@ -10,6 +10,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Every process a test starts (invoke, ngcbuild, act's steps, a helper script) imports the checkout under
+# test first, never whatever copy of ngcbuild is installed (after a CI run in a clone, the editable
+# install points at that clone).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(REPO / "src"), *os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    if p and p != str(REPO / "src"))
+
 
 class ScratchProject:
     """A project in a temporary directory with the repo's templates, parts and tasks.py."""
@@ -51,9 +58,8 @@ def run_command(program: str, *args: str, cwd: Path, env: dict | None = None,
     """`invoke ARGS` or `ngcbuild ARGS` (python -m ngcbuild) as a process, importing the checkout under
     test (not whatever copy of ngcbuild is installed)."""
     module = "invoke" if program == "invoke" else "ngcbuild"
-    path = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONPATH": path, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture

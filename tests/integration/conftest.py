@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import REPO, run_command
 
 REGISTRY = os.environ.get("NGCBUILD_TEST_REGISTRY", "127.0.0.1:5000")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -48,9 +48,7 @@ def registry():
 
 
 def run_invoke(*args, cwd=REPO, env=None, timeout=3600) -> subprocess.CompletedProcess:
-    result = subprocess.run(["invoke", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                            env={**os.environ, **(env or {})})
-    return result
+    return run_command("invoke", *args, cwd=cwd, env=env, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ hash, one of them turned into an arm64 image by rewriting its config in a `docke
 import hashlib
 import io
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -23,7 +22,7 @@ from ngcbuild.core.project import Project
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
 from ngcbuild.render.context import render_release
 
-from ..conftest import REPO, split_importtime
+from ..conftest import REPO, run_command, split_importtime
 from .conftest import run_invoke
 
 pytestmark = pytest.mark.engine
@@ -248,7 +247,7 @@ def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, pri
     record["pushed"] = {f"{registry}/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "0" * 64}}
     record["smoke"] = {"image_id": record["image_id"], "passed": 10, "failed": 2, "errors": 0, "exit_code": 1}
     (project / "build" / "dev" / "record.json").write_text(json.dumps(record))
-    result = subprocess.run(["invoke", "promote", "--release", "dev", "--from", registry, "--to", private_registry],
-                            cwd=project, capture_output=True, text=True, timeout=120, env=os.environ, check=False)
+    result = run_command("invoke", "promote", "--release", "dev", "--from", registry, "--to", private_registry,
+                         cwd=project, timeout=120)
     assert result.returncode == 1
     assert "the smoke suite of dev failed (2 failed" in result.stderr
