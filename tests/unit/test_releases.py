@@ -1,6 +1,8 @@
 """The NGC release manifests: what they state, where it comes from, and how archived releases and
 incomplete manifests are told apart."""
 
+import re
+
 import pytest
 
 from ngcbuild.core.errors import UserError
@@ -132,3 +134,12 @@ def test_a_buildable_release_needs_the_python_install(scratch):
 ])
 def test_each_install_method_needs_its_pins(scratch, component, expected):
     assert expected in error(scratch, BUILDABLE + f"components:\n  {component}\n")
+
+
+def test_the_readme_names_each_release_s_pytorch_as_its_manifest_does():
+    """README's "PyTorch X (YY.MM)" mentions must agree with the manifest (it once said 2.11 for 25.12)."""
+    text = (REPO / "README.md").read_text()
+    mentions = re.findall(r"PyTorch (\d[\w.+]*) \((\d\d\.\d\d)\)", text.replace("\n", " "))
+    assert mentions
+    for version, name in mentions:
+        assert release(name).components["pytorch"].version.startswith(version), (name, version)
