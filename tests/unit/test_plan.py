@@ -102,3 +102,80 @@ def test_install_commands_are_shaped_once_in_macros():
         text = path.read_text()
         assert "apt-get install" not in text, f"{path.relative_to(REPO)} writes an apt install by hand"
         assert "--ignore-installed" not in text, f"{path.relative_to(REPO)} writes a staged pip install by hand"
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12", "25.12"])
+def test_every_builder_step_comes_after_the_steps_that_provide_its_needs(name):
+    """20.x built PyTorch before OpenMPI and MAGMA (merge order): its CMake found neither."""
+    from ngcbuild.manifest.needs import needs_of, provides_of
+
+    plan = plan_of(name)
+    catalog = plan.catalog
+    names = [step.name for step in plan.builder_steps]
+    for index, step in enumerate(plan.builder_steps):
+        if step.component is None:
+            continue
+        for need in needs_of(step.name, step.component, catalog):
+            later = [other.name for other in plan.builder_steps[index + 1:]
+                     if other.component is not None and need in provides_of(other.name, other.component, catalog)]
+            assert not later, f"{step.name} needs {need}, provided later by {later} ({names})"
+
+
+def test_20_12_builds_pytorch_after_openmpi_and_magma():
+    names = [step.name for step in plan_of("20.12").builder_steps]
+    assert names.index("openmpi") < names.index("pytorch") and names.index("magma") < names.index("pytorch")
+    # merge order decides the rest: apex stays right after the PyTorch it needs
+    assert names.index("apex") == names.index("pytorch") + 1
+
+
+def _pytorch_needing(scratch, needs: str, base_provides: str = "") -> Project:
+    scratch.copy_release("20.12")
+    text = (scratch.root / "manifests" / "20.12.yaml").read_text()
+    text = text.replace("  pytorch:\n    version:", f"  pytorch:\n    needs: {needs}\n    version:", 1)
+    if base_provides:
+        text += f"base:\n  provides:\n    {base_provides}\n"
+    scratch.manifest("20.12", text)
+    return Project.at(scratch.root)
+
+
+def test_a_need_nothing_provides_names_the_component_and_the_need(scratch):
+    project = _pytorch_needing(scratch, "[cuda-compiler, lapack, mpi, magma, nccl-tests]")
+    with pytest.raises(ManifestError, match=r"components\.pytorch\.needs: component 'pytorch' needs 'nccl-tests', "
+                                            r"which nothing in this release provides"):
+        load_release(project, "20.12")
+
+
+def test_a_need_the_base_provides_with_evidence_is_met(scratch):
+    project = _pytorch_needing(scratch, "[cuda-compiler, lapack, mpi, magma, nccl-tests]", "nccl-tests: built into the base image (its Dockerfile)")
+    assert "nccl-tests" in load_release(project, "20.12").release.components["pytorch"].needs
+
+
+def test_a_base_component_without_evidence_provides_nothing(scratch):
+    scratch.copy_release("20.12")
+    path = scratch.root / "manifests" / "20.12.yaml"
+    text = path.read_text()
+    text = text.replace("  pytorch:\n    version:", "  pytorch:\n    needs: [cuda-compiler, lapack, mpi, magma, cublas]\n    version:", 1)
+    # cuBLAS in the base image, with its source: a need it meets
+    scratch.manifest("20.12", text)
+    assert load_release(Project.at(scratch.root), "20.12")
+    scratch.manifest("20.12", text.replace(
+        "    source: NVIDIA PyTorch release notes 20.12 (NVIDIA CUDA 11.1.1 including cuBLAS 11.3.0)\n", "", 1))
+    with pytest.raises(ManifestError, match="needs 'cublas'"):
+        load_release(Project.at(scratch.root), "20.12")
+
+
+def test_components_that_need_each_other_are_an_error_naming_them(scratch):
+    scratch.copy_release("20.12")
+    text = (scratch.root / "manifests" / "20.12.yaml").read_text()
+    text = text.replace("    options: [--prefix=/usr/local/mpi,", "    needs: [apex]\n    options: [--prefix=/usr/local/mpi,", 1)
+    scratch.manifest("20.12", text)
+    with pytest.raises(ManifestError, match=r"components: these components need each other \(a cycle\): "
+                                            r"pytorch, apex, openmpi"):
+        plan_of("20.12", project=Project.at(scratch.root))
+
+
+def test_a_promise_of_the_stack_must_be_a_need_of_the_pytorch_build(scratch):
+    """25.12 promised torch_with: [lapack] with no LAPACK provider and no need of one."""
+    project = _pytorch_needing(scratch, "[cuda-compiler, mpi, magma]")
+    with pytest.raises(ManifestError, match=r"stack\.torch_with\.0: promises a PyTorch built with lapack"):
+        load_release(project, "20.12")

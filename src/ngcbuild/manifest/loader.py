@@ -24,6 +24,7 @@ from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Constraints, load_constraints
 from ngcbuild.manifest.fields import release_parts
 from ngcbuild.manifest.model import Release
+from ngcbuild.manifest.needs import check_needs
 
 MAX_MANIFEST_BYTES = 1_000_000
 
@@ -73,6 +74,7 @@ def load_release(project: Project, name: str) -> LoadedRelease:
         constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path),
                                        within=project.root)
         _check_pins_agree(path, release, catalog, constraints)
+        check_needs(path, release, catalog)
     return LoadedRelease(release, path, chain, constraints, catalog)
 
 

@@ -17,6 +17,7 @@ from ngcbuild.manifest.fields import (
     ArchList,
     BuildNumber,
     BuildOption,
+    Capability,
     ComponentName,
     ComputeCapability,
     Digest,
@@ -60,6 +61,9 @@ class BaseImage(Strict):
     # out, a mirror given with --base, and what that mirror must also fix (each item of mirror_must).
     removed: Text | None = None
     mirror_must: list[Text] = Field(default_factory=list)
+    # What the base image provides that no component of the manifest records, each with its evidence
+    # (cuda-compiler: "a devel image: nvcc is in /usr/local/cuda/bin"): a need it meets (components.*.needs).
+    provides: dict[Capability, Text] = Field(default_factory=dict)
 
 
 class ImageSpec(Strict):
@@ -151,6 +155,9 @@ class Component(Strict):
     # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
     # its provenance here; every other pin of `packages` has method_provenance.
     package_provenance: dict[PackageName, Provenance] = Field(default_factory=dict)
+    # What this release's build of it needs beyond the catalog's `needs` (PyTorch 20.12 links OpenMPI and
+    # MAGMA): a step, or the base image with evidence, must provide each, and the builder runs that first.
+    needs: list[Capability] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _method_needs_its_pins(self):
