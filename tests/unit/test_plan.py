@@ -179,3 +179,32 @@ def test_a_promise_of_the_stack_must_be_a_need_of_the_pytorch_build(scratch):
     project = _pytorch_needing(scratch, "[cuda-compiler, mpi, magma]")
     with pytest.raises(ManifestError, match=r"stack\.torch_with\.0: promises a PyTorch built with lapack"):
         load_release(project, "20.12")
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12", "25.12", "dev", "cuda-dev"])
+def test_every_module_the_smoke_suite_imports_is_installed_by_a_step(name):
+    """25.12 expected `import tensorrt` of a TensorRT only its base image carried (libraries, no Python API)."""
+    plan = plan_of(name)
+    installed = {step.name for step in (*plan.runtime_steps, *plan.builder_steps)}
+    for component in plan.expected()["stack"]["modules"]:
+        assert component in installed, f"{name}: the smoke suite imports {component}'s module, which no step installs"
+
+
+def test_25_12_installs_the_python_components_nvidia_ships_and_checks_each():
+    plan = plan_of("25.12")
+    modules = plan.expected()["stack"]["modules"]
+    wanted = {"tensorrt_python": ("tensorrt", "10.14.1.48.post1"), "lightning_thunder": ("thunder", "0.2.7.dev20251214"),
+              "modelopt": ("modelopt", "0.40.0"), "torchao": ("torchao", "0.14.1")}
+    for component, (module, version) in wanted.items():
+        assert modules[component] == {"module": module, "version": version}
+    names = [step.name for step in plan.builder_steps]
+    assert all(names.index("pytorch") < names.index(c) for c in wanted if c != "tensorrt_python")
+
+
+def test_25_12_sets_ngc_s_run_time_environment():
+    """NGC's 25.10 image (secondary) sets these; 25.12 once lacked them."""
+    env = plan_of("25.12").env
+    for var in ("TRITON_CUDACRT_PATH", "TRITON_CUDART_PATH", "TRITON_CUPTI_PATH", "TRITON_PTXAS_PATH"):
+        assert env[var].startswith("/usr/local/cuda/"), var
+    assert env["UCC_CL_BASIC_TLS"] == "^sharp" and env["UCC_EC_CUDA_EXEC_NUM_THREADS"] == "256"
+    assert env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] == "python"
