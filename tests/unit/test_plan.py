@@ -208,3 +208,21 @@ def test_25_12_sets_ngc_s_run_time_environment():
         assert env[var].startswith("/usr/local/cuda/"), var
     assert env["UCC_CL_BASIC_TLS"] == "^sharp" and env["UCC_EC_CUDA_EXEC_NUM_THREADS"] == "256"
     assert env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] == "python"
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12"])
+def test_conda_s_copies_of_what_the_staged_layers_pin_are_uninstalled_before_the_overlay(name):
+    """The staged pip, setuptools, wheel, requests... were laid over conda's, whose older metadata stayed."""
+    plan = plan_of(name)
+    names = plan.overlaid_distributions
+    assert {"pip", "setuptools", "wheel", "requests", "urllib3", "certifi", "cffi"} <= set(names)
+    assert names[-1] == "pip"  # pip uninstalls itself last
+    staged = {n.split("==")[0].lower() for step in plan.staged_steps for n in step.pins}
+    assert set(names) == {n.replace("_", "-") for n in staged}
+    lines = (REPO / "tests" / "golden" / name / "Dockerfile").read_text().split("\n# --- the image\n", 1)[1]
+    uninstall, first_copy = lines.index("-m pip uninstall -y"), lines.index("COPY --from=builder")
+    assert uninstall < first_copy and all(f"      {n} \\\n" in lines or f"      {n}\n" in lines for n in names)
+
+
+def test_a_system_python_has_no_conda_environment_to_clean():
+    assert "overlay" not in plan_of("25.12").python_partials

@@ -50,7 +50,7 @@ class ImagePlan:
     catalog: Catalog
     base_image: str
     python: str  # the interpreter every pip line runs
-    python_partials: dict[str, str]  # "stage" (optional), "runtime", "builder" -> template
+    python_partials: dict[str, str]  # "stage", "overlay" (optional), "runtime", "builder" -> template
     runtime_steps: tuple[Step, ...]
     builder_requirements: tuple[str, ...]  # NAME==VERSION, into the builder's own environment
     builder_steps: tuple[Step, ...]
@@ -97,6 +97,14 @@ class ImagePlan:
     @property
     def staged_steps(self) -> tuple[Step, ...]:
         return tuple(step for step in self.builder_steps if step.staged)
+
+    @property
+    def overlaid_distributions(self) -> tuple[str, ...]:
+        """Every distribution the staged pip layers install (canonical names), pip last: what the image's
+        own environment must not keep a copy of before they are laid over it."""
+        names = {canonicalize_name(pin.split("==", 1)[0]) for step in self.staged_steps for pin in step.pins
+                 if "==" in pin}
+        return tuple(sorted(names, key=lambda name: (name == "pip", name)))
 
     def expected(self) -> dict:
         """expected.json: what the smoke suite checks inside the image."""
@@ -190,6 +198,8 @@ def _python_partials(release) -> dict[str, str]:
     partials = {"runtime": f"python/{install}.j2", "builder": f"python/{install}-builder.j2"}
     if install == "conda":  # the installer is unpacked in a stage of its own and never shipped
         partials["stage"] = "python/conda-stage.j2"
+        # conda's base environment already holds some of what the staged layers pin (pip, requests...)
+        partials["overlay"] = "python/conda-overlay.j2"
     return partials
 
 
