@@ -46,6 +46,9 @@ class CatalogEntry(BaseModel):
     # name (OpenBLAS: blas, lapack); a manifest adds release-specific needs (components.NAME.needs).
     needs: list[Capability] = Field(default_factory=list)
     provides: list[Capability] = Field(default_factory=list)
+    # Other names the release notes give it ("Apex", "modelopt"): a note naming it promises it (see
+    # manifest/promises.py).
+    notes_names: list[Text] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from ngcbuild.manifest.constraints import Constraints, load_constraints
 from ngcbuild.manifest.fields import release_parts
 from ngcbuild.manifest.model import Release
 from ngcbuild.manifest.needs import check_needs
+from ngcbuild.manifest.promises import check_promises
 
 MAX_MANIFEST_BYTES = 1_000_000
 
@@ -69,6 +70,7 @@ def load_release(project: Project, name: str) -> LoadedRelease:
     release = _validate(path, data, chain)
     catalog = Catalog.load(project)
     _check_components(path, release, catalog)
+    check_promises(path, release, catalog)
     constraints = None
     if release.status == "buildable":
         constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path),
