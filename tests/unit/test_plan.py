@@ -226,3 +226,14 @@ def test_conda_s_copies_of_what_the_staged_layers_pin_are_uninstalled_before_the
 
 def test_a_system_python_has_no_conda_environment_to_clean():
     assert "overlay" not in plan_of("25.12").python_partials
+
+
+def test_a_source_build_needing_openblas_must_tell_cmake_so(scratch):
+    """25.12's PyTorch build once had no BLAS=: CMake then looks for MKL and links no LAPACK."""
+    scratch.copy_release("25.12")
+    text = (scratch.root / "manifests" / "25.12.yaml").read_text()
+    assert "      BLAS: OpenBLAS\n" in text
+    scratch.manifest("25.12", text.replace("      BLAS: OpenBLAS\n", "", 1))
+    with pytest.raises(ManifestError, match=r"components\.pytorch\.build_env\.BLAS: expected 'OpenBLAS': pytorch is "
+                                            r"built from source and needs 'lapack', which openblas provides only"):
+        load_release(Project.at(scratch.root), "25.12")

@@ -46,6 +46,9 @@ class CatalogEntry(BaseModel):
     # name (OpenBLAS: blas, lapack); a manifest adds release-specific needs (components.NAME.needs).
     needs: list[Capability] = Field(default_factory=list)
     provides: list[Capability] = Field(default_factory=list)
+    # What a source build that needs what it provides must set to use it (OpenBLAS: BLAS=OpenBLAS, or
+    # PyTorch's CMake looks for MKL and builds without LAPACK).
+    build_env: dict[EnvName, Text] = Field(default_factory=dict)
     # Other names the release notes give it ("Apex", "modelopt"): a note naming it promises it (see
     # manifest/promises.py).
     notes_names: list[Text] = Field(default_factory=list)

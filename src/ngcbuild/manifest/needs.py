@@ -54,6 +54,8 @@ def check_needs(path: Path, release: Release, catalog: Catalog) -> None:
         for index, need in enumerate(needs_of(name, component, catalog)):
             if need == name:
                 raise ManifestError(path, f"components.{name}.needs.{index}", f"component {name!r} needs itself")
+            if component.install == "source":
+                _check_build_env(path, name, component, need, found.get(need, ()), catalog)
             if need not in found:
                 could = sorted(other for other, entry in catalog.entries.items()
                                if need == other or need in entry.provides)
@@ -62,6 +64,17 @@ def check_needs(path: Path, release: Release, catalog: Catalog) -> None:
                                     f"component {name!r} needs {need!r}, which nothing in this release provides: "
                                     f"install a component that provides it{hint}, or declare it under "
                                     f"base.provides with the evidence that the base image carries it")
+
+
+def _check_build_env(path: Path, name: str, component: Component, need: str, providers_of_need, catalog) -> None:
+    """A source build finds some providers only when told (BLAS=OpenBLAS): the catalog says what to set."""
+    for provider in providers_of_need:
+        entry = catalog.get(provider)
+        for var, value in (entry.build_env.items() if entry else ()):
+            if component.build_env.get(var) != value:
+                raise ManifestError(path, f"components.{name}.build_env.{var}",
+                                    f"expected {value!r}: {name} is built from source and needs {need!r}, which "
+                                    f"{provider} provides only to a build that sets {var}={value}")
 
 
 def _check_torch_with(path: Path, release: Release, catalog: Catalog) -> None:
