@@ -11,14 +11,23 @@ from ..conftest import REPO
 SNIPPET = REPO / "templates" / "image" / "entrypoint" / "entrypoint.d" / "55-cuda-forward-compat.sh"
 
 
-def _run(tmp_path, kernel: str, cuinit_status: int | None):
-    """Source the snippet with a compat libcuda 590.44.01, a kernel module of version `kernel`, and a
+PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Tue Sep 23 09:56:04 UTC 2025\n"
+# NVIDIA's open kernel module (the default since R560, the only one for Blackwell) words its line otherwise.
+OPEN = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {}  Release Build  (dvs-builder@U16-I3-B03-4-3)\n"
+
+
+def _run(tmp_path, kernel: str, cuinit_status: int | None, line: str = PROPRIETARY):
+    """Source the snippet (under set -e, as the entrypoint does) with a compat libcuda 590.44.01, a kernel
+    module of version `kernel` reported in `line`'s form (None: the version file cannot be read), and a
     `python3` whose cuInit returns `cuinit_status` (None: no Python at all). Returns (stdout, LD_LIBRARY_PATH)."""
     compat = tmp_path / "compat" / "lib"
     compat.mkdir(parents=True)
     (compat / "libcuda.so.590.44.01").write_text("")
     driver = tmp_path / "version"
-    driver.write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {kernel}  Release Build\n")
+    if kernel is None:
+        driver.mkdir()  # a folder: sed cannot read it (as root, a file's mode would not stop it)
+    else:
+        driver.write_text(line.format(kernel) + "GCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     if cuinit_status is not None:
@@ -31,7 +40,7 @@ def _run(tmp_path, kernel: str, cuinit_status: int | None):
         (bin_dir / tool).symlink_to(shutil.which(tool))
     env = {"PATH": str(bin_dir), "CUDA_VERSION": "13.1.0", "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
            "_CUDA_COMPAT_PATH": str(tmp_path / "compat"), "_NVIDIA_DRIVER_VERSION_FILE": str(driver)}
-    result = subprocess.run([shutil.which("bash"), "-c", f'source "{SNIPPET}"; echo "LD=$LD_LIBRARY_PATH"'], env=env,
+    result = subprocess.run([shutil.which("bash"), "-c", f'set -e; source "{SNIPPET}"; echo "LD=$LD_LIBRARY_PATH"'], env=env,
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -61,5 +70,18 @@ def test_forward_compat_stays_off_without_python_to_probe(tmp_path):
 
 def test_a_new_enough_driver_needs_no_forward_compat(tmp_path):
     out, ld, _ = _run(tmp_path, "590.48.01", 0)
+    assert out.strip().startswith("LD=") and ld == "/usr/local/nvidia/lib64"
+    assert not (tmp_path / "probe-env").exists()
+
+
+@pytest.mark.parametrize("line", [PROPRIETARY, OPEN], ids=["proprietary", "open"])
+def test_both_kernel_modules_report_their_version(tmp_path, line):
+    out, ld, compat = _run(tmp_path, "570.172.08", 0, line)
+    assert "driver version 590.44.01 with kernel driver version 570.172.08" in out
+    assert ld == f"{compat}:/usr/local/nvidia/lib64"
+
+
+def test_an_unreadable_version_file_leaves_forward_compat_off(tmp_path):
+    out, ld, _ = _run(tmp_path, None, 0)
     assert out.strip().startswith("LD=") and ld == "/usr/local/nvidia/lib64"
     assert not (tmp_path / "probe-env").exists()

@@ -102,3 +102,138 @@ def test_install_commands_are_shaped_once_in_macros():
         text = path.read_text()
         assert "apt-get install" not in text, f"{path.relative_to(REPO)} writes an apt install by hand"
         assert "--ignore-installed" not in text, f"{path.relative_to(REPO)} writes a staged pip install by hand"
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12", "25.12"])
+def test_every_builder_step_comes_after_the_steps_that_provide_its_needs(name):
+    """20.x built PyTorch before OpenMPI and MAGMA (merge order): its CMake found neither."""
+    from ngcbuild.manifest.needs import needs_of, provides_of
+
+    plan = plan_of(name)
+    catalog = plan.catalog
+    names = [step.name for step in plan.builder_steps]
+    for index, step in enumerate(plan.builder_steps):
+        if step.component is None:
+            continue
+        for need in needs_of(step.name, step.component, catalog):
+            later = [other.name for other in plan.builder_steps[index + 1:]
+                     if other.component is not None and need in provides_of(other.name, other.component, catalog)]
+            assert not later, f"{step.name} needs {need}, provided later by {later} ({names})"
+
+
+def test_20_12_builds_pytorch_after_openmpi_and_magma():
+    names = [step.name for step in plan_of("20.12").builder_steps]
+    assert names.index("openmpi") < names.index("pytorch") and names.index("magma") < names.index("pytorch")
+    # merge order decides the rest: apex stays right after the PyTorch it needs
+    assert names.index("apex") == names.index("pytorch") + 1
+
+
+def _pytorch_needing(scratch, needs: str, base_provides: str = "") -> Project:
+    scratch.copy_release("20.12")
+    text = (scratch.root / "manifests" / "20.12.yaml").read_text()
+    text = text.replace("  pytorch:\n    version:", f"  pytorch:\n    needs: {needs}\n    version:", 1)
+    if base_provides:
+        text += f"base:\n  provides:\n    {base_provides}\n"
+    scratch.manifest("20.12", text)
+    return Project.at(scratch.root)
+
+
+def test_a_need_nothing_provides_names_the_component_and_the_need(scratch):
+    project = _pytorch_needing(scratch, "[cuda-compiler, lapack, mpi, magma, nccl-tests]")
+    with pytest.raises(ManifestError, match=r"components\.pytorch\.needs: component 'pytorch' needs 'nccl-tests', "
+                                            r"which nothing in this release provides"):
+        load_release(project, "20.12")
+
+
+def test_a_need_the_base_provides_with_evidence_is_met(scratch):
+    project = _pytorch_needing(scratch, "[cuda-compiler, lapack, mpi, magma, nccl-tests]", "nccl-tests: built into the base image (its Dockerfile)")
+    assert "nccl-tests" in load_release(project, "20.12").release.components["pytorch"].needs
+
+
+def test_a_base_component_without_evidence_provides_nothing(scratch):
+    scratch.copy_release("20.12")
+    path = scratch.root / "manifests" / "20.12.yaml"
+    text = path.read_text()
+    text = text.replace("  pytorch:\n    version:", "  pytorch:\n    needs: [cuda-compiler, lapack, mpi, magma, cublas]\n    version:", 1)
+    # cuBLAS in the base image, with its source: a need it meets
+    scratch.manifest("20.12", text)
+    assert load_release(Project.at(scratch.root), "20.12")
+    scratch.manifest("20.12", text.replace(
+        "    source: NVIDIA PyTorch release notes 20.12 (NVIDIA CUDA 11.1.1 including cuBLAS 11.3.0)\n", "", 1))
+    with pytest.raises(ManifestError, match="needs 'cublas'"):
+        load_release(Project.at(scratch.root), "20.12")
+
+
+def test_components_that_need_each_other_are_an_error_naming_them(scratch):
+    scratch.copy_release("20.12")
+    text = (scratch.root / "manifests" / "20.12.yaml").read_text()
+    text = text.replace("    options: [--prefix=/usr/local/mpi,", "    needs: [apex]\n    options: [--prefix=/usr/local/mpi,", 1)
+    scratch.manifest("20.12", text)
+    with pytest.raises(ManifestError, match=r"components: these components need each other \(a cycle\): "
+                                            r"pytorch, apex, openmpi"):
+        plan_of("20.12", project=Project.at(scratch.root))
+
+
+def test_a_promise_of_the_stack_must_be_a_need_of_the_pytorch_build(scratch):
+    """25.12 promised torch_with: [lapack] with no LAPACK provider and no need of one."""
+    project = _pytorch_needing(scratch, "[cuda-compiler, mpi, magma]")
+    with pytest.raises(ManifestError, match=r"stack\.torch_with\.0: promises a PyTorch built with lapack"):
+        load_release(project, "20.12")
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12", "25.12", "dev", "cuda-dev"])
+def test_every_module_the_smoke_suite_imports_is_installed_by_a_step(name):
+    """25.12 expected `import tensorrt` of a TensorRT only its base image carried (libraries, no Python API)."""
+    plan = plan_of(name)
+    installed = {step.name for step in (*plan.runtime_steps, *plan.builder_steps)}
+    for component in plan.expected()["stack"]["modules"]:
+        assert component in installed, f"{name}: the smoke suite imports {component}'s module, which no step installs"
+
+
+def test_25_12_installs_the_python_components_nvidia_ships_and_checks_each():
+    plan = plan_of("25.12")
+    modules = plan.expected()["stack"]["modules"]
+    wanted = {"tensorrt_python": ("tensorrt", "10.14.1.48.post1"), "lightning_thunder": ("thunder", "0.2.7.dev20251214"),
+              "modelopt": ("modelopt", "0.40.0"), "torchao": ("torchao", "0.14.1")}
+    for component, (module, version) in wanted.items():
+        assert modules[component] == {"module": module, "version": version}
+    names = [step.name for step in plan.builder_steps]
+    assert all(names.index("pytorch") < names.index(c) for c in wanted if c != "tensorrt_python")
+
+
+def test_25_12_sets_ngc_s_run_time_environment():
+    """NGC's 25.10 image (secondary) sets these; 25.12 once lacked them."""
+    env = plan_of("25.12").env
+    for var in ("TRITON_CUDACRT_PATH", "TRITON_CUDART_PATH", "TRITON_CUPTI_PATH", "TRITON_PTXAS_PATH"):
+        assert env[var].startswith("/usr/local/cuda/"), var
+    assert env["UCC_CL_BASIC_TLS"] == "^sharp" and env["UCC_EC_CUDA_EXEC_NUM_THREADS"] == "256"
+    assert env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] == "python"
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12"])
+def test_conda_s_copies_of_what_the_staged_layers_pin_are_uninstalled_before_the_overlay(name):
+    """The staged pip, setuptools, wheel, requests... were laid over conda's, whose older metadata stayed."""
+    plan = plan_of(name)
+    names = plan.overlaid_distributions
+    assert {"pip", "setuptools", "wheel", "requests", "urllib3", "certifi", "cffi"} <= set(names)
+    assert names[-1] == "pip"  # pip uninstalls itself last
+    staged = {n.split("==")[0].lower() for step in plan.staged_steps for n in step.pins}
+    assert set(names) == {n.replace("_", "-") for n in staged}
+    lines = (REPO / "tests" / "golden" / name / "Dockerfile").read_text().split("\n# --- the image\n", 1)[1]
+    uninstall, first_copy = lines.index("-m pip uninstall -y"), lines.index("COPY --from=builder")
+    assert uninstall < first_copy and all(f"      {n} \\\n" in lines or f"      {n}\n" in lines for n in names)
+
+
+def test_a_system_python_has_no_conda_environment_to_clean():
+    assert "overlay" not in plan_of("25.12").python_partials
+
+
+def test_a_source_build_needing_openblas_must_tell_cmake_so(scratch):
+    """25.12's PyTorch build once had no BLAS=: CMake then looks for MKL and links no LAPACK."""
+    scratch.copy_release("25.12")
+    text = (scratch.root / "manifests" / "25.12.yaml").read_text()
+    assert "      BLAS: OpenBLAS\n" in text
+    scratch.manifest("25.12", text.replace("      BLAS: OpenBLAS\n", "", 1))
+    with pytest.raises(ManifestError, match=r"components\.pytorch\.build_env\.BLAS: expected 'OpenBLAS': pytorch is "
+                                            r"built from source and needs 'lapack', which openblas provides only"):
+        load_release(Project.at(scratch.root), "25.12")

@@ -1,6 +1,8 @@
 """Rendering: byte-identical, complete, strict; archived releases refused."""
 
 import hashlib
+import shutil
+import subprocess
 
 import jinja2
 import pytest
@@ -116,3 +118,37 @@ def test_one_build_of_a_release_at_a_time(tmp_path):
     assert "another build of dev is running" in str(caught.value)
     with _exclusive(tmp_path / "dev", "dev"):  # released when the first build ended
         pass
+
+
+def _checkout_line(ref: str) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "templates" / "image")))
+    return env.from_string('{% from "macros.j2" import checkout %}{{ checkout(ref) }}').render(ref=ref)
+
+
+def test_the_checkout_of_a_source_build_fails_unless_the_commit_starts_with_the_ref(tmp_path):
+    """A short ref may name a branch or tag of that name instead of the commit: the build must stop."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True)
+    full = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    impostor = "abcdef1" if not full.startswith("abcdef1") else "1234567"
+    subprocess.run([*git, "branch", impostor], check=True)  # a branch named like a short hash
+
+    def run(ref):
+        script = _checkout_line(ref).replace("\\\n", "")
+        return subprocess.run([shutil.which("sh"), "-c", script], cwd=tmp_path, capture_output=True, text=True)
+
+    assert run(full).returncode == 0
+    assert run(full[:10]).returncode == 0
+    wrong = run(impostor)
+    assert wrong.returncode != 0 and f"checked out {full}, not {impostor}" in wrong.stderr
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12", "25.12"])
+def test_every_checkout_in_a_golden_dockerfile_is_checked(name):
+    lines = (REPO / "tests" / "golden" / name / "Dockerfile").read_text().splitlines()
+    checkouts = [i for i, line in enumerate(lines) if "git checkout " in line]
+    assert checkouts
+    for index in checkouts:
+        ref = lines[index].split("git checkout ", 1)[1].rstrip(" \\")
+        assert f'"${{head#{ref}}}" != "$head"' in lines[index + 2], lines[index:index + 3]

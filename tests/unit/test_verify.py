@@ -112,8 +112,56 @@ def test_git_refs_are_full_commits_and_never_verified_offline(name):
     for row in verify._git_rows(release, Offline()):
         if verify.FULL_COMMIT.fullmatch(row.pin):
             assert row.status == verify.NOT_VERIFIED and "unreachable" in row.reason
+        elif verify.SHORT_COMMIT.fullmatch(row.pin):
+            # 25.12's PyTorch b4e4ee81d3 as NVIDIA gives it: the command to resolve it, never "failed" offline
+            assert row.status == verify.NOT_VERIFIED and "unreachable" in row.reason
+            assert row.reason.endswith(f"/tmp/resolve.git log -1 --format='%H %cI' {row.pin}")
         else:
             assert row.status == verify.FAILED and "not a full commit" in row.reason
+
+
+class GitHub:
+    """GitHub answering one commit query (the API resolves a short hash to its commit)."""
+
+    bundle = None
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def unreachable(self, url):
+        return None
+
+    def get(self, url, accept=None):
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return json.dumps(self.answer).encode()
+
+
+def _with_ref(ref):
+    from ngcbuild.manifest.model import Component
+
+    return Component(version="1.0", install="source", repo="https://github.com/NVIDIA/apex", ref=ref)
+
+
+def test_a_short_commit_github_resolves_fails_naming_the_full_one():
+    full = "154c6336aa7aedd40d3b3583fb5e1328f9cdf387"
+    web = GitHub({"sha": full, "commit": {"committer": {"date": "2020-12-17T20:03:16Z"}}})
+    row = verify._short_commit_row("components.apex.ref", _with_ref("154c633"), web)
+    assert row.status == verify.FAILED and full in row.reason and "2020-12-17" in row.reason
+
+
+def test_a_short_commit_github_does_not_know_fails():
+    error = urllib.error.HTTPError("https://api.github.com/", 422, "Unprocessable", {}, None)
+    row = verify._short_commit_row("components.apex.ref", _with_ref("0000000"), GitHub(error))
+    assert row.status == verify.FAILED and "HTTP 422" in row.reason
+
+
+def test_a_tag_is_never_a_commit():
+    release = load_release(Project.at(REPO), "20.12").release
+    apex = release.components["apex"].model_copy(update={"ref": "v0.1"})
+    changed = release.model_copy(update={"components": {**release.components, "apex": apex}})
+    rows = {row.name: row for row in verify._git_rows(changed, Offline())}
+    assert rows["components.apex.ref"].status == verify.FAILED
 
 
 def test_output_counts_every_row():

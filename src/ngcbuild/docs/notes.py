@@ -79,6 +79,7 @@ class NotesContext:
     table: tuple[TableRow, ...]  # newest first
     amp_native: bool
     amp_apex: bool
+    apex_amp_finding: str | None  # where the pinned APEX lacks the Apex AMP NVIDIA's text promises
     footnotes: tuple[str, ...]  # provenances to explain, in a fixed order
 
 
@@ -149,6 +150,7 @@ def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
         table=table,
         amp_native=_amp_native(pytorch.version if pytorch else None),
         amp_apex=_has_apex(release),
+        apex_amp_finding=release.components["apex"].lacks.get("amp") if "apex" in release.components else None,
         footnotes=tuple(p for p in ("secondary", "chosen", "drafted") if p in used),
     )
 
@@ -175,6 +177,13 @@ def _not_included(release: Release, catalog: Catalog) -> tuple[tuple[str, str], 
     for fact in release.notes.not_in_image:
         what, _, why = fact.text.partition(": ")
         items.append((what, why))
+    items += [(fact.text, fact.left_out) for fact in release.notes.also_includes if fact.left_out]
+    if release.status == "buildable" and release.origin == "nvidia" and release.notes.tensor_core_examples:
+        items.append(("Tensor Core examples", "NVIDIA's model scripts are in "
+                      "https://github.com/NVIDIA/DeepLearningExamples; this image has only /workspace/README.md, "
+                      "which lists them"))
+    items += [(f"{catalog.get(name).display} {feature.upper()}", finding) for name, c in release.components.items()
+              for feature, finding in c.lacks.items()]
     return tuple(items)
 
 

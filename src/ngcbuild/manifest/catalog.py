@@ -16,7 +16,7 @@ from ngcbuild.core import safeyaml
 from ngcbuild.core.errors import ManifestError
 from ngcbuild.core.files import read_text
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.fields import EnvName, LabelKey, PackageName, Text
+from ngcbuild.manifest.fields import Capability, EnvName, LabelKey, PackageName, Text
 
 MAX_BYTES = 1_000_000
 
@@ -42,6 +42,16 @@ class CatalogEntry(BaseModel):
     # the shared library (name up to ".so") the dynamic linker must find.
     module: PackageName | None = None
     library: PackageName | None = None
+    # What every build of it needs (APEX: pytorch, cuda-compiler) and what it provides besides its own
+    # name (OpenBLAS: blas, lapack); a manifest adds release-specific needs (components.NAME.needs).
+    needs: list[Capability] = Field(default_factory=list)
+    provides: list[Capability] = Field(default_factory=list)
+    # What a source build that needs what it provides must set to use it (OpenBLAS: BLAS=OpenBLAS, or
+    # PyTorch's CMake looks for MKL and builds without LAPACK).
+    build_env: dict[EnvName, Text] = Field(default_factory=dict)
+    # Other names the release notes give it ("Apex", "modelopt"): a note naming it promises it (see
+    # manifest/promises.py).
+    notes_names: list[Text] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

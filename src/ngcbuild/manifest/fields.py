@@ -62,6 +62,9 @@ MajorMinor = _pattern_type("major_minor", r"[0-9]+\.[0-9]+", "a MAJOR.MINOR vers
 PackageName = _pattern_type("package", r"[A-Za-z0-9]([A-Za-z0-9._+-]*[A-Za-z0-9+])?",
                             "a package name (letters, digits, . _ + -)")
 ComponentName = _pattern_type("component", r"[a-z][a-z0-9_]*", "a component name (lower-case, digits, _)")
+# What a component needs from the rest of the image or provides to it (mpi, lapack, cuda-compiler), or a
+# component's own name (every installed component provides itself).
+Capability = _pattern_type("capability", r"[a-z][a-z0-9_-]*", "a capability name such as mpi or cuda-compiler")
 EnvName = _pattern_type("env", r"[A-Z_][A-Z0-9_]*", "an environment variable name (A-Z, 0-9, _)")
 LabelKey = _pattern_type("label", r"[a-z0-9]+([._-][a-z0-9]+)*", "a label key in reverse-DNS form")
 # Values that end up inside ENV/LABEL lines and shell words: no quotes, $, backslash, backtick,

@@ -24,6 +24,8 @@ from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Constraints, load_constraints
 from ngcbuild.manifest.fields import release_parts
 from ngcbuild.manifest.model import Release
+from ngcbuild.manifest.needs import check_needs
+from ngcbuild.manifest.promises import check_promises
 
 MAX_MANIFEST_BYTES = 1_000_000
 
@@ -68,11 +70,13 @@ def load_release(project: Project, name: str) -> LoadedRelease:
     release = _validate(path, data, chain)
     catalog = Catalog.load(project)
     _check_components(path, release, catalog)
+    check_promises(path, release, catalog)
     constraints = None
     if release.status == "buildable":
         constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path),
                                        within=project.root)
         _check_pins_agree(path, release, catalog, constraints)
+        check_needs(path, release, catalog)
     return LoadedRelease(release, path, chain, constraints, catalog)
 
 

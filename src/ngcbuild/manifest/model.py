@@ -17,6 +17,7 @@ from ngcbuild.manifest.fields import (
     ArchList,
     BuildNumber,
     BuildOption,
+    Capability,
     ComponentName,
     ComputeCapability,
     Digest,
@@ -60,6 +61,9 @@ class BaseImage(Strict):
     # out, a mirror given with --base, and what that mirror must also fix (each item of mirror_must).
     removed: Text | None = None
     mirror_must: list[Text] = Field(default_factory=list)
+    # What the base image provides that no component of the manifest records, each with its evidence
+    # (cuda-compiler: "a devel image: nvcc is in /usr/local/cuda/bin"): a need it meets (components.*.needs).
+    provides: dict[Capability, Text] = Field(default_factory=dict)
 
 
 class ImageSpec(Strict):
@@ -148,9 +152,15 @@ class Component(Strict):
     # and the matrix show both, never the chosen value alone.
     nvidia_states: Version | None = None
     reason: Text | None = None  # why install: none
+    # Features NVIDIA's notes credit to it that the pinned build lacks, each with our finding (APEX at a 2025
+    # commit has no apex.amp): the notes print NVIDIA's text with the finding beside it.
+    lacks: dict[Capability, Prose] = Field(default_factory=dict)
     # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
     # its provenance here; every other pin of `packages` has method_provenance.
     package_provenance: dict[PackageName, Provenance] = Field(default_factory=dict)
+    # What this release's build of it needs beyond the catalog's `needs` (PyTorch 20.12 links OpenMPI and
+    # MAGMA): a step, or the base image with evidence, must provide each, and the builder runs that first.
+    needs: list[Capability] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _method_needs_its_pins(self):
@@ -255,11 +265,24 @@ class WorkspaceSpec(Strict):
 
 
 class Fact(Strict):
-    """One statement of the release notes and where it comes from."""
+    """One statement of the release notes and where it comes from. An item of "The container also
+    includes" in a buildable release says how the image built here has it: the component whose step
+    installs it, the evidence that the base image carries it, or why it lacks it (listed as not included)."""
 
     text: Prose
     provenance: Provenance = "nvidia"
     source: Prose | None = None
+    component: ComponentName | None = None
+    base: Prose | None = None
+    left_out: Prose | None = None
+
+    @model_validator(mode="after")
+    def _one_way_in(self):
+        given = [key for key in ("component", "base", "left_out") if getattr(self, key)]
+        if len(given) > 1:
+            raise PydanticCustomError("ngcbuild_fact", "give one of component, base or left_out, not {keys}",
+                                      {"keys": " and ".join(given)})
+        return self
 
 
 def _fact_from_text(value):

@@ -1,8 +1,9 @@
 """`invoke verify --release R`: is every pin of R there to be installed, before a GPU runner tries?
 
 Each pip pin is resolved with pip's own resolver in dry-run mode, for R's Python and each platform R
-builds, against the indexes R names; each git ref must be a full commit dated before the release; a
-base image known to be gone is refused with the way out. What this machine cannot reach is reported
+builds, against the indexes R names; each git ref must be a full commit dated before the release (a
+short hash, as NVIDIA gives some, is resolved where GitHub answers, else "not verified" with the command
+that resolves it); a base image known to be gone is refused with the way out. What this machine cannot reach is reported
 as "not verified" with the reason, never as verified.
 """
 
@@ -39,6 +40,8 @@ from ngcbuild.manifest.loader import LoadedRelease
 PYPI = "https://pypi.org/simple"
 VERIFIED, FAILED, NOT_VERIFIED = "verified", "failed", "not verified"
 FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
+# A commit NVIDIA gives in short (b4e4ee81d3): resolved where GitHub answers, else left "not verified".
+SHORT_COMMIT = re.compile(r"[0-9a-f]{7,39}")
 TIMEOUT = 15
 # The oldest manylinux glibc per architecture (manylinux1 is glibc 2.5; aarch64 wheels start at 2.17).
 _ARCH = {"linux/amd64": ("x86_64", 5), "linux/arm64": ("aarch64", 17)}
@@ -355,6 +358,9 @@ def _git_rows(release, web: Web) -> list[Row]:
         if not component.ref or component.install == "none":
             continue
         where = f"components.{name}.ref"
+        if SHORT_COMMIT.fullmatch(component.ref):
+            rows.append(_short_commit_row(where, component, web))
+            continue
         if not FULL_COMMIT.fullmatch(component.ref):
             rows.append(Row("git", where, component.ref, "", FAILED,
                             f"not a full commit: a tag, branch or short hash can move or become ambiguous; give the "
@@ -362,6 +368,39 @@ def _git_rows(release, web: Web) -> list[Row]:
             continue
         rows.append(_commit_date_row(where, component, cutoff, web))
     return rows
+
+
+def resolve_command(repo: str, ref: str) -> str:
+    """The one command that gives a short commit's full hash and date on a host that reaches the repository."""
+    return (f"git clone --bare --filter=blob:none {repo} /tmp/resolve.git && "
+            f"git -C /tmp/resolve.git log -1 --format='%H %cI' {ref}")
+
+
+def _short_commit_row(where: str, component, web: Web) -> Row:
+    """A short hash is never verified: resolved, it fails naming the full commit to write; unresolved (no
+    GitHub from here), it is "not verified" with the command that resolves it elsewhere."""
+    command = resolve_command(component.repo, component.ref)
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(\.git)?/?", component.repo or "")
+    api = f"https://api.github.com/repos/{match[1]}/{match[2]}/commits/{component.ref}" if match else None
+    why = web.unreachable(api) if api else f"{component.repo} is not on GitHub"
+    if not why:
+        try:
+            data = json.loads(web.get(api, accept="application/vnd.github+json"))
+        except urllib.error.HTTPError as exc:
+            if exc.code in (404, 422):
+                return Row("git", where, component.ref, "", FAILED,
+                           f"GitHub answered HTTP {exc.code}: no single commit starts with {component.ref}")
+            why = f"GitHub answered HTTP {exc.code}"
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            why = str(exc)
+        else:
+            return Row("git", where, component.ref, "", FAILED,
+                       f"an abbreviated commit: it is {data['sha']}, committed "
+                       f"{data['commit']['committer']['date'][:10]}; write the full commit")
+    return Row("git", where, component.ref, "", NOT_VERIFIED,
+               f"an abbreviated commit ({len(component.ref)} hex digits) not resolved here ({why}); the Dockerfile "
+               f"checks that the commit it checks out starts with it. To resolve it on a host with GitHub access: "
+               f"{command}")
 
 
 def _commit_date_row(where: str, component, cutoff: date | None, web: Web) -> Row:

@@ -15,6 +15,7 @@ from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.loader import LoadedRelease
 from ngcbuild.manifest.model import Component
+from ngcbuild.manifest.needs import needs_of, order_by_need, provides_of
 
 PIP_CONSTRAINT_PATH = "/etc/pip/constraint.txt"
 STAGE_ROOT = "/stage"
@@ -49,7 +50,7 @@ class ImagePlan:
     catalog: Catalog
     base_image: str
     python: str  # the interpreter every pip line runs
-    python_partials: dict[str, str]  # "stage" (optional), "runtime", "builder" -> template
+    python_partials: dict[str, str]  # "stage", "overlay" (optional), "runtime", "builder" -> template
     runtime_steps: tuple[Step, ...]
     builder_requirements: tuple[str, ...]  # NAME==VERSION, into the builder's own environment
     builder_steps: tuple[Step, ...]
@@ -96,6 +97,14 @@ class ImagePlan:
     @property
     def staged_steps(self) -> tuple[Step, ...]:
         return tuple(step for step in self.builder_steps if step.staged)
+
+    @property
+    def overlaid_distributions(self) -> tuple[str, ...]:
+        """Every distribution the staged pip layers install (canonical names), pip last: what the image's
+        own environment must not keep a copy of before they are laid over it."""
+        names = {canonicalize_name(pin.split("==", 1)[0]) for step in self.staged_steps for pin in step.pins
+                 if "==" in pin}
+        return tuple(sorted(names, key=lambda name: (name == "pip", name)))
 
     def expected(self) -> dict:
         """expected.json: what the smoke suite checks inside the image."""
@@ -168,7 +177,7 @@ def plan_image(loaded: LoadedRelease, catalog: Catalog, base: str | None = None)
         base_image=base_image,
         python=_interpreter(release),
         python_partials=_python_partials(release),
-        runtime_steps=_runtime_steps(release),
+        runtime_steps=_runtime_steps(loaded, catalog),
         builder_requirements=_builder_requirements(loaded),
         builder_steps=_builder_steps(loaded, catalog),
         env=_env(release, catalog),
@@ -189,6 +198,8 @@ def _python_partials(release) -> dict[str, str]:
     partials = {"runtime": f"python/{install}.j2", "builder": f"python/{install}-builder.j2"}
     if install == "conda":  # the installer is unpacked in a stage of its own and never shipped
         partials["stage"] = "python/conda-stage.j2"
+        # conda's base environment already holds some of what the staged layers pin (pip, requests...)
+        partials["overlay"] = "python/conda-overlay.j2"
     return partials
 
 
@@ -197,9 +208,10 @@ def apt_pins(packages: dict[str, str]) -> tuple[str, ...]:
     return tuple(f"{name}={version}" for name, version in packages.items())
 
 
-def _runtime_steps(release) -> tuple[Step, ...]:
-    return tuple(Step(name, f"components/{name}/{c.install}.j2", apt_pins(c.packages), c)
-                 for name, c in release.components.items() if c.install in RUNTIME_METHODS)
+def _runtime_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
+    steps = [Step(name, f"components/{name}/{c.install}.j2", apt_pins(c.packages), c)
+             for name, c in loaded.release.components.items() if c.install in RUNTIME_METHODS]
+    return tuple(_by_need(steps, catalog, loaded.path))
 
 
 def _builder_requirements(loaded: LoadedRelease) -> tuple[str, ...]:
@@ -215,21 +227,13 @@ def _builder_requirements(loaded: LoadedRelease) -> tuple[str, ...]:
 
 
 def _builder_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
-    """Components in manifest order (most stable first); pip ones are each their own layer, and every
-    other pin of the constraints file goes into one last layer."""
+    """Components in manifest order (most stable first), each after the steps that provide what it needs
+    (OpenMPI and MAGMA before the PyTorch build that links them); pip ones are each their own layer, and
+    every other pin of the constraints file goes into one last layer."""
     release, constraints = loaded.release, loaded.constraints
-    steps, taken = [], set()
-    for name, component in release.components.items():
-        partial = f"components/{name}/{component.install}.j2"
-        if component.install in BUILDER_ONLY_METHODS:
-            pins = apt_pins(component.packages)
-            steps.append(Step(name, partial, pins, component))
-        elif component.install == "source":
-            steps.append(Step(name, partial, (), component, staged=True))
-        elif component.install == "pip":
-            pins = pip_pins(component, catalog.get(name), constraints)
-            taken.update(pin.key for pin in pins)
-            steps.append(Step(name, partial, tuple(str(p) for p in pins), component, staged=True))
+    steps = _component_steps(loaded, catalog)
+    taken = {pin.key for step in steps if step.component.install == "pip"
+             for pin in pip_pins(step.component, catalog.get(step.name), constraints)}
     for index, group in enumerate(release.pip.layers):
         pins = []
         for position, name in enumerate(group):
@@ -244,6 +248,27 @@ def _builder_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
     if rest:
         steps.append(Step(REST_STAGE, "python/packages.j2", rest, staged=True))
     return tuple(steps)
+
+
+def _component_steps(loaded: LoadedRelease, catalog: Catalog) -> list[Step]:
+    release, constraints = loaded.release, loaded.constraints
+    steps = []
+    for name, component in release.components.items():
+        partial = f"components/{name}/{component.install}.j2"
+        if component.install in BUILDER_ONLY_METHODS:
+            steps.append(Step(name, partial, apt_pins(component.packages), component))
+        elif component.install == "source":
+            steps.append(Step(name, partial, (), component, staged=True))
+        elif component.install == "pip":
+            pins = pip_pins(component, catalog.get(name), constraints)
+            steps.append(Step(name, partial, tuple(str(p) for p in pins), component, staged=True))
+    return _by_need(steps, catalog, loaded.path)
+
+
+def _by_need(steps: list[Step], catalog: Catalog, path) -> list[Step]:
+    needs = {step.name: needs_of(step.name, step.component, catalog) for step in steps}
+    provides = {step.name: provides_of(step.name, step.component, catalog) for step in steps}
+    return order_by_need(steps, needs, provides, path)
 
 
 def pip_pins(component: Component, entry, constraints) -> list[Pin]:

@@ -5,7 +5,13 @@
 compat_root=${_CUDA_COMPAT_PATH:-/usr/local/cuda/compat}
 driver_file=${_NVIDIA_DRIVER_VERSION_FILE:-/proc/driver/nvidia/version}
 compat_lib=$(ls "$compat_root"/lib*/libcuda.so.*.* 2>/dev/null | head -n 1)
-kernel_driver=$(sed -n 's/.*Kernel Module *\([0-9][0-9.]*\).*/\1/p' "$driver_file" 2>/dev/null | head -n 1)
+# The kernel module's version follows "Kernel Module" in the proprietary module's line and "Kernel
+# Module for <arch>" in the open module's (the default since R560, the only one on Blackwell):
+#   NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Tue Sep 23 09:56:04 UTC 2025
+#   NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.172.08  Release Build  ...
+# An unreadable or unknown file leaves it empty: forward compatibility is then not tried.
+kernel_driver=$(sed -n 's/^NVRM version:.*Kernel Module\( for [^ ]*\)\{0,1\}  *\([0-9][0-9]*\.[0-9][0-9.]*\) .*/\2/p' \
+  "$driver_file" 2>/dev/null | head -n 1)
 if [ -n "$compat_lib" ] && [ -n "$kernel_driver" ]; then
   compat_driver=${compat_lib##*/libcuda.so.}
   if [ "${kernel_driver%%.*}" -lt "${compat_driver%%.*}" ]; then
