@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dev import USER_TASKS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -14,19 +15,18 @@ REPO = Path(__file__).resolve().parents[1]
 # test first, never whatever copy of ngcbuild is installed (after a CI run in a clone, the editable
 # install points at that clone).
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (str(REPO / "src"), *os.environ.get("PYTHONPATH", "").split(os.pathsep))
-    if p and p != str(REPO / "src"))
+    [str(REPO / "src"), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(REPO / "src"))])
 
 
 class ScratchProject:
-    """A project in a temporary directory with the repo's templates, parts and tasks.py."""
+    """A project in a temporary directory with the repo's templates and parts, and a user's tasks.py."""
 
     def __init__(self, root: Path):
         self.root = root
         shutil.copytree(REPO / "templates", root / "templates")
         shutil.copytree(REPO / "manifests" / "parts", root / "manifests" / "parts")
         (root / "constraints").mkdir()
-        shutil.copy(REPO / "tasks.py", root / "tasks.py")
+        (root / "tasks.py").write_text(USER_TASKS)
 
     def manifest(self, name: str, text: str) -> Path:
         path = self.root / "manifests" / f"{name}.yaml"

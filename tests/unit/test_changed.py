@@ -6,7 +6,7 @@ import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
-from ngcbuild.tools.changed import affected_releases, changed_files, ci_jobs, selection
+from ngcbuild.render.changed import affected_releases, changed_files, ci_jobs, selection
 
 from ..conftest import REPO
 

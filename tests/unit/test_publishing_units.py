@@ -150,7 +150,7 @@ def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
 
 
 def test_bench_keeps_each_release_section_between_its_markers():
-    from ngcbuild.tools.bench import _sections, _with_section
+    from dev.bench import _sections, _with_section
 
     page = "# Benchmarks\n\ndev figures\n"
     once = _with_section(page, "cuda-dev", "# Benchmarks\n\nfirst\n")
@@ -163,7 +163,7 @@ def test_bench_keeps_each_release_section_between_its_markers():
 
 
 def test_bench_keeps_the_notes_written_by_hand_on_dev_figures():
-    from ngcbuild.tools.bench import NOTES_MARK, _sections, _with_section
+    from dev.bench import NOTES_MARK, _sections, _with_section
 
     page = f"# Benchmarks\n\ndev figures\n\n{NOTES_MARK}\n## Where a target is missed\n\nwhy\n"
     with_cuda = _with_section(page, "cuda-dev", "# Benchmarks\n\ncuda figures\n")

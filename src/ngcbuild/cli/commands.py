@@ -44,14 +44,6 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
     return record
 
 
-def golden() -> None:
-    from ngcbuild.render import golden as golden_files
-
-    for path in golden_files.regenerate(project()):
-        print(f"wrote {path}")
-    print("review the changes with `git diff tests/golden` before committing them")
-
-
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
           threshold=None, host=False, expect_from_env=False, python=None, engine=None) -> None:
     from ngcbuild.smoke.perf import DEFAULT_THRESHOLD
@@ -128,16 +120,6 @@ def base(release: str = "dev") -> None:
     make_base(connect(), loaded.release)
 
 
-def bench(runs=None, registry: str | None = None, release: str = "dev", skip_path_only=False,
-          cache=False) -> None:
-    from ngcbuild.tools.bench import run_bench
-
-    runs = _whole_number(runs, "--runs", default=3, least=1)
-    path = run_bench(project(), runs=runs, registry=registry, release=release, skip_path_only=skip_path_only,
-                     cache=cache)
-    print(f"figures written to {path}")
-
-
 def notes(release: str) -> None:
     from ngcbuild.docs.notes import write_notes
 
@@ -209,7 +191,7 @@ def promote(release: str, source: str, target: str) -> dict:
 def changed_jobs(base=None) -> dict:
     """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base.
     For `invoke matrix --json --changed [--base REF]`."""
-    from ngcbuild.tools.changed import selection
+    from ngcbuild.render.changed import selection
 
     result = selection(project(), base)
     print(json.dumps(result, indent=2))
@@ -221,13 +203,13 @@ def prune(keep=None, engine=None) -> None:
     from ngcbuild.engine.prune import run_prune
     from ngcbuild.manifest.series import Series
 
-    keep = _whole_number(keep, "--keep", default=2, least=0)
+    keep = whole_number(keep, "--keep", default=2, least=0)
     _select_engine(engine)
     repositories = {loaded.release.image.repository for loaded in Series.load(project()).releases}
     run_prune(repositories | {name + CACHE_SUFFIX for name in repositories}, keep=keep, out=sys.stdout)
 
 
-def _whole_number(text, flag: str, default: int, least: int) -> int:
+def whole_number(text, flag: str, default: int, least: int) -> int:
     """A count given as a flag's text (declared as text: invoke's own int() would end in a traceback)."""
     if text is None:
         return default
@@ -246,12 +228,6 @@ def _select_engine(url) -> None:
         from ngcbuild.engine.client import select
 
         select(url)
-
-
-def reliability() -> None:
-    from ngcbuild.tools.reliability import run_reliability
-
-    run_reliability(project(), out=sys.stdout)
 
 
 def verify(release: str, as_json=False, base=None) -> None:

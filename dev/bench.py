@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dev import USER_TASKS
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
@@ -351,10 +352,6 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
     whole `invoke build` timed as a process from outside. The fresh engine and the registry are the
     private ones of the integration tests (tests/integration/private.py: needs root); the fresh
     engine is offline, so it can only have built from the cache."""
-    import os
-    import sys
-
-    sys.path.insert(0, str(project.root))
     from tests.integration.private import PrivateEngine, PrivateRegistry, untag_registry
 
     client = connect()
@@ -374,7 +371,7 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
         scratch = Path(tmp) / "project"
         for part in ("manifests", "constraints", "templates"):
             shutil.copytree(project.root / part, scratch / part)
-        shutil.copy(project.root / "tasks.py", scratch / "tasks.py")
+        (scratch / "tasks.py").write_text(USER_TASKS)
         try:
             registry.start()
             fresh.start()
