@@ -91,7 +91,8 @@ def promote(c, release, from_, to):
 
 @command(help={"base": "compare with this commit or branch (default: every buildable release)"})
 def changed(c, base=None):
-    """JSON: the releases whose manifest, constraints or image templates changed since --base, and their CI jobs."""
+    """JSON: the releases whose inputs (manifests, constraints, image templates, ngcbuild's code) changed since
+    --base, and their CI jobs."""
     commands.changed_jobs(base=base)
 
 
