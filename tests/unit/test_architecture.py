@@ -48,7 +48,7 @@ def _imports(path: Path):
                 base = list(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
                 module = ".".join(base[: len(base) - node.level + 1] + ([module] if module else []))
             if module == "ngcbuild" or module.startswith("ngcbuild."):
-                yield module, [alias.name for alias in node.names]
+                yield module, [alias.name for alias in node.names], [alias.asname for alias in node.names]
 
 
 def test_every_package_says_what_it_owns():
@@ -59,7 +59,7 @@ def test_every_package_says_what_it_owns():
 
 @pytest.mark.parametrize("package, path", list(_modules()), ids=lambda v: str(v).rsplit("/ngcbuild/", 1)[-1])
 def test_imports_flow_one_way_and_private_names_stay_home(package, path):
-    for module, names in _imports(path):
+    for module, names, _ in _imports(path):
         parts = module.split(".")
         target = parts[1] if len(parts) > 1 else None
         if target is None:  # `from ngcbuild import x`
@@ -85,3 +85,11 @@ def test_the_wheel_holds_the_product_only():
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert config["tool"]["setuptools"]["packages"]["find"]["where"] == ["src"]
     assert not (REPO / "src" / "dev").exists() and not (REPO / "src" / "tests").exists()
+
+
+@pytest.mark.parametrize("path", [p for _, p in _modules()], ids=lambda p: str(p).rsplit("/ngcbuild/", 1)[-1])
+def test_one_name_per_thing(path):
+    """None of our modules or names is imported under another name (`reuse as context_cache`)."""
+    for module, names, renamed in _imports(path):
+        aliased = [f"{name} as {alias}" for name, alias in zip(names, renamed, strict=True) if alias]
+        assert not aliased, f"{path.name} imports from {module}: {aliased}"

@@ -7,7 +7,7 @@ import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
-from ngcbuild.engine import reuse as context_cache
+from ngcbuild.engine import reuse
 from ngcbuild.engine.registry_client import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, base_url, digest_of
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
@@ -33,27 +33,27 @@ def dev_names():
 
 def test_hash_and_platform_tags(dev_names):
     dev = dev_names
-    assert context_cache.hash_tag(dev, HASH, "linux/amd64") == "dev-py3-abababababab"
-    assert context_cache.hash_tag(dev, HASH, "linux/arm64") == "dev-py3-abababababab-arm64"
+    assert reuse.hash_tag(dev, HASH, "linux/amd64") == "dev-py3-abababababab"
+    assert reuse.hash_tag(dev, HASH, "linux/arm64") == "dev-py3-abababababab-arm64"
     # building arm64 never moves the release tag off the default platform's image
-    assert context_cache.build_tags("r/x", dev, HASH, "linux/arm64") == ["r/x:dev-py3-arm64",
+    assert reuse.build_tags("r/x", dev, HASH, "linux/arm64") == ["r/x:dev-py3-arm64",
                                                                         "r/x:dev-py3-abababababab-arm64"]
-    assert context_cache.build_tags("r/x", dev, HASH, "linux/amd64")[0] == "r/x:dev-py3"
+    assert reuse.build_tags("r/x", dev, HASH, "linux/amd64")[0] == "r/x:dev-py3"
 
 
 def test_an_image_matches_only_its_context_and_platform():
-    image = {"Os": "linux", "Architecture": "arm64", "Config": {"Labels": {context_cache.CONTEXT_HASH_LABEL: HASH}}}
-    assert context_cache.matches(image, HASH, "linux/arm64")
-    assert not context_cache.matches(image, HASH, "linux/amd64")
-    assert not context_cache.matches(image, "cd" * 32, "linux/arm64")
-    assert not context_cache.matches({**image, "Config": {"Labels": None}}, HASH, "linux/arm64")
+    image = {"Os": "linux", "Architecture": "arm64", "Config": {"Labels": {reuse.CONTEXT_HASH_LABEL: HASH}}}
+    assert reuse.matches(image, HASH, "linux/arm64")
+    assert not reuse.matches(image, HASH, "linux/amd64")
+    assert not reuse.matches(image, "cd" * 32, "linux/arm64")
+    assert not reuse.matches({**image, "Config": {"Labels": None}}, HASH, "linux/arm64")
 
 
 def test_labels_are_checked():
-    assert context_cache.parse_labels(["io.ngcbuild.ci.run=12-1"]) == (("io.ngcbuild.ci.run", "12-1"),)
-    for bad in ("noequals", "Upper=1", f"{context_cache.CONTEXT_HASH_LABEL}=x", "a=b\nc"):
+    assert reuse.parse_labels(["io.ngcbuild.ci.run=12-1"]) == (("io.ngcbuild.ci.run", "12-1"),)
+    for bad in ("noequals", "Upper=1", f"{reuse.CONTEXT_HASH_LABEL}=x", "a=b\nc"):
         with pytest.raises(UserError):
-            context_cache.parse_labels([bad])
+            reuse.parse_labels([bad])
 
 
 def test_manifest_list_names_every_platform():

@@ -232,14 +232,14 @@ def _select_engine(url) -> None:
 
 def verify(release: str, as_json=False, base=None) -> None:
     """Print the verification of every pin of R (a table, or JSON); exit 1 when one failed."""
-    from ngcbuild.manifest import verify as verifier
+    from ngcbuild.manifest import verify  # the module; this function is the task of the same name
     from ngcbuild.manifest.loader import load_release
 
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
-    rows = verifier.verify_release(loaded, verifier.Web(), base=base)
-    sys.stdout.write(verifier.as_json(release, rows) if as_json else verifier.as_table(release, rows))
-    failed = verifier.summary(rows)[verifier.FAILED]
+    rows = verify.verify_release(loaded, verify.Web(), base=base)
+    sys.stdout.write(verify.as_json(release, rows) if as_json else verify.as_table(release, rows))
+    failed = verify.summary(rows)[verify.FAILED]
     if failed:
-        raise verifier.VerifyFailed(f"verify {release}: {failed} failed (see the table)")
+        raise verify.VerifyFailed(f"verify {release}: {failed} failed (see the table)")

@@ -18,10 +18,10 @@ from ngcbuild.core.errors import OperationError, shown_path
 from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.outputs import make_dir, printer, storing
 from ngcbuild.core.project import Project
-from ngcbuild.engine import reuse as context_cache
 from ngcbuild.engine.local_engine import LocalEngine
 from ngcbuild.engine.options import BuildOptions, image_repository
 from ngcbuild.engine.registry_client import Registry, credentials
+from ngcbuild.engine.reuse import reuse
 from ngcbuild.render.stamp import current_stamp
 
 
@@ -62,7 +62,7 @@ def _reuse(directory: Path, names: ImageNames, context_hash: str, options: Build
     None when it must be built."""
     auth = credentials()
     lookup = Registry(options.registry, auth) if options.lookup_registry else None
-    return context_cache.reuse(_engine(), names, directory, image_repository(options.registry, names),
+    return reuse(_engine(), names, directory, image_repository(options.registry, names),
                                context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
 
 

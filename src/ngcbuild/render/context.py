@@ -20,12 +20,12 @@ from ngcbuild.core.atomic_dir import release_lock, replace_dir
 from ngcbuild.core.errors import ManifestError, UserError, shown_path
 from ngcbuild.core.outputs import make_dir, storing
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.fields import ImageRef
+from ngcbuild.manifest.fields import TaggedImage
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.render.plan import ImagePlan, plan_image
 from ngcbuild.render.stamp import release_inputs, write_stamp
 
-_BASE_ADAPTER = TypeAdapter(ImageRef)
+_BASE_ADAPTER = TypeAdapter(TaggedImage)
 
 # Files of build/R/ that belong to the rendered context; anything else there (records, JUnit,
 # notes) is output of later steps and never enters the context or its hash.
