@@ -11,7 +11,7 @@ import docker
 import requests
 import urllib3
 
-from ngcbuild.core.errors import ManifestError, PushFailed, UserError, excerpt
+from ngcbuild.core.errors import PushFailed, RecordDamaged, UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
@@ -79,9 +79,9 @@ def record_tag(ref, directory) -> str:
     try:
         tag = ImageRef.parse(ref).tag
     except ReferenceProblem as exc:
-        raise ManifestError(record_path(directory), "tags", f"{exc}; rebuild to rewrite the record") from None
+        raise RecordDamaged(record_path(directory), "tags", f"{exc}; rebuild to rewrite the record") from None
     if tag is None:
-        raise ManifestError(record_path(directory), "tags", f"{excerpt(ref)} has no tag; rebuild to rewrite the record")
+        raise RecordDamaged(record_path(directory), "tags", f"{excerpt(ref)} has no tag; rebuild to rewrite the record")
     return tag
 
 
