@@ -17,13 +17,13 @@ from importlib.metadata import PackageNotFoundError, version
 from urllib.parse import quote
 
 import docker
-import requests
 
 from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.outputs import write_bytes
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem
 from ngcbuild.engine.client import connect
+from ngcbuild.engine.container import run_once
 from ngcbuild.engine.record import read_record, require, utc_timestamp, write_record
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
@@ -58,22 +58,12 @@ class SbomFailed(OperationError):
 
 def inventory(client, image: str) -> dict:
     """What the image holds, from a run of the image itself (no network, removed afterwards)."""
-    container = client.create_container(
-        image, entrypoint=["python3", "-c", INVENTORY_SCRIPT], command=[], labels={"io.ngcbuild.sbom": "1"},
-        host_config=client.create_host_config(network_mode="none"), environment={"PYTHONDONTWRITEBYTECODE": "1"})
-    try:
-        client.start(container)
-        try:
-            status = client.wait(container, timeout=TIMEOUT_S)
-        except requests.exceptions.RequestException as exc:  # ReadTimeout or a lost connection
-            raise SbomFailed(f"the inventory of {image[:19]} did not finish within {TIMEOUT_S}s "
-                             f"({type(exc).__name__})") from None
-        stdout = client.logs(container, stdout=True, stderr=False).decode("utf-8", "replace")
-        stderr = client.logs(container, stdout=False, stderr=True).decode("utf-8", "replace")
-    finally:
-        client.remove_container(container, force=True)
-    if status.get("StatusCode") != 0:
-        raise SbomFailed(f"the inventory of {image[:19]} exited {status.get('StatusCode')}: {stderr.strip()[-600:]}")
+    ran = run_once(client, image, [], entrypoint=["python3", "-c", INVENTORY_SCRIPT], what=f"the inventory of "
+                   f"{image[:19]}", deadline_s=TIMEOUT_S, failure=SbomFailed, labels={"io.ngcbuild.sbom": "1"},
+                   environment={"PYTHONDONTWRITEBYTECODE": "1"})
+    if ran.exit_code != 0:
+        raise SbomFailed(f"the inventory of {image[:19]} exited {ran.exit_code}: {ran.stderr.strip()[-600:]}")
+    stdout = ran.stdout
     try:
         return json.loads(stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
