@@ -18,11 +18,10 @@ from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
 from ngcbuild.engine.record import read_record, record_path, require, utc_timestamp, write_record
-from ngcbuild.engine.registry_client import credentials
+from ngcbuild.engine.registry_client import ATTEMPTS, BACKOFF_S, credentials
 from ngcbuild.engine.transfer import TransferProgress
 
-ATTEMPTS = 4
-BACKOFF_S = 2.0
+# ATTEMPTS and BACKOFF_S: the one schedule of registry retries (registry_client.py)
 TRANSIENT = ("connection refused", "connection reset", "i/o timeout", "timeout", "eof", "502", "503", "504",
              "500 internal server error", "broken pipe", "temporarily unavailable", "tls handshake")
 DENIED = ("unauthorized", "authentication required", "denied", "forbidden", "401", "403")
