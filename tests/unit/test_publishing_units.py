@@ -123,10 +123,12 @@ def test_registry_urls_and_digests():
 
 
 def test_purls_are_encoded():
-    assert purl_pypi("Typing_Extensions", "4.12.2") == "pkg:pypi/typing-extensions@4.12.2"
-    assert purl_pypi("torch", "2.13.0+cpu") == "pkg:pypi/torch@2.13.0%2Bcpu"
-    assert purl_deb({"ID": "debian", "VERSION_ID": "12"}, "libc6", "1:2.36-9+deb12u9", "amd64") == \
-        "pkg:deb/debian/libc6@1%3A2.36-9%2Bdeb12u9?arch=amd64&distro=debian-12"
+    """packageurl-python's encoding (a Debian epoch's colon stays, as the purl spec allows)."""
+    assert purl_pypi("Typing_Extensions", "4.12.2").to_string() == "pkg:pypi/typing-extensions@4.12.2"
+    assert purl_pypi("torch", "2.13.0+cpu").to_string() == "pkg:pypi/torch@2.13.0%2Bcpu"
+    assert purl_deb({"ID": "debian", "VERSION_ID": "12"}, "libc6", "1:2.36-9+deb12u9", "amd64").to_string() == \
+        "pkg:deb/debian/libc6@1:2.36-9%2Bdeb12u9?arch=amd64&distro=debian-12"
+    assert purl_deb({}, "a b", "1", "all").to_string() == "pkg:deb/debian/a%20b@1?arch=all"
 
 
 def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
@@ -144,6 +146,15 @@ def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
     assert props["ngcbuild:version-in-image"] == "2.13.0+cpu"
     deb = next(c for c in doc["components"] if c["name"] == "python3")
     assert deb["properties"] == [{"name": "ngcbuild:source-package", "value": "python3-defaults"}]
+    assert doc["metadata"]["tools"]["components"][0]["name"] == "ngcbuild"
+    assert doc["metadata"]["component"]["type"] == "container" and doc["metadata"]["component"]["bom-ref"] == "image"
+    assert doc["serialNumber"] == "urn:uuid:00000000-0000-4000-8000-000000000000" and doc["version"] == 1
+    assert doc["metadata"]["timestamp"].startswith("2026-01-01T00:00:00")
+    refs = {c["bom-ref"] for c in doc["components"]}
+    assert {"manifest:pytorch", "os", "pypi:torch@2.13.0+cpu", "deb:libc6@2.36-9:amd64"} <= refs
+    assert len(doc["components"]) == len(dev.components) + 1 + 2 + 2  # manifest, os, python, dpkg
+    image_deps = next(d for d in doc["dependencies"] if d["ref"] == "image")
+    assert set(image_deps["dependsOn"]) == refs  # the image holds each component
     broken = {**doc, "components": doc["components"] + [{"type": "not-a-type", "name": "x", "bom-ref": "x"}]}
     with pytest.raises(Exception, match="does not validate"):
         validate(broken)
@@ -170,3 +181,17 @@ def test_bench_keeps_the_notes_written_by_hand_on_dev_figures():
     kept = _sections(with_cuda)
     assert kept.strip().startswith(NOTES_MARK) and "why" in kept and "cuda figures" in kept
     assert "dev figures" not in kept
+
+
+def test_without_the_schema_extra_the_structure_is_checked_by_hand(monkeypatch):
+    from cyclonedx.exception import MissingOptionalDependencyException
+    from cyclonedx.validation import json as cdx_json
+
+    def missing(self, data):
+        raise MissingOptionalDependencyException("jsonschema is not installed")
+
+    monkeypatch.setattr(cdx_json.JsonStrictValidator, "validate_str", missing)
+    doc = {"bomFormat": "CycloneDX", "specVersion": "1.5", "components": [{"type": "library", "name": "a", "bom-ref": "a"}]}
+    assert validate(doc).startswith("structure checked")
+    with pytest.raises(Exception, match="not a well-formed CycloneDX document"):
+        validate({**doc, "components": doc["components"] * 2})
