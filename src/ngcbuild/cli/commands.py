@@ -36,12 +36,13 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
                            force=force, labels=labels, cache_from=cache_from, cache_to=cache_to)
-    record = build_release(project(), release, options, out=sys.stdout)
+    where = project()
+    built = build_release(where, release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
         from ngcbuild.publish.push import push_layer_cache
 
-        record["cache_pushed"] = push_layer_cache(project(), release, options.cache_to, out=sys.stdout)
-    return record
+        built.record["cache_pushed"] = push_layer_cache(where, built.names, options.cache_to, out=sys.stdout)
+    return built.record
 
 
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,

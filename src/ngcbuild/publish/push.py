@@ -116,17 +116,13 @@ def registry_tags(client, image_id: str, out):
         raise
 
 
-def push_layer_cache(project: Project, name: str, host: str, out=sys.stdout) -> dict:
-    """`build --cache-to HOST` (after the build) and `push --cache`: the stage images of R's last build
-    under their cache tags, recorded as `cache_pushed`."""
-    from ngcbuild.manifest.loader import load_release
-
+def push_layer_cache(project: Project, names: ImageNames, host: str, out=sys.stdout) -> dict:
+    """`build --cache-to HOST`, after the build (whose names it is given: no second load of the
+    release): the stage images of R's build under their cache tags, recorded as `cache_pushed`."""
     host = registry_host(host, "--cache-to")
-    release = load_release(project, name).release
-    directory = project.out(name)
+    directory = project.out(names.release)
     record = read_record(directory)
-    pushed = push_cache_images(connect(), host, ImageNames.of(release, record.get("base_image")), record,
-                               credentials(), out)
+    pushed = push_cache_images(connect(), host, names, record, credentials(), out)
     record["cache_pushed"] = pushed
     write_record(directory, record)
     return pushed
