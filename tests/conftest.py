@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dev import USER_TASKS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -19,14 +20,14 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 
 class ScratchProject:
-    """A project in a temporary directory with the repo's templates, parts and tasks.py."""
+    """A project in a temporary directory with the repo's templates and parts, and a user's tasks.py."""
 
     def __init__(self, root: Path):
         self.root = root
         shutil.copytree(REPO / "templates", root / "templates")
         shutil.copytree(REPO / "manifests" / "parts", root / "manifests" / "parts")
         (root / "constraints").mkdir()
-        shutil.copy(REPO / "tasks.py", root / "tasks.py")
+        (root / "tasks.py").write_text(USER_TASKS)
 
     def manifest(self, name: str, text: str) -> Path:
         path = self.root / "manifests" / f"{name}.yaml"

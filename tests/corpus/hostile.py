@@ -240,10 +240,11 @@ def cases() -> list[HostileCase]:
                     ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
                     setup_all(dev, write("build/dev/.keep", ""),
                               replace_with_link("build/dev/record.json", lambda o: str(secret_file(o)))),
-                    absent=(SECRET,)))
+                    absent=(SECRET,), exit_status=1, mentions=("record.json is damaged",)))
     add(HostileCase("record-fifo", "links and special files",
                     ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
-                    setup_all(dev, write("build/dev/.keep", ""), replace_with_fifo("build/dev/record.json"))))
+                    setup_all(dev, write("build/dev/.keep", ""), replace_with_fifo("build/dev/record.json")),
+                    exit_status=1, mentions=("record.json is damaged",)))
 
     # --- file-system state
     add(HostileCase("build-is-a-file", "file-system state", ("render", "--release", "dev"),
@@ -254,7 +255,7 @@ def cases() -> list[HostileCase]:
                     setup_all(dev, notes_output_a_dir), exit_status=1, mentions=("release-notes.md",)))
     add(HostileCase("record-is-a-dir", "file-system state",
                     ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
-                    setup_all(dev, replace_with_dir("build/dev/record.json")), mentions=("record.json",)))
+                    setup_all(dev, replace_with_dir("build/dev/record.json")), exit_status=1, mentions=("record.json is damaged",)))
     add(HostileCase("docs-site-is-a-file", "file-system state", ("docs", "--no-screenshot"),
                     setup_all(dev, write("build/site", "a file")), exit_status=1, mentions=("build/site",)))
     add(HostileCase("long-project-path", "file-system state", ("render", "--release", "dev"),
@@ -306,11 +307,11 @@ def cases() -> list[HostileCase]:
     add(HostileCase("build-base-bad", "arguments", ("build", "--release", "dev", "--base", "Not A Ref"), dev,
                     after=nothing_built))
     add(HostileCase("record-is-a-list", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
-                    setup_all(dev, record("[]")), mentions=("record.json",)))
+                    setup_all(dev, record("[]")), exit_status=1, mentions=("record.json is damaged",)))
     add(HostileCase("record-is-a-string", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
-                    setup_all(dev, record('"x"')), mentions=("record.json",)))
+                    setup_all(dev, record('"x"')), exit_status=1, mentions=("record.json is damaged",)))
     add(HostileCase("record-lacks-image", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
-                    setup_all(dev, record('{"tags": 5}')), mentions=("record.json",)))
+                    setup_all(dev, record('{"tags": 5}')), exit_status=1, mentions=("record.json is damaged",)))
 
     add(HostileCase("build-half-credentials", "arguments", ("build", "--release", "dev"), dev,
                     extra_env={"NGCBUILD_REGISTRY_USER": "someone"}, after=nothing_built,

@@ -17,6 +17,7 @@ import urllib.request
 import uuid
 
 import pytest
+from dev import USER_TASKS
 
 from ngcbuild.core.project import Project
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
@@ -242,7 +243,7 @@ def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, pri
     project = tmp_path / "project"
     for sub in ("manifests", "constraints", "templates"):
         shutil.copytree(REPO / sub, project / sub)
-    shutil.copy(REPO / "tasks.py", project / "tasks.py")
+    (project / "tasks.py").write_text(USER_TASKS)
     (project / "build" / "dev").mkdir(parents=True)
     record["pushed"] = {f"{registry}/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "0" * 64}}
     record["smoke"] = {"image_id": record["image_id"], "passed": 10, "failed": 2, "errors": 0, "exit_code": 1}

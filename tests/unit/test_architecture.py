@@ -2,6 +2,7 @@
 it owns, and no module reaches into another's private names."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,7 @@ MAY_IMPORT = {
     "smoke": {"core", "manifest", "render", "engine"},
     "publish": {"core", "manifest", "render", "engine"},
     "docs": {"core", "manifest"},
-    "tools": {"core", "manifest", "render", "engine", "publish", "smoke", "docs"},
-    "cli": {"core", "manifest", "render", "engine", "smoke", "publish", "docs", "tools"},
+    "cli": {"core", "manifest", "render", "engine", "smoke", "publish", "docs"},
 }
 
 
@@ -28,6 +28,15 @@ def _modules():
         parts = path.relative_to(PACKAGE).parts
         if len(parts) > 1 and "checks" not in parts:  # the in-image checks import nothing of ours
             yield parts[0], path
+
+
+def _top_level_imports(path: Path):
+    """The first name of every module the file imports (`import x.y`, `from x.y import z`)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module.split(".")[0]
 
 
 def _imports(path: Path):
@@ -39,7 +48,7 @@ def _imports(path: Path):
                 base = list(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
                 module = ".".join(base[: len(base) - node.level + 1] + ([module] if module else []))
             if module == "ngcbuild" or module.startswith("ngcbuild."):
-                yield module, [alias.name for alias in node.names]
+                yield module, [alias.name for alias in node.names], [alias.asname for alias in node.names]
 
 
 def test_every_package_says_what_it_owns():
@@ -50,7 +59,7 @@ def test_every_package_says_what_it_owns():
 
 @pytest.mark.parametrize("package, path", list(_modules()), ids=lambda v: str(v).rsplit("/ngcbuild/", 1)[-1])
 def test_imports_flow_one_way_and_private_names_stay_home(package, path):
-    for module, names in _imports(path):
+    for module, names, _ in _imports(path):
         parts = module.split(".")
         target = parts[1] if len(parts) > 1 else None
         if target is None:  # `from ngcbuild import x`
@@ -59,3 +68,28 @@ def test_imports_flow_one_way_and_private_names_stay_home(package, path):
             f"{path.name} ({package}/) imports {module}: {package}/ may import only {sorted(MAY_IMPORT[package])}"
         private = [n for n in names if n.startswith("_")]
         assert not private, f"{path.name} imports private names {private} from {module}"
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p).rsplit("/ngcbuild/", 1)[-1])
+def test_the_product_never_imports_the_checkouts_tools_or_tests(path):
+    """dev/ and tests/ exist only in a checkout (the wheel has src/ngcbuild only)."""
+    imported = set(_top_level_imports(path)) & {"dev", "tests", "tasks"}
+    assert not imported, f"{path.name} imports {sorted(imported)}, which an installed ngcbuild does not have"
+    assert not re.search(r'/ *"tests["/]', path.read_text()), f"{path.name} makes a path into tests/: the product never writes there"
+
+
+def test_the_wheel_holds_the_product_only():
+    """setuptools finds packages under src/ only: dev/ (the project's tools) stays out of the wheel."""
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert config["tool"]["setuptools"]["packages"]["find"]["where"] == ["src"]
+    assert not (REPO / "src" / "dev").exists() and not (REPO / "src" / "tests").exists()
+
+
+@pytest.mark.parametrize("path", [p for _, p in _modules()], ids=lambda p: str(p).rsplit("/ngcbuild/", 1)[-1])
+def test_one_name_per_thing(path):
+    """None of our modules or names is imported under another name (`reuse as context_cache`)."""
+    for module, names, renamed in _imports(path):
+        aliased = [f"{name} as {alias}" for name, alias in zip(names, renamed, strict=True) if alias]
+        assert not aliased, f"{path.name} imports from {module}: {aliased}"

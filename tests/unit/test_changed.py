@@ -1,12 +1,17 @@
-"""`--changed`: which releases a commit touches, through `extends`, constraints and templates."""
+"""`--changed`: which releases a commit touches, through `extends`, constraints, templates and
+ngcbuild's code: the inputs of the stamp (render/stamp.py)."""
 
 import subprocess
+from collections import Counter
 
 import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
-from ngcbuild.tools.changed import affected_releases, changed_files, ci_jobs, selection
+from ngcbuild.manifest.loader import buildable_releases, load_release
+from ngcbuild.render import changed
+from ngcbuild.render.changed import affected_releases, buildable, changed_files, ci_jobs, selection
+from ngcbuild.render.stamp import is_shared_input, shared_inputs
 
 from ..conftest import REPO
 
@@ -55,8 +60,54 @@ def test_changed_releases_follow_extends_constraints_and_templates(repo, rel, ex
     project = Project.at(repo.root)
     files = changed_files(project, "HEAD~1")
     assert files == [rel]
-    assert affected_releases(project, files) == expected
+    assert _names(affected_releases(project, files, buildable(project))) == expected
     assert selection(project, "HEAD~1")["releases"] == expected
+
+
+def _names(releases):
+    return [loaded.release.release for loaded in releases]
+
+
+@pytest.mark.parametrize("rel", [
+    "src/ngcbuild/render/plan.py",
+    "src/ngcbuild/smoke/checks/test_gpu.py",  # the stamp counts every module of ngcbuild, the checks too
+    "src/ngcbuild/engine/new_module.py",  # added (or removed): not there now, still code
+    "templates/image/components/torch/pip.j2",
+])
+def test_a_change_to_ngcbuilds_code_or_an_image_template_selects_every_buildable_release(rel):
+    project = Project.at(REPO)
+    assert _names(affected_releases(project, [rel], buildable(project))) == buildable_releases(project)
+
+
+@pytest.mark.parametrize("rel", ["tests/unit/test_plan.py", "README.md", "templates/docs/site/style.css",
+                                 "src/ngcbuild/smoke/locks/pytest-py3.10.txt", "dev/bench.py", "tasks.py"])
+def test_what_the_stamp_does_not_read_selects_nothing(rel):
+    project = Project.at(REPO)
+    assert affected_releases(project, [rel], buildable(project)) == []
+
+
+def test_changed_matches_exactly_the_files_the_stamp_digests():
+    """One definition (stamp.shared_inputs) for both: every file the digest reads is a shared input."""
+    project = Project.at(REPO)
+    digested = [p for folder, pattern in shared_inputs(project) for p in folder.rglob(pattern) if p.is_file()]
+    assert any(p.name == "plan.py" for p in digested) and any(p.name == "Dockerfile.j2" for p in digested)
+    assert all(is_shared_input(project, p) for p in digested)
+    others = [REPO / "README.md", REPO / "tests" / "unit" / "test_plan.py", REPO / "manifests" / "dev.yaml"]
+    assert not any(is_shared_input(project, p) for p in others)
+
+
+def test_each_release_is_loaded_once(repo, monkeypatch):
+    _change(repo, "templates/image/Dockerfile.j2")
+    loads = Counter()
+
+    def counting(project, name):
+        loads[name] += 1
+        return load_release(project, name)
+
+    monkeypatch.setattr(changed, "load_release", counting)
+    result = selection(Project.at(repo.root), "HEAD~1")
+    assert result["releases"] == ["child", "dev"] and len(result["jobs"]) == 2
+    assert loads == {"child": 1, "dev": 1, "old": 1}
 
 
 def test_without_a_base_every_buildable_release_is_selected(repo):
@@ -66,7 +117,8 @@ def test_without_a_base_every_buildable_release_is_selected(repo):
 
 def test_jobs_carry_platform_and_runner_labels(repo):
     repo.manifest("child", "extends: dev\nsummary: c\nbuild:\n  platforms: [linux/amd64, linux/arm64]\n")
-    jobs = ci_jobs(Project.at(repo.root), ["child"])
+    project = Project.at(repo.root)
+    jobs = ci_jobs([load_release(project, "child")])
     assert jobs == [
         {"release": "child", "platform": "linux/amd64", "arch": "amd64", "runner": ["self-hosted", "linux", "x64", "gpu"]},
         {"release": "child", "platform": "linux/arm64", "arch": "arm64",
@@ -90,7 +142,7 @@ def test_invoke_changed_prints_json(repo):
 def test_cuda_dev_is_built_smoked_and_published_on_gpu_runners_like_any_release():
     """release.yml's plan (invoke matrix --json --changed) gives cuda-dev a GPU runner per platform;
     its build job smokes with --require-gpu and publishes, as for every release."""
-    jobs = ci_jobs(Project.at(REPO), ["cuda-dev"])
+    jobs = ci_jobs([load_release(Project.at(REPO), "cuda-dev")])
     assert [(j["platform"], "gpu" in j["runner"]) for j in jobs] == [("linux/amd64", True), ("linux/arm64", True)]
     workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
     assert 'invoke smoke --release "${{ matrix.release }}" --require-gpu' in workflow

@@ -50,7 +50,6 @@ def test_dash_h_is_help_never_an_option_of_the_task():
     (["no-such-task"], "no-such-task"),
     (["build", "--release"], "--release needs a value"),
     (["build", "--release", "dev", "--registry"], "--registry needs a value"),
-    (["bench", "--runs", "abc"], "--runs 'abc': expected a whole number"),
     (["prune", "--keep", "-1"], "--keep '-1': expected a whole number"),
 ])
 def test_usage_errors_exit_2_with_one_line(args, says):
@@ -68,11 +67,41 @@ def test_outside_any_project_is_a_clean_error(tmp_path):
     assert not (tmp_path / "build").exists()
 
 
-def test_python_dash_m_and_the_task_list():
+USER_TASKS = ("build", "smoke", "push", "render", "notes", "matrix", "diff", "changed", "publish", "promote",
+              "sbom", "verify", "prune", "base", "docs")
+TOOLS = ("test", "golden", "bench", "reliability")  # the project's own (dev/tasks.py): a checkout has them
+
+
+def _listed(stdout: str) -> set[str]:
+    """The task names of `--list` (a name starts its line after two spaces; wrapped help is indented more)."""
+    return {line.split()[0] for line in stdout.splitlines() if line.startswith("  ") and line[2:3].strip()}
+
+
+def test_the_installed_command_lists_only_the_users_tasks():
     result = run_command("ngcbuild", "--list", cwd=REPO)
-    assert result.returncode == 0
-    for task in ("build", "smoke", "push", "render", "notes", "matrix", "diff", "test"):
-        assert f"  {task} " in result.stdout
+    assert result.returncode == 0, result.stderr
+    listed = _listed(result.stdout)
+    assert set(USER_TASKS) <= listed and not listed & set(TOOLS), listed
+
+
+def test_invoke_in_the_checkout_adds_the_projects_tools():
+    result = run_command("invoke", "--list", cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert set(USER_TASKS) | set(TOOLS) <= _listed(result.stdout)
+    assert _listed(result.stdout) - set(TOOLS) == _listed(run_command("ngcbuild", "--list", cwd=REPO).stdout)
+
+
+def test_a_tools_usage_error_exits_2_with_one_line():
+    result = run_command("invoke", "bench", "--runs", "abc", cwd=REPO)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stderr.strip() == "ngcbuild: --runs 'abc': expected a whole number of at least 1"
+
+
+def test_a_users_project_lists_the_users_tasks(project):
+    """A scratch project's tasks.py is a user's (no dev/ there): its tasks are ngcbuild's."""
+    result = run_command("invoke", "--list", cwd=project.root)
+    assert result.returncode == 0, result.stderr
+    assert set(USER_TASKS) <= _listed(result.stdout) and not _listed(result.stdout) & set(TOOLS)
 
 
 def test_version_names_the_installed_ngcbuild():

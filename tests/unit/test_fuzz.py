@@ -20,8 +20,7 @@ from ngcbuild.core import references
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.names import check_release_name
 from ngcbuild.core.project import Project
-from ngcbuild.engine import options
-from ngcbuild.engine import reuse as context_cache
+from ngcbuild.engine import options, reuse
 from ngcbuild.manifest.constraints import load_constraints
 from ngcbuild.manifest.loader import load_release
 
@@ -183,7 +182,7 @@ def test_argument_validators(tmp_path, tally):
         lambda v: references.registry_host(v),
         lambda v: references.image_ref(v, "--base"),
         lambda v: check_release_name(v),
-        lambda v: context_cache.parse_labels([v]),
+        lambda v: reuse.parse_labels([v]),
         lambda v: _fraction(v),
         lambda v: options.options_from(v, None, None, False, environ={}),
         lambda v: options.options_from(None, None, None, False, environ={}, platform=v, labels=[v], base=v),

@@ -17,7 +17,7 @@ import pytest
 from ngcbuild.core import references
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.names import check_release_name
-from ngcbuild.manifest import fields as types
+from ngcbuild.manifest import fields
 from ngcbuild.manifest.constraints import parse_pin
 
 LENGTHS = (50, 500, 5000)
@@ -50,9 +50,9 @@ def _swallow(function, *errors):
     return run
 
 
-CHECKS = {f"types.{name}": _pattern(compiled) for name, compiled in types.PATTERNS.items()}
+CHECKS = {f"fields.{name}": _pattern(compiled) for name, compiled in fields.PATTERNS.items()}
 CHECKS.update({
-    "types.release_parts": types.release_parts,
+    "fields.release_parts": fields.release_parts,
     "constraints.parse_pin": lambda text: parse_pin(text, 1) or parse_pin("numpy==" + text, 1),
     "references.parse_host": _swallow(references.parse_host, references.ReferenceProblem),
     "references.ImageRef": _swallow(references.ImageRef.parse, references.ReferenceProblem),
@@ -62,8 +62,8 @@ CHECKS.update({
 
 
 def test_every_pattern_of_types_is_checked():
-    assert len(types.PATTERNS) >= 19  # the release name rule is checked apart (names.check_release_name)
-    assert "version" in types.PATTERNS
+    assert len(fields.PATTERNS) >= 19  # the release name rule is checked apart (names.check_release_name)
+    assert "version" in fields.PATTERNS
 
 
 @pytest.mark.parametrize("name", sorted(CHECKS))
@@ -87,16 +87,16 @@ def _time(check, text: str) -> float:
 
 def test_the_version_of_the_issue_is_refused_at_once():
     started = time.perf_counter()
-    assert not types.PATTERNS["version"].fullmatch("1" + "a" * 40 + "!")
+    assert not fields.PATTERNS["version"].fullmatch("1" + "a" * 40 + "!")
     assert time.perf_counter() - started < BOUND_S
 
 
 @pytest.mark.parametrize("version", ["2.13.0+cpu", "3.11.2-1+b1", "1:2.25.1-1ubuntu3", "2.10.0a0+b4e4ee81d3",
                                      "1.15.0+nv20.11", "9.19.0.56", "12.8.93", "2.28.9-1+cuda13.0", "1.0~rc1"])
 def test_the_linear_version_pattern_accepts_what_vendors_write(version):
-    assert types.PATTERNS["version"].fullmatch(version)
+    assert fields.PATTERNS["version"].fullmatch(version)
 
 
 @pytest.mark.parametrize("version", ["", "a1", "1..2", "1.", "1.0-", "1;2", "1 2", "1.0+", ".1", "1::2", "1:a"])
 def test_the_linear_version_pattern_refuses_what_the_old_one_refused(version):
-    assert not types.PATTERNS["version"].fullmatch(version)
+    assert not fields.PATTERNS["version"].fullmatch(version)

@@ -12,6 +12,6 @@ def test_ruff_is_clean():
     ruff = shutil.which("ruff")
     if ruff is None:
         pytest.fail("ruff is not installed (pip install -e '.[dev]')")
-    result = subprocess.run([ruff, "check", "--output-format", "concise", "src", "tests", "tasks.py"],
+    result = subprocess.run([ruff, "check", "--output-format", "concise", "src", "tests", "dev", "tasks.py"],
                             cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

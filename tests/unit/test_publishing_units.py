@@ -7,7 +7,7 @@ import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
-from ngcbuild.engine import reuse as context_cache
+from ngcbuild.engine import reuse
 from ngcbuild.engine.registry_client import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, base_url, digest_of
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
@@ -33,27 +33,27 @@ def dev_names():
 
 def test_hash_and_platform_tags(dev_names):
     dev = dev_names
-    assert context_cache.hash_tag(dev, HASH, "linux/amd64") == "dev-py3-abababababab"
-    assert context_cache.hash_tag(dev, HASH, "linux/arm64") == "dev-py3-abababababab-arm64"
+    assert reuse.hash_tag(dev, HASH, "linux/amd64") == "dev-py3-abababababab"
+    assert reuse.hash_tag(dev, HASH, "linux/arm64") == "dev-py3-abababababab-arm64"
     # building arm64 never moves the release tag off the default platform's image
-    assert context_cache.build_tags("r/x", dev, HASH, "linux/arm64") == ["r/x:dev-py3-arm64",
+    assert reuse.build_tags("r/x", dev, HASH, "linux/arm64") == ["r/x:dev-py3-arm64",
                                                                         "r/x:dev-py3-abababababab-arm64"]
-    assert context_cache.build_tags("r/x", dev, HASH, "linux/amd64")[0] == "r/x:dev-py3"
+    assert reuse.build_tags("r/x", dev, HASH, "linux/amd64")[0] == "r/x:dev-py3"
 
 
 def test_an_image_matches_only_its_context_and_platform():
-    image = {"Os": "linux", "Architecture": "arm64", "Config": {"Labels": {context_cache.CONTEXT_HASH_LABEL: HASH}}}
-    assert context_cache.matches(image, HASH, "linux/arm64")
-    assert not context_cache.matches(image, HASH, "linux/amd64")
-    assert not context_cache.matches(image, "cd" * 32, "linux/arm64")
-    assert not context_cache.matches({**image, "Config": {"Labels": None}}, HASH, "linux/arm64")
+    image = {"Os": "linux", "Architecture": "arm64", "Config": {"Labels": {reuse.CONTEXT_HASH_LABEL: HASH}}}
+    assert reuse.matches(image, HASH, "linux/arm64")
+    assert not reuse.matches(image, HASH, "linux/amd64")
+    assert not reuse.matches(image, "cd" * 32, "linux/arm64")
+    assert not reuse.matches({**image, "Config": {"Labels": None}}, HASH, "linux/arm64")
 
 
 def test_labels_are_checked():
-    assert context_cache.parse_labels(["io.ngcbuild.ci.run=12-1"]) == (("io.ngcbuild.ci.run", "12-1"),)
-    for bad in ("noequals", "Upper=1", f"{context_cache.CONTEXT_HASH_LABEL}=x", "a=b\nc"):
+    assert reuse.parse_labels(["io.ngcbuild.ci.run=12-1"]) == (("io.ngcbuild.ci.run", "12-1"),)
+    for bad in ("noequals", "Upper=1", f"{reuse.CONTEXT_HASH_LABEL}=x", "a=b\nc"):
         with pytest.raises(UserError):
-            context_cache.parse_labels([bad])
+            reuse.parse_labels([bad])
 
 
 def test_manifest_list_names_every_platform():
@@ -123,10 +123,12 @@ def test_registry_urls_and_digests():
 
 
 def test_purls_are_encoded():
-    assert purl_pypi("Typing_Extensions", "4.12.2") == "pkg:pypi/typing-extensions@4.12.2"
-    assert purl_pypi("torch", "2.13.0+cpu") == "pkg:pypi/torch@2.13.0%2Bcpu"
-    assert purl_deb({"ID": "debian", "VERSION_ID": "12"}, "libc6", "1:2.36-9+deb12u9", "amd64") == \
-        "pkg:deb/debian/libc6@1%3A2.36-9%2Bdeb12u9?arch=amd64&distro=debian-12"
+    """packageurl-python's encoding (a Debian epoch's colon stays, as the purl spec allows)."""
+    assert purl_pypi("Typing_Extensions", "4.12.2").to_string() == "pkg:pypi/typing-extensions@4.12.2"
+    assert purl_pypi("torch", "2.13.0+cpu").to_string() == "pkg:pypi/torch@2.13.0%2Bcpu"
+    assert purl_deb({"ID": "debian", "VERSION_ID": "12"}, "libc6", "1:2.36-9+deb12u9", "amd64").to_string() == \
+        "pkg:deb/debian/libc6@1:2.36-9%2Bdeb12u9?arch=amd64&distro=debian-12"
+    assert purl_deb({}, "a b", "1", "all").to_string() == "pkg:deb/debian/a%20b@1?arch=all"
 
 
 def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
@@ -144,13 +146,22 @@ def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
     assert props["ngcbuild:version-in-image"] == "2.13.0+cpu"
     deb = next(c for c in doc["components"] if c["name"] == "python3")
     assert deb["properties"] == [{"name": "ngcbuild:source-package", "value": "python3-defaults"}]
+    assert doc["metadata"]["tools"]["components"][0]["name"] == "ngcbuild"
+    assert doc["metadata"]["component"]["type"] == "container" and doc["metadata"]["component"]["bom-ref"] == "image"
+    assert doc["serialNumber"] == "urn:uuid:00000000-0000-4000-8000-000000000000" and doc["version"] == 1
+    assert doc["metadata"]["timestamp"].startswith("2026-01-01T00:00:00")
+    refs = {c["bom-ref"] for c in doc["components"]}
+    assert {"manifest:pytorch", "os", "pypi:torch@2.13.0+cpu", "deb:libc6@2.36-9:amd64"} <= refs
+    assert len(doc["components"]) == len(dev.components) + 1 + 2 + 2  # manifest, os, python, dpkg
+    image_deps = next(d for d in doc["dependencies"] if d["ref"] == "image")
+    assert set(image_deps["dependsOn"]) == refs  # the image holds each component
     broken = {**doc, "components": doc["components"] + [{"type": "not-a-type", "name": "x", "bom-ref": "x"}]}
     with pytest.raises(Exception, match="does not validate"):
         validate(broken)
 
 
 def test_bench_keeps_each_release_section_between_its_markers():
-    from ngcbuild.tools.bench import _sections, _with_section
+    from dev.bench import _sections, _with_section
 
     page = "# Benchmarks\n\ndev figures\n"
     once = _with_section(page, "cuda-dev", "# Benchmarks\n\nfirst\n")
@@ -163,10 +174,24 @@ def test_bench_keeps_each_release_section_between_its_markers():
 
 
 def test_bench_keeps_the_notes_written_by_hand_on_dev_figures():
-    from ngcbuild.tools.bench import NOTES_MARK, _sections, _with_section
+    from dev.bench import NOTES_MARK, _sections, _with_section
 
     page = f"# Benchmarks\n\ndev figures\n\n{NOTES_MARK}\n## Where a target is missed\n\nwhy\n"
     with_cuda = _with_section(page, "cuda-dev", "# Benchmarks\n\ncuda figures\n")
     kept = _sections(with_cuda)
     assert kept.strip().startswith(NOTES_MARK) and "why" in kept and "cuda figures" in kept
     assert "dev figures" not in kept
+
+
+def test_without_the_schema_extra_the_structure_is_checked_by_hand(monkeypatch):
+    from cyclonedx.exception import MissingOptionalDependencyException
+    from cyclonedx.validation import json as cdx_json
+
+    def missing(self, data):
+        raise MissingOptionalDependencyException("jsonschema is not installed")
+
+    monkeypatch.setattr(cdx_json.JsonStrictValidator, "validate_str", missing)
+    doc = {"bomFormat": "CycloneDX", "specVersion": "1.5", "components": [{"type": "library", "name": "a", "bom-ref": "a"}]}
+    assert validate(doc).startswith("structure checked")
+    with pytest.raises(Exception, match="not a well-formed CycloneDX document"):
+        validate({**doc, "components": doc["components"] * 2})

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from ngcbuild.core.errors import UserError
+from ngcbuild.core.errors import RecordDamaged, UserError
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
-from ngcbuild.engine.record import BuildFacts, BuildRecord, read_record, record_build, utc_timestamp
+from ngcbuild.engine.record import BuildFacts, BuildRecord, read_record, record_build, require, utc_timestamp
 from ngcbuild.render.context import render_release
 from ngcbuild.render.stamp import STAMP, current_stamp
 
@@ -55,8 +55,39 @@ def test_platforms_of_the_same_context_add_up_and_others_are_dropped(tmp_path):
 @pytest.mark.parametrize("text", ["[]", "3", '"record"', "null"])
 def test_a_record_that_is_not_an_object_is_a_clean_error(tmp_path, text):
     (tmp_path / "record.json").write_text(text)
-    with pytest.raises(UserError, match="expected a JSON object"):
+    with pytest.raises(RecordDamaged, match="expected a JSON object"):
         read_record(tmp_path)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda path: path.write_text('{"image_id": '),  # cut short
+    lambda path: path.write_text("[" * 100_000 + "]" * 100_000),  # nested too deeply
+    lambda path: path.write_bytes(b'{"tags": "' + bytes([0xFF, 0xFE]) + b'"}'),  # not UTF-8
+    lambda path: path.mkdir(),
+    lambda path: path.symlink_to("/etc/hostname"),  # out of the project
+])
+def test_a_damaged_record_is_our_failure_exit_1_not_bad_input(tmp_path, damage):
+    """record.json is ngcbuild's output: damage is a failure (exit 1), never a manifest error (exit 2)."""
+    directory = tmp_path / "build" / "dev"
+    directory.mkdir(parents=True)
+    damage(directory / "record.json")
+    with pytest.raises(RecordDamaged) as caught:
+        read_record(directory)
+    assert caught.value.exit_code == 1 and not isinstance(caught.value, UserError)
+    assert str(caught.value).startswith("record.json is damaged: ")
+    assert "build/dev/record.json" in str(caught.value) and "rebuild" in str(caught.value)
+
+
+def test_a_record_lacking_a_key_names_it_and_exits_1(tmp_path):
+    with pytest.raises(RecordDamaged, match=r"record.json is damaged: .*record.json: image_id: expected an image id") as caught:
+        require({"image_id": 5}, tmp_path, "image_id", str, "an image id")
+    assert caught.value.exit_code == 1
+
+
+def test_no_record_yet_is_a_usage_error_naming_the_build_to_run(tmp_path):
+    with pytest.raises(UserError, match="no build record; run `invoke build --release dev` first") as caught:
+        read_record(tmp_path / "dev")
+    assert caught.value.exit_code == 2
 
 
 def test_utc_timestamp_format():

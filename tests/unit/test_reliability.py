@@ -1,6 +1,6 @@
 """The figures of RELIABILITY.md: counted from what the tests recorded, never assumed."""
 
-from ngcbuild.tools.reliability import render, summarize
+from dev.reliability import render, summarize
 
 CLEAN = [
     *({"suite": "corpus", "case": f"c{i} ({command})", "input": f"c{i}", "clean": True, "traceback": False}

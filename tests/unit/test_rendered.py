@@ -9,11 +9,11 @@ import subprocess
 
 import pytest
 import yaml
+from dev.golden import golden_dir, rendered_golden
 
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import buildable_releases, load_release
 from ngcbuild.render.context import render_files
-from ngcbuild.render.golden import golden_dir, rendered_golden
 
 from ..conftest import REPO
 

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import load_release
+from ngcbuild.manifest.loader import buildable_releases, load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.smoke.runner import CHECKS_DIR, stage_suite, suite_args, suite_command
-from ngcbuild.tools.changed import buildable_releases
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = Project.at(REPO)

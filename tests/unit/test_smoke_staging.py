@@ -12,11 +12,10 @@ from packaging.requirements import Requirement
 
 from ngcbuild.core.errors import SmokeFailed, UserError
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import load_release
+from ngcbuild.manifest.loader import buildable_releases, load_release
 from ngcbuild.smoke import pytest_lock
 from ngcbuild.smoke.pytest_lock import lock_path, needed, read_lock, target_environment
 from ngcbuild.smoke.staging import CACHE_DIR, stage_pytest, unpack_wheel
-from ngcbuild.tools.changed import buildable_releases
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -36,20 +36,13 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
                            force=force, labels=labels, cache_from=cache_from, cache_to=cache_to)
-    record = build_release(project(), release, options, out=sys.stdout)
+    where = project()
+    built = build_release(where, release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
         from ngcbuild.publish.push import push_layer_cache
 
-        record["cache_pushed"] = push_layer_cache(project(), release, options.cache_to, out=sys.stdout)
-    return record
-
-
-def golden() -> None:
-    from ngcbuild.render import golden as golden_files
-
-    for path in golden_files.regenerate(project()):
-        print(f"wrote {path}")
-    print("review the changes with `git diff tests/golden` before committing them")
+        built.record["cache_pushed"] = push_layer_cache(where, built.names, options.cache_to, out=sys.stdout)
+    return built.record
 
 
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
@@ -128,16 +121,6 @@ def base(release: str = "dev") -> None:
     make_base(connect(), loaded.release)
 
 
-def bench(runs=None, registry: str | None = None, release: str = "dev", skip_path_only=False,
-          cache=False) -> None:
-    from ngcbuild.tools.bench import run_bench
-
-    runs = _whole_number(runs, "--runs", default=3, least=1)
-    path = run_bench(project(), runs=runs, registry=registry, release=release, skip_path_only=skip_path_only,
-                     cache=cache)
-    print(f"figures written to {path}")
-
-
 def notes(release: str) -> None:
     from ngcbuild.docs.notes import write_notes
 
@@ -209,7 +192,7 @@ def promote(release: str, source: str, target: str) -> dict:
 def changed_jobs(base=None) -> dict:
     """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base.
     For `invoke matrix --json --changed [--base REF]`."""
-    from ngcbuild.tools.changed import selection
+    from ngcbuild.render.changed import selection
 
     result = selection(project(), base)
     print(json.dumps(result, indent=2))
@@ -221,13 +204,13 @@ def prune(keep=None, engine=None) -> None:
     from ngcbuild.engine.prune import run_prune
     from ngcbuild.manifest.series import Series
 
-    keep = _whole_number(keep, "--keep", default=2, least=0)
+    keep = whole_number(keep, "--keep", default=2, least=0)
     _select_engine(engine)
     repositories = {loaded.release.image.repository for loaded in Series.load(project()).releases}
     run_prune(repositories | {name + CACHE_SUFFIX for name in repositories}, keep=keep, out=sys.stdout)
 
 
-def _whole_number(text, flag: str, default: int, least: int) -> int:
+def whole_number(text, flag: str, default: int, least: int) -> int:
     """A count given as a flag's text (declared as text: invoke's own int() would end in a traceback)."""
     if text is None:
         return default
@@ -248,22 +231,16 @@ def _select_engine(url) -> None:
         select(url)
 
 
-def reliability() -> None:
-    from ngcbuild.tools.reliability import run_reliability
-
-    run_reliability(project(), out=sys.stdout)
-
-
 def verify(release: str, as_json=False, base=None) -> None:
     """Print the verification of every pin of R (a table, or JSON); exit 1 when one failed."""
-    from ngcbuild.manifest import verify as verifier
+    from ngcbuild.manifest import verify  # the module; this function is the task of the same name
     from ngcbuild.manifest.loader import load_release
 
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
-    rows = verifier.verify_release(loaded, verifier.Web(), base=base)
-    sys.stdout.write(verifier.as_json(release, rows) if as_json else verifier.as_table(release, rows))
-    failed = verifier.summary(rows)[verifier.FAILED]
+    rows = verify.verify_release(loaded, verify.Web(), base=base)
+    sys.stdout.write(verify.as_json(release, rows) if as_json else verify.as_table(release, rows))
+    failed = verify.summary(rows)[verify.FAILED]
     if failed:
-        raise verifier.VerifyFailed(f"verify {release}: {failed} failed (see the table)")
+        raise verify.VerifyFailed(f"verify {release}: {failed} failed (see the table)")

@@ -1,7 +1,7 @@
-"""The tasks of `ngcbuild` and `invoke` (the same collection). Each task parses its arguments and calls
-one function of `ngcbuild.cli.commands`; all logic lives below that."""
+"""The tasks of `ngcbuild` and `invoke` (the same collection; `invoke` in ngcbuild's own checkout adds
+the project's tools from dev/tasks.py). Each task parses its arguments and calls one function of
+`ngcbuild.cli.commands`; all logic lives below that."""
 
-import shlex
 import sys
 
 from invoke import Collection
@@ -40,12 +40,6 @@ def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=F
     commands.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
               base=base, platform=platform, force=force, labels=label, cache_from=cache_from, cache_to=cache_to,
               engine=engine)
-
-
-@command()
-def golden(c):
-    """Regenerate tests/golden/<R>/Dockerfile for every buildable release, for review with git diff."""
-    commands.golden()
 
 
 @command(help={
@@ -97,7 +91,8 @@ def promote(c, release, from_, to):
 
 @command(help={"base": "compare with this commit or branch (default: every buildable release)"})
 def changed(c, base=None):
-    """JSON: the releases whose manifest, constraints or image templates changed since --base, and their CI jobs."""
+    """JSON: the releases whose inputs (manifests, constraints, image templates, ngcbuild's code) changed since
+    --base, and their CI jobs."""
     commands.changed_jobs(base=base)
 
 
@@ -107,38 +102,11 @@ def base(c, release="dev"):
     commands.base(release)
 
 
-@command(help={"runs": "runs per timed figure (median and spread; default 3)",
-            "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)",
-            "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section",
-            "skip_path": "only the unchanged-release figures (seconds): `build` of a built release, as a process",
-            "cache": "only the registry-cache figure: a fresh private engine with --cache-from against a cold "
-                     "build (needs root); its own section"})
-def bench(c, runs=None, registry=None, release="dev", skip_path=False, cache=False):
-    """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
-    commands.bench(runs=runs, registry=registry, release=release, skip_path_only=skip_path, cache=cache)
-
-
 @command(help={"keep": "ngcbuild images to keep per release and platform, newest first (default 2)",
                "engine": ENGINE_HELP})
 def prune(c, keep=None, engine=None):
     """Remove dangling images and ngcbuild's images beyond the newest --keep per release and platform."""
     commands.prune(keep=keep, engine=engine)
-
-
-@command()
-def reliability(c):
-    """Run the corpus of broken inputs, the fault tests and the secrets scans; write RELIABILITY.md."""
-    commands.reliability()
-
-
-@command(help={"k": "only tests matching this expression", "unit": "unit tests only (no engine)"})
-def test(c, k=None, unit=False):
-    """The whole test suite (unit + integration against a real engine and registry)."""
-    args = ["tests/unit"] if unit else ["tests"]
-    if k:
-        args += ["-k", k]
-    with c.cd(str(commands.project().root)):
-        c.run(" ".join(shlex.quote(a) for a in [sys.executable, "-m", "pytest", *args]), pty=False)
 
 
 @command(help={"release": "release name (manifests/R.yaml)"})

@@ -1,7 +1,9 @@
 """Errors that reach the user as one clear message (no traceback).
 
 `UserError` is bad input (exit status 2); `OperationError` is a failure of the outside world or of a
-build step (exit status 1). The commands (cli/guard.py) turn both into a message and an exit status.
+build step (exit status 1); `RecordDamaged` is a build/R/record.json that cannot be used (exit status
+1: the record is our own output, never the user's input). The commands (cli/guard.py) turn each into
+a message and an exit status.
 """
 
 
@@ -48,6 +50,16 @@ class ManifestError(UserError):
 
 class OperationError(NgcbuildError):
     """The engine, the registry or a build step failed."""
+
+
+class RecordDamaged(OperationError):
+    """build/R/record.json (written by build, push, smoke, publish) cannot be read or lacks what a
+    step needs: our own output is damaged, so a failure (exit 1), not bad input."""
+
+    def __init__(self, path, key: str, problem: str):
+        where = f"{key}: " if key else ""
+        self.path, self.key = shown_path(path), key
+        super().__init__(f"record.json is damaged: {self.path}: {where}{problem}")
 
 
 class EngineUnavailable(OperationError):

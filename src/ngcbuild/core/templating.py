@@ -1,6 +1,6 @@
 """The one Jinja environment: strict (an undefined name is an error), whitespace as written.
 
-Templates are the project's files like manifests: read through the one reader (inputs.py), so a
+Templates are the project's files like manifests: read through the one reader (files.py), so a
 template that is a link out of templates/, a FIFO or a huge file is one clear error, not a hang.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import jinja2
 from jinja2.loaders import split_template_path
 
-from ngcbuild.core import files as inputs
+from ngcbuild.core.files import exists, read_text
 
 MAX_TEMPLATE_BYTES = 1_000_000
 
@@ -23,9 +23,9 @@ class ProjectLoader(jinja2.BaseLoader):
 
     def get_source(self, environment, template):
         path = self.directory.joinpath(*split_template_path(template))
-        if not inputs.exists(path):
+        if not exists(path):
             raise jinja2.TemplateNotFound(template)
-        text = inputs.read_text(path, MAX_TEMPLATE_BYTES, "a template", "template not found",
+        text = read_text(path, MAX_TEMPLATE_BYTES, "a template", "template not found",
                                 within=self.directory.parent)
         mtime = os.path.getmtime(path)
         return text, str(path), lambda: os.path.exists(path) and os.path.getmtime(path) == mtime

@@ -12,22 +12,32 @@ from __future__ import annotations
 import fcntl
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, shown_path
 from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.outputs import make_dir, printer, storing
 from ngcbuild.core.project import Project
-from ngcbuild.engine import reuse as context_cache
 from ngcbuild.engine.local_engine import LocalEngine
 from ngcbuild.engine.options import BuildOptions, image_repository
 from ngcbuild.engine.registry_client import Registry, credentials
+from ngcbuild.engine.reuse import reuse
 from ngcbuild.render.stamp import current_stamp
 
 
-def build_release(project: Project, name: str, options: BuildOptions, out=sys.stdout) -> dict:
-    """Render, build, tag and record `name`. Returns the record. One build of a release at a time:
-    two would share build/R/ (its context, record and journal of intermediate containers).
+@dataclass(frozen=True)
+class Built:
+    """What `build` made: the record written, and the names of the image (for --cache-to, which then
+    needs no second load of the release)."""
+
+    record: dict
+    names: ImageNames
+
+
+def build_release(project: Project, name: str, options: BuildOptions, out=sys.stdout) -> Built:
+    """Render, build, tag and record `name`. One build of a release at a time: two would share
+    build/R/ (its context, record and journal of intermediate containers).
 
     An unchanged release (its inputs as build/R/ was rendered from them, see stamp.py) whose image
     exists is reused without loading or rendering it: the path CI takes most often is the fast one."""
@@ -39,7 +49,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
             with _exclusive(project.out(name), name):
                 reused = _reuse(project.out(name), stamp.names, stamp.context_hash, options, out)
             if reused is not None:
-                return reused
+                return Built(reused, stamp.names)
     from ngcbuild.engine.image_build import build_image
     from ngcbuild.manifest.loader import load_release
     from ngcbuild.render.context import render_files, write_rendered
@@ -53,8 +63,8 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         if not options.force:
             reused = _reuse(rendered.directory, rendered.plan.names, rendered.context_hash, options, out)
             if reused is not None:
-                return reused
-        return build_image(project, rendered, options, out)
+                return Built(reused, rendered.plan.names)
+        return Built(build_image(project, rendered, options, out), rendered.plan.names)
 
 
 def _reuse(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> dict | None:
@@ -62,7 +72,7 @@ def _reuse(directory: Path, names: ImageNames, context_hash: str, options: Build
     None when it must be built."""
     auth = credentials()
     lookup = Registry(options.registry, auth) if options.lookup_registry else None
-    return context_cache.reuse(_engine(), names, directory, image_repository(options.registry, names),
+    return reuse(_engine(), names, directory, image_repository(options.registry, names),
                                context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
 
 

@@ -24,7 +24,6 @@ from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
 from ngcbuild.engine import layer_cache
-from ngcbuild.engine import reuse as context_cache
 from ngcbuild.engine.base_image import ensure_base
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import TAIL_LINES, BuildStream, stage_names
@@ -32,6 +31,7 @@ from ngcbuild.engine.leftovers import Journal, remove_containers
 from ngcbuild.engine.options import BuildOptions, image_repository
 from ngcbuild.engine.record import BuildFacts, BuildRecord, previous_record, record_build, record_path
 from ngcbuild.engine.registry_client import credentials
+from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
             f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}"
             f"{_hint(stream.error)}\nno tag was moved")
 
-    tags = context_cache.build_tags(repository, names, rendered.context_hash, platform)
+    tags = build_tags(repository, names, rendered.context_hash, platform)
     try:
         for ref in map(ImageRef.parse, tags):
             client.tag(stream.image_id, ref.repository, ref.tag, force=True)
@@ -123,7 +123,7 @@ def _run_build(client, project: Project, rendered: Rendered, options: BuildOptio
                 fileobj=context, custom_context=True, encoding=None, decode=True,
                 rm=True, forcerm=True, nocache=options.no_cache, pull=False,
                 platform=platform, cache_from=cache_sources or None,
-                labels={**dict(options.labels), context_cache.CONTEXT_HASH_LABEL: rendered.context_hash,
+                labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
                         RELEASE_LABEL: rendered.release},
             )
             for event in events:

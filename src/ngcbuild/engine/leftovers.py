@@ -15,7 +15,7 @@ from pathlib import Path
 
 import docker
 
-from ngcbuild.core import files as inputs
+from ngcbuild.core.files import exists, read_text
 from ngcbuild.core.outputs import storing
 
 JOURNAL = ".intermediate-containers"
@@ -32,9 +32,9 @@ class Journal:
         self._written: set[str] = set()
 
     def read(self) -> list[str]:
-        if not inputs.exists(self.path):
+        if not exists(self.path):
             return []
-        text = inputs.read_text(self.path, MAX_BYTES, "a list of container ids", "", within=self.path.parent)
+        text = read_text(self.path, MAX_BYTES, "a list of container ids", "", within=self.path.parent)
         return [line for line in (raw.strip() for raw in text.splitlines()) if line.isalnum()]
 
     def add(self, ids) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 from ngcbuild.core.errors import UserError, excerpt, shown_path
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import registry_host
-from ngcbuild.engine import reuse as context_cache
+from ngcbuild.engine.reuse import parse_labels
 
 DEFAULT_REGISTRY = "nvcr.io"
 CA_ENV_VARS = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
@@ -27,7 +27,7 @@ class BuildOptions:
     wheelhouse: Path | None = None
     no_cache: bool = False
     base: str | None = None  # a mirror of the manifest's base image
-    # Skip-by-hash (context_cache.py): platform to build, rebuild anyway, look in the registry too.
+    # Skip-by-hash (reuse.py): platform to build, rebuild anyway, look in the registry too.
     platform: str | None = None
     force: bool = False
     lookup_registry: bool = False
@@ -52,7 +52,7 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
         raise UserError(f"--platform {excerpt(platform)}: expected one of {', '.join(PLATFORMS)}")
     return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
                         base=_checked_base(base), platform=platform, force=force, lookup_registry=lookup_registry,
-                        labels=context_cache.parse_labels(labels or []),
+                        labels=parse_labels(labels or []),
                         cache_from=None if cache_from is None else registry_host(cache_from, "--cache-from"),
                         cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"))
 

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ngcbuild.core.atomic_dir import release_lock
-from ngcbuild.core.errors import ManifestError, excerpt
-from ngcbuild.core.files import read_text
+from ngcbuild.core.errors import ManifestError, RecordDamaged, UserError, excerpt
+from ngcbuild.core.files import exists, read_text
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.outputs import make_dir, storing
 
@@ -88,18 +88,22 @@ def read_record(directory: Path) -> dict:
     """The record of build/R/ (a JSON object), read like every user file: build/R/ lies in the
     project, and a link out of it is refused."""
     path = record_path(directory)
-    text = read_text(path, MAX_BYTES, "a build record (JSON object)",
-                     f"no build record; run `invoke build --release {directory.name}` first",
-                     within=directory.parent.parent)
+    if not exists(path):  # a step run before the build: the user's order, not a damaged record
+        raise UserError(f"{path}: no build record; run `invoke build --release {directory.name}` first")
+    try:
+        text = read_text(path, MAX_BYTES, "a build record (JSON object)", "no build record",
+                         within=directory.parent.parent)
+    except ManifestError as exc:  # a link out of the project, a FIFO, a folder, too large, not UTF-8
+        raise RecordDamaged(path, "", f"{exc.expected}; rebuild to rewrite it") from None
     try:
         record = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ManifestError(path, "", f"not valid JSON ({exc.msg} at line {exc.lineno}); "
+        raise RecordDamaged(path, "", f"not valid JSON ({exc.msg} at line {exc.lineno}); "
                                       "rebuild to rewrite it") from None
     except RecursionError:
-        raise ManifestError(path, "", "nested too deeply; rebuild to rewrite it") from None
+        raise RecordDamaged(path, "", "nested too deeply; rebuild to rewrite it") from None
     if not isinstance(record, dict):
-        raise ManifestError(path, "", f"expected a JSON object, got {type(record).__name__}; rebuild to rewrite it")
+        raise RecordDamaged(path, "", f"expected a JSON object, got {type(record).__name__}; rebuild to rewrite it")
     return record
 
 
@@ -133,7 +137,7 @@ def require(record: dict, directory: Path, key: str, kind: type, what: str):
     """record[key] when it is of `kind`; otherwise one clean error naming the file and the key."""
     value = record.get(key)
     if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
-        raise ManifestError(record_path(directory), key, f"expected {what}, got {excerpt(value)}; "
+        raise RecordDamaged(record_path(directory), key, f"expected {what}, got {excerpt(value)}; "
                                                          f"rebuild (`invoke build --release {directory.name}`)")
     return value
 

@@ -13,8 +13,7 @@ from typing import Annotated
 from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
-from ngcbuild.core.references import ImageRef as ImageName
-from ngcbuild.core.references import ReferenceProblem
+from ngcbuild.core.references import ImageRef, ReferenceProblem
 
 # Every pattern of this module, by type name: tests/unit/test_linear_patterns.py feeds each long
 # hostile strings with a time bound. No pattern may nest quantifiers over characters that overlap
@@ -82,7 +81,7 @@ Url = _pattern_type("url", r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+-
 
 def _check_image(value: str) -> str:
     try:
-        ImageName.parse(value, need_tag=True)
+        ImageRef.parse(value, need_tag=True)
     except ReferenceProblem:
         raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                   {"value": _shown(value), "expected": "an image reference with a tag "
@@ -90,7 +89,7 @@ def _check_image(value: str) -> str:
     return value
 
 
-ImageRef = Annotated[str, AfterValidator(_check_image)]
+TaggedImage = Annotated[str, AfterValidator(_check_image)]  # a manifest's image: checked by ImageRef
 RepoPath = _pattern_type("repository", r"[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*",
                          "a repository path such as nvidia/pytorch")
 TagWord = _pattern_type("tag", r"[A-Za-z0-9_][A-Za-z0-9._-]{0,60}", "a tag word (letters, digits, . _ -)")

@@ -14,10 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from ngcbuild.core import files as inputs
 from ngcbuild.core import safeyaml
 from ngcbuild.core.errors import ManifestError, UserError, excerpt, shown_path
-from ngcbuild.core.files import read_text
+from ngcbuild.core.files import exists, read_text
 from ngcbuild.core.names import RELEASE_NAME_RE, check_release_name
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.catalog import Catalog
@@ -61,7 +60,7 @@ def buildable_releases(project: Project) -> list[str]:
 def load_release(project: Project, name: str) -> LoadedRelease:
     check_release_name(name)
     path = project.manifests / f"{name}.yaml"
-    if not inputs.exists(path):
+    if not exists(path):
         known = release_names(project)
         hint = _did_you_mean(name, known)
         raise UserError(f"{shown_path(path)}: no such manifest; known releases: {', '.join(known) or 'none'}{hint}")
@@ -120,7 +119,7 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
         parent_path = Path(os.path.normpath((project.manifests / f"{parent}.yaml").absolute()))
         if Path(os.path.normpath(project.manifests.absolute())) not in parent_path.parents:
             raise ManifestError(path, "extends", f"{excerpt(parent)} is outside {shown_path(project.manifests)}")
-        if not inputs.exists(parent_path):
+        if not exists(parent_path):
             raise ManifestError(path, "extends",
                                 f"parent {excerpt(parent)} not found ({shown_path(parent_path)} does not exist)")
         parent_data, parent_chain = _resolve(project, parent_path, (*seen, path))

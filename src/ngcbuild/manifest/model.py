@@ -23,13 +23,13 @@ from ngcbuild.manifest.fields import (
     Digest,
     EnvName,
     GitRef,
-    ImageRef,
     LabelKey,
     MajorMinor,
     PackageName,
     Prose,
     RepoPath,
     SafeValue,
+    TaggedImage,
     TagWord,
     Text,
     Url,
@@ -54,7 +54,7 @@ class Bootstrap(Strict):
 
 
 class BaseImage(Strict):
-    image: ImageRef
+    image: TaggedImage
     digest: Digest | None = None
     bootstrap: Bootstrap | None = None
     # A tag its registry no longer serves (when and why): `invoke verify` refuses it and names the way

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from ngcbuild.core.errors import ManifestError, OperationError, UserError
+from ngcbuild.core.errors import OperationError, RecordDamaged, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
 from ngcbuild.engine.record import read_record, record_path, utc_timestamp, write_record
@@ -87,7 +87,7 @@ def promote_release(project: Project, name: str, source: str, target: str, out=s
     try:
         found = source_entry(record, f"{source}/{repository}:{tag}")
     except (KeyError, TypeError, AttributeError):
-        raise ManifestError(record_path(directory), "published",
+        raise RecordDamaged(record_path(directory), "published",
                             "does not say which images the published list holds; rebuild and publish again") from None
     if found is None:
         raise PromoteRefused(f"{source}/{repository}:{tag} is not in the record of {name}: push or publish it "

@@ -11,18 +11,17 @@ import docker
 import requests
 import urllib3
 
-from ngcbuild.core.errors import ManifestError, PushFailed, UserError, excerpt
+from ngcbuild.core.errors import PushFailed, RecordDamaged, UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
 from ngcbuild.engine.record import read_record, record_path, require, utc_timestamp, write_record
-from ngcbuild.engine.registry_client import credentials
+from ngcbuild.engine.registry_client import ATTEMPTS, BACKOFF_S, credentials
 from ngcbuild.engine.transfer import TransferProgress
 
-ATTEMPTS = 4
-BACKOFF_S = 2.0
+# ATTEMPTS and BACKOFF_S: the one schedule of registry retries (registry_client.py)
 TRANSIENT = ("connection refused", "connection reset", "i/o timeout", "timeout", "eof", "502", "503", "504",
              "500 internal server error", "broken pipe", "temporarily unavailable", "tls handshake")
 DENIED = ("unauthorized", "authentication required", "denied", "forbidden", "401", "403")
@@ -79,9 +78,9 @@ def record_tag(ref, directory) -> str:
     try:
         tag = ImageRef.parse(ref).tag
     except ReferenceProblem as exc:
-        raise ManifestError(record_path(directory), "tags", f"{exc}; rebuild to rewrite the record") from None
+        raise RecordDamaged(record_path(directory), "tags", f"{exc}; rebuild to rewrite the record") from None
     if tag is None:
-        raise ManifestError(record_path(directory), "tags", f"{excerpt(ref)} has no tag; rebuild to rewrite the record")
+        raise RecordDamaged(record_path(directory), "tags", f"{excerpt(ref)} has no tag; rebuild to rewrite the record")
     return tag
 
 
@@ -117,17 +116,13 @@ def registry_tags(client, image_id: str, out):
         raise
 
 
-def push_layer_cache(project: Project, name: str, host: str, out=sys.stdout) -> dict:
-    """`build --cache-to HOST` (after the build) and `push --cache`: the stage images of R's last build
-    under their cache tags, recorded as `cache_pushed`."""
-    from ngcbuild.manifest.loader import load_release
-
+def push_layer_cache(project: Project, names: ImageNames, host: str, out=sys.stdout) -> dict:
+    """`build --cache-to HOST`, after the build (whose names it is given: no second load of the
+    release): the stage images of R's build under their cache tags, recorded as `cache_pushed`."""
     host = registry_host(host, "--cache-to")
-    release = load_release(project, name).release
-    directory = project.out(name)
+    directory = project.out(names.release)
     record = read_record(directory)
-    pushed = push_cache_images(connect(), host, ImageNames.of(release, record.get("base_image")), record,
-                               credentials(), out)
+    pushed = push_cache_images(connect(), host, names, record, credentials(), out)
     record["cache_pushed"] = pushed
     write_record(directory, record)
     return pushed

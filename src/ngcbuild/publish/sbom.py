@@ -1,4 +1,4 @@
-"""A CycloneDX SBOM of a built image, read from inside it.
+"""A CycloneDX SBOM of a built image, read from inside it, built with cyclonedx-python-lib's model.
 
 One container run of the image lists its Python distributions (importlib.metadata) and its
 Debian/Ubuntu packages (dpkg-query); the manifest adds its components with their versions and
@@ -13,17 +13,22 @@ import json
 import re
 import sys
 import uuid
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
-from urllib.parse import quote
 
 import docker
-import requests
+from cyclonedx.model import Property
+from cyclonedx.model.bom import Bom
+from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.output.json import JsonV1Dot5
+from packageurl import PackageURL
 
 from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.outputs import write_bytes
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem
 from ngcbuild.engine.client import connect
+from ngcbuild.engine.container import run_once
 from ngcbuild.engine.record import read_record, require, utc_timestamp, write_record
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
@@ -58,112 +63,108 @@ class SbomFailed(OperationError):
 
 def inventory(client, image: str) -> dict:
     """What the image holds, from a run of the image itself (no network, removed afterwards)."""
-    container = client.create_container(
-        image, entrypoint=["python3", "-c", INVENTORY_SCRIPT], command=[], labels={"io.ngcbuild.sbom": "1"},
-        host_config=client.create_host_config(network_mode="none"), environment={"PYTHONDONTWRITEBYTECODE": "1"})
-    try:
-        client.start(container)
-        try:
-            status = client.wait(container, timeout=TIMEOUT_S)
-        except requests.exceptions.RequestException as exc:  # ReadTimeout or a lost connection
-            raise SbomFailed(f"the inventory of {image[:19]} did not finish within {TIMEOUT_S}s "
-                             f"({type(exc).__name__})") from None
-        stdout = client.logs(container, stdout=True, stderr=False).decode("utf-8", "replace")
-        stderr = client.logs(container, stdout=False, stderr=True).decode("utf-8", "replace")
-    finally:
-        client.remove_container(container, force=True)
-    if status.get("StatusCode") != 0:
-        raise SbomFailed(f"the inventory of {image[:19]} exited {status.get('StatusCode')}: {stderr.strip()[-600:]}")
+    ran = run_once(client, image, [], entrypoint=["python3", "-c", INVENTORY_SCRIPT], what=f"the inventory of "
+                   f"{image[:19]}", deadline_s=TIMEOUT_S, failure=SbomFailed, labels={"io.ngcbuild.sbom": "1"},
+                   environment={"PYTHONDONTWRITEBYTECODE": "1"})
+    if ran.exit_code != 0:
+        raise SbomFailed(f"the inventory of {image[:19]} exited {ran.exit_code}: {ran.stderr.strip()[-600:]}")
+    stdout = ran.stdout
     try:
         return json.loads(stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         raise SbomFailed(f"the inventory of {image[:19]} printed no JSON: {stdout[-300:]!r}") from None
 
 
-def purl_pypi(name: str, ver: str) -> str:
-    return f"pkg:pypi/{re.sub(r'[-_.]+', '-', name).lower()}@{quote(ver, safe='')}"
+def purl_pypi(name: str, ver: str) -> PackageURL:
+    return PackageURL(type="pypi", name=re.sub(r"[-_.]+", "-", name).lower(), version=ver)
 
 
-def purl_deb(distro: dict, name: str, ver: str, arch: str) -> str:
-    vendor = quote(distro.get("ID", "debian"), safe="")
-    qualifiers = f"arch={quote(arch, safe='')}"
+def purl_deb(distro: dict, name: str, ver: str, arch: str) -> PackageURL:
+    vendor = distro.get("ID", "debian")
+    qualifiers = {"arch": arch}
     if distro.get("VERSION_ID"):
-        qualifiers += f"&distro={vendor}-{quote(distro['VERSION_ID'], safe='')}"
-    return f"pkg:deb/{vendor}/{quote(name, safe='')}@{quote(ver, safe='')}?{qualifiers}"
+        qualifiers["distro"] = f"{vendor}-{distro['VERSION_ID']}"
+    return PackageURL(type="deb", namespace=vendor, name=name, version=ver, qualifiers=qualifiers)
 
 
-def _props(**values) -> list[dict]:
-    return [{"name": f"ngcbuild:{k}", "value": str(v)} for k, v in values.items() if v is not None]
+def _props(**values) -> list[Property]:
+    return [Property(name=f"ngcbuild:{k}", value=str(v)) for k, v in values.items() if v is not None]
 
 
-def document(release, catalog: Catalog, found: dict, image: dict, ref: str, record: dict,
-             now: str, serial: str) -> dict:
-    """The CycloneDX 1.5 document (a pure function of its inputs, so unit tests need no engine)."""
+def bom(release, catalog: Catalog, found: dict, image: dict, ref: str, record: dict, now: str, serial: str) -> Bom:
+    """The CycloneDX model of the image (a pure function of its inputs, so unit tests need no engine):
+    the manifest's components with their provenance, the OS, every Python distribution and Debian
+    package found in the image; the image (metadata.component) depends on each."""
     installed = {re.sub(r"[-_.]+", "-", n).lower(): v for n, v in found["python"]}
     components = []
     for name, component in sorted(release.components.items()):
         entry = catalog.get(name)
         package = component.package or (entry.pip_package if entry else None)
         in_image = installed.get(re.sub(r"[-_.]+", "-", package).lower()) if package else None
-        components.append({
-            "type": "framework" if name == "pytorch" else "library",
-            "bom-ref": f"manifest:{name}",
-            "name": entry.display if entry else name,
-            "version": component.version,
-            **({"purl": purl_pypi(package, component.version)} if component.install == "pip" and package else {}),
-            "properties": _props(component=name, provenance=component.provenance, source=component.source,
-                                 install=component.install, **{"version-in-image": in_image}),
-        })
+        components.append(Component(
+            type=ComponentType.FRAMEWORK if name == "pytorch" else ComponentType.LIBRARY,
+            bom_ref=f"manifest:{name}", name=entry.display if entry else name, version=component.version,
+            purl=purl_pypi(package, component.version) if component.install == "pip" and package else None,
+            properties=_props(component=name, provenance=component.provenance, source=component.source,
+                              install=component.install, **{"version-in-image": in_image})))
     os_info = found.get("os") or {}
     if os_info.get("ID"):
-        components.append({"type": "operating-system", "bom-ref": "os", "name": os_info["ID"],
-                           "version": os_info.get("VERSION_ID", ""), "description": os_info.get("PRETTY_NAME", "")})
+        components.append(Component(type=ComponentType.OPERATING_SYSTEM, bom_ref="os", name=os_info["ID"],
+                                    version=os_info.get("VERSION_ID", ""), description=os_info.get("PRETTY_NAME", "")))
     for name, ver in found["python"]:
-        components.append({"type": "library", "bom-ref": f"pypi:{name}@{ver}", "name": name, "version": ver,
-                           "purl": purl_pypi(name, ver)})
+        components.append(Component(type=ComponentType.LIBRARY, bom_ref=f"pypi:{name}@{ver}", name=name, version=ver,
+                                    purl=purl_pypi(name, ver)))
     for name, ver, arch, source in found["dpkg"]:
-        components.append({"type": "library", "bom-ref": f"deb:{name}@{ver}:{arch}", "name": name, "version": ver,
-                           "purl": purl_deb(os_info, name, ver, arch),
-                           **({"properties": _props(**{"source-package": source})} if source and source != name
-                              else {})})
+        components.append(Component(type=ComponentType.LIBRARY, bom_ref=f"deb:{name}@{ver}:{arch}", name=name,
+                                    version=ver, purl=purl_deb(os_info, name, ver, arch),
+                                    properties=_props(**{"source-package": source}) if source and source != name
+                                    else None))
     try:
         tool_version = version("ngcbuild")
     except PackageNotFoundError:
         tool_version = "unknown"
-    return {
-        "bomFormat": "CycloneDX",
-        "specVersion": SPEC_VERSION,
-        "serialNumber": serial,
-        "version": 1,
-        "metadata": {
-            "timestamp": now,
-            "tools": {"components": [{"type": "application", "name": "ngcbuild", "version": tool_version}]},
-            "component": {
-                "type": "container", "bom-ref": "image", "name": _repository_of(ref),
-                "version": release.tag,
-                "properties": _props(**{"image-id": image["Id"], "context-sha256": record.get("context_sha256"),
-                                        "platform": f"{image.get('Os')}/{image.get('Architecture')}",
-                                        "python-version": found.get("python_version"),
-                                        "source-revision": record.get("source_revision")}),
-            },
-        },
-        "components": components,
-    }
+    document = Bom(serial_number=uuid.UUID(serial), version=1)
+    document.metadata.timestamp = datetime.fromisoformat(now.replace("Z", "+00:00"))
+    document.metadata.tools.components.add(Component(type=ComponentType.APPLICATION, name="ngcbuild",
+                                                     version=tool_version))
+    document.metadata.component = Component(
+        type=ComponentType.CONTAINER, bom_ref="image", name=_repository_of(ref), version=release.tag,
+        properties=_props(**{"image-id": image["Id"], "context-sha256": record.get("context_sha256"),
+                             "platform": f"{image.get('Os')}/{image.get('Architecture')}",
+                             "python-version": found.get("python_version"),
+                             "source-revision": record.get("source_revision")}))
+    document.components.update(components)
+    document.register_dependency(document.metadata.component, components)
+    return document
+
+
+def serialized(document: Bom) -> str:
+    """The JSON text of the document, in the spec version we write (SPEC_VERSION)."""
+    return JsonV1Dot5(document).output_as_string(indent=2)
+
+
+def document(release, catalog: Catalog, found: dict, image: dict, ref: str, record: dict,
+             now: str, serial: str) -> dict:
+    """The CycloneDX 1.5 document as JSON data (see `bom`)."""
+    return json.loads(serialized(bom(release, catalog, found, image, ref, record, now, serial)))
 
 
 def validate(doc: dict) -> str:
-    """Check against the CycloneDX JSON schema when cyclonedx-python-lib is installed; returns how it
-    was checked. Without the library, the required structure is checked by hand."""
+    """Check against the CycloneDX JSON schema (cyclonedx-python-lib's validator, which needs its
+    json-validation extra); returns how it was checked. Without the extra, the required structure
+    is checked by hand."""
+    from cyclonedx.exception import MissingOptionalDependencyException
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
     try:
-        from cyclonedx.schema import SchemaVersion
-        from cyclonedx.validation.json import JsonStrictValidator
-    except ImportError:
+        error = JsonStrictValidator(SchemaVersion.from_version(doc["specVersion"])).validate_str(json.dumps(doc))
+    except MissingOptionalDependencyException:
         refs = [c["bom-ref"] for c in doc["components"]]
         if doc.get("bomFormat") != "CycloneDX" or len(refs) != len(set(refs)) or \
                 not all(c.get("name") and c.get("type") for c in doc["components"]):
             raise SbomFailed("the SBOM is not a well-formed CycloneDX document") from None
         return "structure checked (install cyclonedx-python-lib[json-validation] for the schema)"
-    error = JsonStrictValidator(SchemaVersion.from_version(doc["specVersion"])).validate_str(json.dumps(doc))
     if error is not None:
         message = getattr(getattr(error, "data", None), "message", None) or str(error)[:500]
         raise SbomFailed(f"the SBOM does not validate against the CycloneDX {doc['specVersion']} schema: {message}")
@@ -183,10 +184,11 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
         raise UserError(f"image {ref} not found; run `invoke build --release {name}` first") from None
     found = inventory(client, inspected["Id"])
     name_ref = next(iter(record.get("tags") or []), f"{release.image.repository}:{release.tag}")
-    doc = document(release, loaded.catalog, found, inspected, name_ref, record,
-                   utc_timestamp(), uuid.uuid4().urn)
+    text = serialized(bom(release, loaded.catalog, found, inspected, name_ref, record, utc_timestamp(),
+                          uuid.uuid4().urn))
+    doc = json.loads(text)
     checked = validate(doc)
-    data = (json.dumps(doc, indent=2) + "\n").encode()
+    data = (text + "\n").encode()
     path = write_bytes(directory / SBOM, data)
     result = {"path": str(path.relative_to(project.root)), "sha256": hashlib.sha256(data).hexdigest(),
               "image_id": inspected["Id"], "components": len(doc["components"]),

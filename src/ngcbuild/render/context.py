@@ -20,12 +20,12 @@ from ngcbuild.core.atomic_dir import release_lock, replace_dir
 from ngcbuild.core.errors import ManifestError, UserError, shown_path
 from ngcbuild.core.outputs import make_dir, storing
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.fields import ImageRef
+from ngcbuild.manifest.fields import TaggedImage
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.render.plan import ImagePlan, plan_image
-from ngcbuild.render.stamp import write_stamp
+from ngcbuild.render.stamp import release_inputs, write_stamp
 
-_BASE_ADAPTER = TypeAdapter(ImageRef)
+_BASE_ADAPTER = TypeAdapter(TaggedImage)
 
 # Files of build/R/ that belong to the rendered context; anything else there (records, JUnit,
 # notes) is output of later steps and never enters the context or its hash.
@@ -74,7 +74,7 @@ def render_loaded(project: Project, loaded: LoadedRelease, base: str | None = No
 def write_rendered(project: Project, loaded: LoadedRelease, rendered: Rendered, base: str | None) -> None:
     """build/<name>/ as `rendered` holds it, and the stamp of the files it was made from (stamp.py)."""
     write(rendered)
-    inputs = [*loaded.chain, project.constraints / f"{loaded.release.release}.txt"]
+    inputs = release_inputs(project, loaded)
     if all(path.is_relative_to(project.root) for path in inputs):
         with storing(rendered.directory), release_lock(rendered.directory):  # renders of R take turns
             write_stamp(project, rendered.directory, [path.relative_to(project.root).as_posix() for path in inputs],

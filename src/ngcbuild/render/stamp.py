@@ -15,10 +15,15 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
+
+if TYPE_CHECKING:  # the unchanged-release path imports this module and must not load pydantic
+    from ngcbuild.manifest.loader import LoadedRelease
 
 STAMP = ".rendered.json"
 _CODE = Path(__file__).resolve().parents[1]  # the whole ngcbuild package
@@ -31,12 +36,30 @@ class Stamp:
     names: ImageNames
 
 
+def release_inputs(project: Project, loaded: LoadedRelease) -> list[Path]:
+    """The files of one release that its render reads: the manifest chain and the constraints file."""
+    return [*loaded.chain, project.constraints / f"{loaded.release.release}.txt"]
+
+
+def shared_inputs(project: Project) -> tuple[tuple[Path, str], ...]:
+    """What every release's render depends on, as (folder, file pattern): every image template and
+    ngcbuild's own code. The one definition: the stamp digests these files, and `changed` (changed.py)
+    selects every buildable release when a commit touches one of them."""
+    return ((project.image_templates.resolve(), "*"), (_CODE, "*.py"))
+
+
+def is_shared_input(project: Project, path: Path) -> bool:
+    """Whether `path` (absolute; it may no longer exist) is one of `shared_inputs`."""
+    return any(path.is_relative_to(folder) and fnmatch(path.name, pattern)
+               for folder, pattern in shared_inputs(project))
+
+
 def inputs_digest(project: Project, files: list[str], base: str | None) -> str:
-    """sha256 over the named project files, every image template, ngcbuild's code and --base."""
+    """sha256 over the named project files, the shared inputs (templates, ngcbuild's code) and --base."""
     digest = hashlib.sha256(json.dumps({"base": base, "files": files}).encode())
     paths = [project.root / rel for rel in files]
-    paths += sorted(p for p in project.image_templates.rglob("*") if p.is_file())
-    paths += sorted(_CODE.rglob("*.py"))
+    for folder, pattern in shared_inputs(project):
+        paths += sorted(p for p in folder.rglob(pattern) if p.is_file())
     for path in paths:
         if path.stat().st_size > MAX_INPUT_BYTES:
             raise ValueError(f"{path}: too large to be an input")

@@ -13,7 +13,6 @@ import resource
 import shutil
 import sys
 import tempfile
-import threading
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from docker.types import DeviceRequest, Ulimit
 from ngcbuild.core.errors import SmokeFailed, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine.client import connect
+from ngcbuild.engine.container import run_once
 from ngcbuild.engine.record import read_record, record_path, require, utc_timestamp, write_record
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
@@ -42,6 +42,7 @@ CHECKS_DIR = Path(__file__).parent / "checks"
 MOUNT = "/opt/ngcbuild"
 JUNIT = "smoke-junit.xml"
 TIMEOUT_S = 1800
+VERSION_TIMEOUT_S = 120
 NGC_RUN_FLAGS = {"shm_size": "1g", "memlock": -1, "stack": 67108864}
 
 
@@ -192,18 +193,12 @@ def run_flags(memlock: int) -> dict:
 
 def image_python(client, ref: str) -> str:
     """MAJOR.MINOR of the image's python3."""
-    container = client.create_container(ref, command=["-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                        entrypoint=["python3"], labels={"io.ngcbuild.smoke": "1"},
-                                        host_config=client.create_host_config(network_mode="none"))
-    try:
-        client.start(container)
-        status = client.wait(container, timeout=120)
-        output = client.logs(container, stdout=True, stderr=True).decode("utf-8", "replace").strip()
-    finally:
-        client.remove_container(container, force=True)
-    if status.get("StatusCode") != 0:
-        raise SmokeFailed(f"{ref[:40]}: python3 could not report its version: {output[-300:]}")
-    return output
+    ran = run_once(client, ref, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], entrypoint=["python3"],
+                   what=f"{ref[:40]}: python3 reporting its version", deadline_s=VERSION_TIMEOUT_S,
+                   failure=SmokeFailed, labels={"io.ngcbuild.smoke": "1"})
+    if ran.exit_code != 0:
+        raise SmokeFailed(f"{ref[:40]}: python3 could not report its version: {(ran.stdout + ran.stderr)[-300:]}")
+    return ran.stdout.strip()
 
 
 def suite_command(args: list[str], checks: str = f"{MOUNT}/smoke") -> list[str]:
@@ -227,39 +222,27 @@ def _run_container(client, ref: str, tmp: Path, gpu: bool, args: list[str], out)
             binds=binds, network_mode="none", **run_flags(memlock),
             device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpu else None,
         )
-        container = client.create_container(
-            ref, command=command, host_config=host_config, labels={"io.ngcbuild.smoke": "1"},
-            environment={"PYTHONDONTWRITEBYTECODE": "1", "NGCBUILD_SMOKE_DIR": MOUNT},
-        )
         try:
-            try:
-                client.start(container)
-            except docker.errors.APIError as exc:
-                if "rlimit" in str(exc) and memlock == NGC_RUN_FLAGS["memlock"]:
-                    print(f"note: this engine may not set memlock=-1; running with the host's limit "
-                          f"({resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]} bytes)", file=out, flush=True)
-                    continue
-                raise
-            follower = threading.Thread(target=_follow_logs, args=(client, container, out), daemon=True)
-            follower.start()
-            try:
-                status = client.wait(container, timeout=TIMEOUT_S)
-            except Exception as exc:  # requests' ReadTimeout or a connection error
-                raise SmokeFailed(f"smoke suite did not finish within {TIMEOUT_S}s ({type(exc).__name__})") from None
-            follower.join(timeout=10)
-            return int(status.get("StatusCode", 1))
-        finally:
-            client.remove_container(container, force=True)
+            ran = run_once(client, ref, command, what="smoke suite", deadline_s=TIMEOUT_S, failure=SmokeFailed,
+                           host_config=host_config, labels={"io.ngcbuild.smoke": "1"},
+                           environment={"PYTHONDONTWRITEBYTECODE": "1", "NGCBUILD_SMOKE_DIR": MOUNT},
+                           on_output=_shown_on(out))
+        except docker.errors.APIError as exc:
+            if "rlimit" in str(exc) and memlock == NGC_RUN_FLAGS["memlock"]:
+                print(f"note: this engine may not set memlock=-1; running with the host's limit "
+                      f"({resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]} bytes)", file=out, flush=True)
+                continue
+            raise
+        return ran.exit_code
     raise SmokeFailed("the engine refused to start the smoke container")
 
 
-def _follow_logs(client, container, out) -> None:
-    try:
-        for chunk in client.logs(container, stream=True, follow=True):
-            out.write(chunk.decode("utf-8", "replace"))
-            out.flush()
-    except docker.errors.APIError:
-        pass
+def _shown_on(out):
+    """The suite's output as it comes: a run takes minutes."""
+    def show(text: str) -> None:
+        out.write(text)
+        out.flush()
+    return show
 
 
 def junit_counts(path: Path) -> dict:

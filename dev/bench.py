@@ -19,10 +19,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dev import USER_TASKS
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
 from ngcbuild.engine.client import connect
+from ngcbuild.engine.container import run_once
 from ngcbuild.engine.events import BuildStream, PushStream
 from ngcbuild.engine.image_build import python_tag, write_context
 from ngcbuild.engine.options import options_from
@@ -351,10 +353,6 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
     whole `invoke build` timed as a process from outside. The fresh engine and the registry are the
     private ones of the integration tests (tests/integration/private.py: needs root); the fresh
     engine is offline, so it can only have built from the cache."""
-    import os
-    import sys
-
-    sys.path.insert(0, str(project.root))
     from tests.integration.private import PrivateEngine, PrivateRegistry, untag_registry
 
     client = connect()
@@ -374,7 +372,7 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
         scratch = Path(tmp) / "project"
         for part in ("manifests", "constraints", "templates"):
             shutil.copytree(project.root / part, scratch / part)
-        shutil.copy(project.root / "tasks.py", scratch / "tasks.py")
+        (scratch / "tasks.py").write_text(USER_TASKS)
         try:
             registry.start()
             fresh.start()
@@ -402,14 +400,11 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
 
 
 def _run(client, image: str, script: str) -> str:
-    container = client.create_container(image, entrypoint=["/bin/sh", "-c"], command=[script],
-                                        host_config=client.create_host_config(network_mode="none"))
-    try:
-        client.start(container)
-        client.wait(container, timeout=300)
-        return client.logs(container, stdout=True, stderr=False).decode().strip()
-    finally:
-        client.remove_container(container, force=True)
+    ran = run_once(client, image, [script], entrypoint=["/bin/sh", "-c"], what=f"{script!r} in {image}",
+                   deadline_s=300)
+    if ran.exit_code != 0:
+        raise RuntimeError(f"{script!r} in {image} exited {ran.exit_code}: {ran.stderr[-600:]}")
+    return ran.stdout.strip()
 
 
 def _apt_layers(client, image: str) -> int:

@@ -1,10 +1,12 @@
 """Which releases a change touches, for the release workflow's `invoke matrix --json --changed`.
 
-A release is affected when a file it is made from changed: its manifest or any manifest in its
-`extends` chain, its constraints file, or any image template (templates/image/ is shared by every
-release; a change under templates/docs/ changes documents only and builds no image).
-Archived releases are never built, so they are never selected. `ci_jobs` turns the selection into
-the rows of a GitHub Actions job matrix: one per release and platform, with the runner labels.
+A release is affected when an input of its stamp changed (stamp.py holds the one definition): its
+manifest or any manifest in its `extends` chain, its constraints file, or a shared input, which
+affects every release: any image template or any module of ngcbuild's code (the stamp counts the
+code as an input of the image). A change under templates/docs/ changes documents only and builds no
+image. Archived releases are never built, so they are never selected; each release is loaded once.
+`ci_jobs` turns the selection into the rows of a GitHub Actions job matrix: one per release and
+platform, with the runner labels.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import buildable_releases, load_release
+from ngcbuild.manifest.loader import LoadedRelease, load_release, release_names
+from ngcbuild.render.stamp import is_shared_input, release_inputs
 
 # Runner labels per platform; declared for actionlint in .github/actionlint.yaml.
 RUNNERS = {
@@ -59,28 +62,31 @@ def changed_files(project: Project, base: str, head: str = "HEAD") -> list[str]:
     return files
 
 
-def inputs_of(project: Project, name: str) -> set[str]:
-    """The project-relative files release `name` is made from (templates are matched by prefix)."""
-    loaded = load_release(project, name)
-    files = {p.resolve().relative_to(project.root.resolve()).as_posix() for p in loaded.chain}
-    files.add(f"constraints/{name}.txt")
-    return files
+def buildable(project: Project) -> list[LoadedRelease]:
+    """Every buildable release, each loaded once (archived releases are never built)."""
+    loaded = [load_release(project, name) for name in release_names(project)]
+    return [release for release in loaded if release.release.status == "buildable"]
 
 
-def affected_releases(project: Project, files: list[str]) -> list[str]:
-    """Buildable releases whose inputs include one of `files`."""
-    template_changed = any(f.startswith("templates/image/") for f in files)
-    changed = set(files)
-    return [name for name in buildable_releases(project) if template_changed or inputs_of(project, name) & changed]
+def affected_releases(project: Project, files: list[str], releases: list[LoadedRelease]) -> list[LoadedRelease]:
+    """The releases among `releases` whose stamp inputs (stamp.py) include one of `files`: its own
+    (manifest chain, constraints), or a shared one (an image template, ngcbuild's code), which
+    selects every release."""
+    root = project.root.resolve()
+    paths = {(root / rel).resolve() for rel in files}
+    if any(is_shared_input(project, path) for path in paths):
+        return list(releases)
+    return [loaded for loaded in releases
+            if {path.resolve() for path in release_inputs(project, loaded)} & paths]
 
 
-def ci_jobs(project: Project, releases: list[str]) -> list[dict]:
+def ci_jobs(releases: list[LoadedRelease]) -> list[dict]:
     """One job per release and platform: {"release", "platform", "arch", "runner"}."""
     jobs = []
-    for name in releases:
-        release = load_release(project, name).release
+    for loaded in releases:
+        release = loaded.release
         for platform in release.build.published_platforms:
-            jobs.append({"release": name, "platform": platform, "arch": platform.split("/")[1],
+            jobs.append({"release": release.release, "platform": platform, "arch": platform.split("/")[1],
                          "runner": RUNNERS[platform]})
     return jobs
 
@@ -88,9 +94,9 @@ def ci_jobs(project: Project, releases: list[str]) -> list[dict]:
 def selection(project: Project, base: str | None) -> dict:
     """What the plan job needs: the releases to build and their jobs. With a `base`, only the releases
     the changes since `base` touch; without one (a manual dispatch), every buildable release."""
-    if base:
-        files = changed_files(project, base)
-        releases = affected_releases(project, files)
-    else:
-        files, releases = None, buildable_releases(project)
-    return {"releases": releases, "jobs": ci_jobs(project, releases), "changed_files": files}
+    files = changed_files(project, base) if base else None
+    releases = buildable(project)
+    if files is not None:
+        releases = affected_releases(project, files, releases)
+    return {"releases": [loaded.release.release for loaded in releases], "jobs": ci_jobs(releases),
+            "changed_files": files}

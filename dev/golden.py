@@ -1,4 +1,4 @@
-"""Golden files: the rendered Dockerfile of every buildable release, kept under tests/golden/<R>/ so
+"""`invoke golden`; golden files: the rendered Dockerfile of every buildable release, kept under tests/golden/<R>/ so
 that a change to a manifest or a template shows up as a reviewable diff."""
 
 from __future__ import annotations
