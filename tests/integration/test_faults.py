@@ -42,6 +42,19 @@ pip:
 """
 
 
+# A RUN step that says it is running, then waits until the test lets it go (`FaultProject.release_steps`):
+# the test knows the step is running when it acts, and no sleep stands in for a window.
+GO = "/tmp/ngcbuild-test-go"
+GATED = "echo step-running-{{ release.release }} && until [ -e %s ]; do sleep 0.1; done" % GO
+
+
+def _interruptible() -> None:
+    """In the child, before exec: SIGINT back to its default, whatever the shell that started the test
+    run did (a background job or nohup ignores it, and an ignored SIGINT stays ignored across exec, so
+    Python would install no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def dockerfile(run: str) -> str:
     """A tiny Dockerfile template: the base image, one RUN step, a label naming the release (the build adds
     two LABEL steps of its own: the context hash and the release, so a build has 5 steps)."""
@@ -57,6 +70,7 @@ class FaultProject(ScratchProject):
         super().__init__(root)
         self.engine = engine
         self.tmp = root.parent / "tmp"  # TMPDIR of every invoke: must stay empty
+        self.started: list[subprocess.Popen] = []
 
     def release(self, name: str) -> str:
         self.manifest(name, MANIFEST)
@@ -74,9 +88,43 @@ class FaultProject(ScratchProject):
         return self.invoke_env(self.env(**env), *args, timeout=timeout)
 
     def start(self, *args, **env) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=self.root, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env={**os.environ, **self.env(**env)})
+        process = subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=self.root, text=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, **self.env(**env)}, preexec_fn=_interruptible)
+        self.started.append(process)
+        return process
+
+    def close(self) -> None:
+        """End the builds a failed test left waiting at a gated step."""
+        for process in self.started:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+
+    def running_steps(self, releases: list[str], timeout: float = 120) -> dict[str, str]:
+        """Wait until the gated step of every release runs at once; release -> its container."""
+        client, deadline = self.engine.client(), time.monotonic() + timeout
+        while True:
+            running = {release: c["Id"] for c in client.containers(filters={"status": "running"})
+                       for release in releases if f"step-running-{release} " in c["Command"]}
+            if len(running) == len(releases):
+                return running
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the steps of {releases} never ran at once (running: {sorted(running)})")
+            time.sleep(0.2)
+
+    def release_steps(self, containers: dict[str, str]) -> None:
+        """Let gated steps finish: create the file they wait for, inside each step's container."""
+        client = self.engine.client()
+        for container in containers.values():
+            client.exec_start(client.exec_create(container, ["touch", GO]))
+
+    def run_gated(self, release: str) -> subprocess.CompletedProcess:
+        """Build a release whose step is gated, letting the step go as soon as it runs."""
+        process = self.start("build", "--release", release)
+        self.release_steps(self.running_steps([release]))
+        out, err = process.communicate(timeout=300)
+        return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
     def leftovers(self, release: str) -> list[str]:
         """Containers on the private engine, hidden files in build/R/ (a journal, a record being
@@ -123,7 +171,9 @@ def private_engine(engine):
 
 @pytest.fixture(scope="module")
 def project(private_engine, tmp_path_factory) -> FaultProject:
-    return FaultProject(tmp_path_factory.mktemp("faults") / "project", private_engine)
+    project = FaultProject(tmp_path_factory.mktemp("faults") / "project", private_engine)
+    yield project
+    project.close()
 
 
 def _held(lock: Path) -> bool:
@@ -241,12 +291,23 @@ def _follow_until(process: subprocess.Popen, marker: str, timeout: float = 120) 
     raise AssertionError(f"{marker!r} never appeared:\n{''.join(seen)}\n{process.stderr.read()}")
 
 
+def _sigint_caught(pid: int) -> bool:
+    """Whether a process catches SIGINT (a handler installed, not ignored): /proc/PID/status's masks."""
+    masks = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                 if line.startswith(("SigIgn", "SigCgt")))
+    bit = 1 << (signal.SIGINT - 1)
+    return bool(int(masks["SigCgt"], 16) & bit) and not int(masks["SigIgn"], 16) & bit
+
+
 def test_sigint_mid_build_cleans_up_and_a_rerun_succeeds(project, figures):
     release = project.release("fault-sigint")
-    project.template("echo step-running-{{ release.release }} && sleep 8")
+    project.template(GATED)  # the step runs until the build is interrupted: there is no race to lose
     held = project.hold_tag(release)
     process = project.start("build", "--release", release)
     _follow_until(process, f"step-running-{release}")
+    project.running_steps([release])
+    # what the test relies on, whatever shell started the test run: the build handles SIGINT
+    assert _sigint_caught(process.pid), "the build process does not catch SIGINT"
     process.send_signal(signal.SIGINT)
     rest, errors = process.communicate(timeout=120)
     # checked the moment the process is gone: the engine would remove the container by itself, but
@@ -260,7 +321,7 @@ def test_sigint_mid_build_cleans_up_and_a_rerun_succeeds(project, figures):
     assert project.tag_id(release) == held
     assert project.record(release) is None
     assert left == []
-    rerun = project.run("build", "--release", release)
+    rerun = project.run_gated(release)  # the same step, let go this time
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert project.tag_id(release) == project.record(release)["image_id"] != held
     assert project.leftovers(release) == []
@@ -269,12 +330,13 @@ def test_sigint_mid_build_cleans_up_and_a_rerun_succeeds(project, figures):
 @pytest.mark.parametrize("how", ["stopped", "killed"])
 def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project, private_engine, figures):
     release = project.release(f"fault-engine-{how}")
-    # longer than a stopping engine waits for a step (10s), so the step is cut short every time
-    project.template("echo step-running-{{ release.release }} && sleep 30")
+    # the step never ends by itself: the engine's going cuts it short every time
+    project.template(GATED)
     held = project.hold_tag(release)
     process = project.start("build", "--release", release)
     try:
         _follow_until(process, f"step-running-{release}")
+        project.running_steps([release])
         private_engine.stop(kill=how == "killed")
         rest, errors = process.communicate(timeout=120)
     finally:
@@ -293,8 +355,7 @@ def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project,
         journal = (project.root / "build" / release / ".intermediate-containers").read_text().split()
         present = {c["Id"] for c in project.engine.client().containers(all=True)}
         assert journal and all(any(full.startswith(short) for full in present) for short in journal)
-    project.template("echo rerun > /rerun")  # the rerun proves the state left behind, not the sleep
-    rerun = project.run("build", "--release", release)
+    rerun = project.run_gated(release)  # the same step, let go this time
     left = project.leftovers(release)
     report(figures, f"engine {how} mid-build (after the rerun)", rest + errors + rerun.stderr, left,
            first and rerun.returncode == 0 and not left)
@@ -305,8 +366,15 @@ def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project,
 
 def test_two_releases_built_at_once_keep_their_own_folders_and_tags(project, figures):
     releases = [project.release("fault-left"), project.release("fault-right")]
-    project.template("echo {{ release.release }} > /release && sleep 3")
+    project.template("echo {{ release.release }} > /release && " + GATED)
     processes = {name: project.start("build", "--release", name) for name in releases}
+    try:
+        steps = project.running_steps(releases)  # both builds are in their RUN step at the same time
+    except AssertionError as never:
+        for name in releases:
+            report(figures, f"concurrent build: {name}", str(never), [], False)
+        raise
+    project.release_steps(steps)
     outputs = {name: p.communicate(timeout=300) for name, p in processes.items()}
     client = project.engine.client()
     left = [item for name in releases for item in project.leftovers(name)]
