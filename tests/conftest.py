@@ -83,6 +83,13 @@ def figures(request):
     return record
 
 
+def dev_tool(name: str) -> str | None:
+    """A tool of the dev extra (ruff, hadolint): the one installed beside the Python running the tests
+    (a virtual environment need not be on PATH), else the one on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which(name)
+
+
 def split_importtime(stderr: str) -> tuple[set[str], str]:
     """(the modules a process imported, the rest of its stderr) for a run with PYTHONPROFILEIMPORTTIME=1."""
     lines = stderr.splitlines()
