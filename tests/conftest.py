@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# With CI=true a test missing what it needs (an engine, a browser, a Python) fails instead of skipping.
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 # Every process a test starts (invoke, ngcbuild, act's steps, a helper script) imports the checkout under
 # test first, never whatever copy of ngcbuild is installed (after a CI run in a clone, the editable
@@ -16,6 +18,12 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(REPO / "src"), *os.environ.get("PYTHONPATH", "").split(os.pathsep))
     if p and p != str(REPO / "src"))
+
+
+def pytest_configure(config):
+    from .reliability_plugin import ReliabilityFigures
+
+    config.pluginmanager.register(ReliabilityFigures(config, REPO, IN_CI), "ngcbuild-reliability-figures")
 
 
 class ScratchProject:
@@ -69,7 +77,8 @@ def scratch(tmp_path) -> ScratchProject:
 
 @pytest.fixture
 def figures(request):
-    """Record a measurement for `invoke reliability` (JSON lines appended to $NGCBUILD_FIGURES).
+    """Record a measurement for RELIABILITY.md (JSON lines appended to $NGCBUILD_FIGURES, which
+    tests/reliability_plugin.py points at build/reliability/figures.jsonl for the session).
 
     Tests record before they assert, so a failing check still shows up as a non-zero figure."""
     import json

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import REPO, run_command
+from ..conftest import IN_CI, REPO, run_command
 
 REGISTRY = os.environ.get("NGCBUILD_TEST_REGISTRY", "127.0.0.1:5000")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def _missing(what: str):
@@ -104,3 +103,4 @@ def dev_smoke(dev_build):
 
 def containers(engine) -> set:
     return {c["Id"] for c in engine.containers(all=True)}
+

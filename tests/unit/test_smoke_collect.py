@@ -21,6 +21,8 @@ from ngcbuild.render.context import render_files
 from ngcbuild.smoke.runner import CHECKS_DIR, stage_suite, suite_args, suite_command
 from ngcbuild.tools.changed import buildable_releases
 
+from ..conftest import IN_CI
+
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = Project.at(REPO)
 RELEASES = buildable_releases(PROJECT)
@@ -40,7 +42,7 @@ def require_interpreter(minor: str) -> str:
     python = interpreter(minor)
     if python is None:
         message = f"no Python {minor} here (pyenv install {minor}, or python{minor} on PATH)"
-        if os.environ.get("CI") == "true":
+        if IN_CI:
             pytest.fail(f"CI=true: {message}")
         pytest.skip(message)
     return python
