@@ -22,14 +22,10 @@ from pathlib import Path
 import docker
 import pytest
 
-from ngcbuild.core.project import Project
-from ngcbuild.engine.base_image import ensure_base
-from ngcbuild.engine.client import connect
-from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.stamp import STAMP
 
-from ..conftest import REPO, ScratchProject, split_importtime
-from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port, untag_registry
+from ..conftest import ScratchProject, split_importtime
+from .private import FaultProxy, PrivateEngine, free_port
 
 pytestmark = [pytest.mark.engine, pytest.mark.reliability]
 
@@ -158,20 +154,17 @@ class FaultProject(ScratchProject):
 
 
 @pytest.fixture(scope="module")
-def private_engine(engine):
-    ensure_base(engine, load_release(Project.at(REPO), "dev").release, log=lambda line: None)
-    private = PrivateEngine()
-    try:
-        private.start()
-        private.load_image(engine, BASE)
-        yield private
-    finally:
-        private.close()
+def fault_engine(private_dockerd):
+    """The session's private engine, emptied for this module (whose tests share a pushable image) and after it."""
+    assert private_dockerd.base == BASE, f"the private engine holds {private_dockerd.base}, the releases here use {BASE}"
+    private_dockerd.reset(BASE)
+    yield private_dockerd
+    private_dockerd.reset(BASE)
 
 
 @pytest.fixture(scope="module")
-def project(private_engine, tmp_path_factory) -> FaultProject:
-    project = FaultProject(tmp_path_factory.mktemp("faults") / "project", private_engine)
+def project(fault_engine, tmp_path_factory) -> FaultProject:
+    project = FaultProject(tmp_path_factory.mktemp("faults") / "project", fault_engine)
     yield project
     project.close()
 
@@ -328,7 +321,7 @@ def test_sigint_mid_build_cleans_up_and_a_rerun_succeeds(project, figures):
 
 
 @pytest.mark.parametrize("how", ["stopped", "killed"])
-def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project, private_engine, figures):
+def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project, fault_engine, figures):
     release = project.release(f"fault-engine-{how}")
     # the step never ends by itself: the engine's going cuts it short every time
     project.template(GATED)
@@ -337,11 +330,11 @@ def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project,
     try:
         _follow_until(process, f"step-running-{release}")
         project.running_steps([release])
-        private_engine.stop(kill=how == "killed")
+        fault_engine.stop(kill=how == "killed")
         rest, errors = process.communicate(timeout=120)
     finally:
-        if private_engine.process is None:
-            private_engine.start()
+        if fault_engine.process is None:
+            fault_engine.start()
     if how == "stopped":  # a clean stop kills the step: the engine says so, or the connection ends
         expected = f"build of {release} failed at step 2/5: RUN echo step-running"
     else:  # a crash breaks the connection; the container is still there when the engine is back
@@ -407,22 +400,6 @@ def pushable(project) -> str:
     return release
 
 
-@pytest.fixture
-def registry_of():
-    made = []
-
-    def make(users=None) -> PrivateRegistry:
-        registry = PrivateRegistry(users)
-        made.append(registry)
-        registry.start()
-        return registry
-
-    yield make
-    for registry in made:
-        registry.close()
-        untag_registry(connect(), registry.address)  # what pushes to it left on the shared engine
-
-
 def _served_digest(address: str, release: str, auth=None) -> str | None:
     command = ["skopeo", "inspect", "--tls-verify=false", f"docker://{address}/nvidia/pytorch:{release}-py3"]
     if auth:
@@ -462,9 +439,9 @@ def test_registry_down_retries_then_fails_clearly(project, pushable, figures):
     assert kept and ref not in project.record(pushable)["pushed"]
 
 
-def test_registry_restarting_mid_push_is_retried_and_verified(project, pushable, registry_of, figures):
-    registry = registry_of()
-    fired = threading.Event()
+def test_registry_restarting_mid_push_is_retried_and_verified(project, pushable, private_registry, figures):
+    registry = private_registry()
+    fired, starts = threading.Event(), registry.starts
 
     def restart_mid_upload(method, path):
         if "/blobs/uploads/" in path and method in ("PATCH", "PUT") and not fired.is_set():
@@ -482,22 +459,22 @@ def test_registry_restarting_mid_push_is_retried_and_verified(project, pushable,
     ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
     recorded = (project.record(pushable)["pushed"].get(ref) or {}).get("digest")
     served = _served_digest(registry.address, pushable)
-    clean = result.returncode == 0 and fired.is_set() and registry.starts == 2 and recorded == served
+    clean = result.returncode == 0 and fired.is_set() and registry.starts == starts + 1 and recorded == served
     report(figures, "registry restarts mid-push", result.stdout + result.stderr, project.leftovers(pushable), clean)
-    assert fired.is_set() and registry.starts == 2, "the fault did not happen"
+    assert fired.is_set() and registry.starts == starts + 1, "the fault did not happen"
     assert "Traceback" not in result.stderr
     assert result.returncode == 0, result.stdout + result.stderr
     assert recorded and recorded == served
 
 
-def test_rejected_credentials_fail_at_once_and_say_so(project, pushable, registry_of, figures):
-    password = "pw-" + os.urandom(12).hex()
+def test_rejected_credentials_fail_at_once_and_say_so(project, pushable, private_registry, registry_secret, figures):
+    user, password = registry_secret["user"], registry_secret["password"]
     wrong = "wrong-" + os.urandom(12).hex()
-    registry = registry_of({"ngcbuild": password})
+    registry = private_registry({user: password})
     denied = project.run("push", "--release", pushable, "--registry", registry.address,
-                         NGCBUILD_REGISTRY_USER="ngcbuild", NGCBUILD_REGISTRY_PASSWORD=wrong)
+                         NGCBUILD_REGISTRY_USER=user, NGCBUILD_REGISTRY_PASSWORD=wrong)
     allowed = project.run("push", "--release", pushable, "--registry", registry.address,
-                          NGCBUILD_REGISTRY_USER="ngcbuild", NGCBUILD_REGISTRY_PASSWORD=password)
+                          NGCBUILD_REGISTRY_USER=user, NGCBUILD_REGISTRY_PASSWORD=password)
     texts = denied.stdout + denied.stderr + allowed.stdout + allowed.stderr
     files = "".join(p.read_text(errors="replace") for p in (project.root / "build" / pushable).rglob("*")
                     if p.is_file())
@@ -514,14 +491,14 @@ def test_rejected_credentials_fail_at_once_and_say_so(project, pushable, registr
     assert _image_kept(project, pushable)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert project.record(pushable)["pushed"][ref]["digest"] == _served_digest(
-        registry.address, pushable, ("ngcbuild", password))
+        registry.address, pushable, (user, password))
     assert leaked == []
 
 
 @pytest.mark.parametrize("served", ["another-image", "no-such-manifest"])
-def test_a_registry_serving_another_digest_is_an_error_not_a_record(served, project, pushable, registry_of,
+def test_a_registry_serving_another_digest_is_an_error_not_a_record(served, project, pushable, private_registry,
                                                                      figures):
-    registry = registry_of()
+    registry = private_registry()
     if served == "another-image":  # the registry answers with a real manifest, of another image
         client = project.engine.client()
         client.tag(BASE, f"{registry.address}/nvidia/pytorch", "decoy", force=True)
