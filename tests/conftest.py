@@ -64,10 +64,11 @@ class ScratchProject:
 def run_command(program: str, *args: str, cwd: Path, env: dict | None = None,
                 timeout: int = 600) -> subprocess.CompletedProcess:
     """`invoke ARGS` or `ngcbuild ARGS` (python -m ngcbuild) as a process, importing the checkout under
-    test (not whatever copy of ngcbuild is installed)."""
+    test (not whatever copy of ngcbuild is installed). Its stdin is /dev/null, whatever the test run's is
+    (a terminal a background run may not read, a pipe that never ends)."""
     module = "invoke" if program == "invoke" else "ngcbuild"
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture

@@ -112,7 +112,8 @@ class KeptTags:
         for tag, image in self.tags.items():
             if now.get(tag) != image:
                 repository, _, name = tag.rpartition(":")
-                self.engine.tag(image, repository, name, force=True)
+                with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile by its owner
+                    self.engine.tag(image, repository, name, force=True)
         for image in made:
             with contextlib.suppress(docker.errors.NotFound):
                 if not self.engine.inspect_image(image)["RepoTags"]:
