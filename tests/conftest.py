@@ -10,6 +10,8 @@ import pytest
 from dev import USER_TASKS
 
 REPO = Path(__file__).resolve().parents[1]
+# With CI=true a test missing what it needs (an engine, a browser, a Python) fails instead of skipping.
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 # Every process a test starts (invoke, ngcbuild, act's steps, a helper script) imports the checkout under
 # test first, never whatever copy of ngcbuild is installed (after a CI run in a clone, the editable
@@ -17,6 +19,12 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(REPO / "src"), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                           if p and p != str(REPO / "src"))])
+
+
+def pytest_configure(config):
+    from .reliability_plugin import ReliabilityFigures
+
+    config.pluginmanager.register(ReliabilityFigures(config, REPO, IN_CI), "ngcbuild-reliability-figures")
 
 
 class ScratchProject:
@@ -57,10 +65,11 @@ class ScratchProject:
 def run_command(program: str, *args: str, cwd: Path, env: dict | None = None,
                 timeout: int = 600) -> subprocess.CompletedProcess:
     """`invoke ARGS` or `ngcbuild ARGS` (python -m ngcbuild) as a process, importing the checkout under
-    test (not whatever copy of ngcbuild is installed)."""
+    test (not whatever copy of ngcbuild is installed). Its stdin is /dev/null, whatever the test run's is
+    (a terminal a background run may not read, a pipe that never ends)."""
     module = "invoke" if program == "invoke" else "ngcbuild"
     return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture
@@ -70,7 +79,8 @@ def scratch(tmp_path) -> ScratchProject:
 
 @pytest.fixture
 def figures(request):
-    """Record a measurement for `invoke reliability` (JSON lines appended to $NGCBUILD_FIGURES).
+    """Record a measurement for RELIABILITY.md (JSON lines appended to $NGCBUILD_FIGURES, which
+    tests/reliability_plugin.py points at build/reliability/figures.jsonl for the session).
 
     Tests record before they assert, so a failing check still shows up as a non-zero figure."""
     import json
@@ -82,6 +92,13 @@ def figures(request):
                 handle.write(json.dumps({"test": request.node.nodeid, **fields}, sort_keys=True) + "\n")
 
     return record
+
+
+def dev_tool(name: str) -> str | None:
+    """A tool of the dev extra (ruff, hadolint): the one installed beside the Python running the tests
+    (a virtual environment need not be on PATH), else the one on PATH."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which(name)
 
 
 def split_importtime(stderr: str) -> tuple[set[str], str]:

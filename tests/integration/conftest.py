@@ -4,6 +4,7 @@ shared by every test that needs the image.
 When CI=true a missing engine or registry is a failure, never a silent skip.
 """
 
+import contextlib
 import json
 import os
 import subprocess
@@ -12,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import REPO, run_command
+from ..conftest import IN_CI, REPO, run_command
 
 REGISTRY = os.environ.get("NGCBUILD_TEST_REGISTRY", "127.0.0.1:5000")
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def _missing(what: str):
@@ -84,15 +84,55 @@ def registry_secret(tmp_path_factory):
     return {"user": user, "password": password, "env": env}
 
 
+class KeptTags:
+    """A release's tags on the shared engine (`R-py3`, its hash tags, the stage images' cache tags), put
+    back as they were by `restore`, which then removes the images made since that no tag holds any more:
+    what the tests built, never an image someone else made or needs."""
+
+    REPOSITORIES = ("nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/pytorch-cache")
+
+    def __init__(self, engine, release: str):
+        self.engine, self.release = engine, release
+        self.tags = self.now()
+        self.images = {image["Id"] for image in engine.images(all=True)}
+
+    def now(self) -> dict[str, str]:
+        """tag -> image id, for the release's tags."""
+        return {tag: image["Id"] for repository in self.REPOSITORIES for image in self.engine.images(name=repository)
+                for tag in image.get("RepoTags") or [] if tag.startswith(f"{repository}:{self.release}-")}
+
+    def restore(self) -> None:
+        import docker
+
+        now = self.now()
+        made = {image for image in now.values() if image not in self.images}
+        for tag in now.keys() - self.tags.keys():
+            with contextlib.suppress(docker.errors.APIError):
+                self.engine.remove_image(tag)  # an untag; the image goes with its last tag
+        for tag, image in self.tags.items():
+            if now.get(tag) != image:
+                repository, _, name = tag.rpartition(":")
+                with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile by its owner
+                    self.engine.tag(image, repository, name, force=True)
+        for image in made:
+            with contextlib.suppress(docker.errors.NotFound):
+                if not self.engine.inspect_image(image)["RepoTags"]:
+                    self.engine.remove_image(image)  # with its untagged parents: the build's layers
+
+
 @pytest.fixture(scope="session")
 def dev_build(engine, marker_ca, registry_secret):
     """`invoke build --release dev` with the marker CA bundle and marker registry credentials in its
-    environment, run once for the session."""
-    result = run_invoke("build", "--release", "dev", "--force", "--ca-bundle", str(marker_ca["bundle"]),
-                        env=registry_secret["env"])
-    assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
-    return {"result": result, "record": record}
+    environment, run once for the session. The `dev` tags go back where they were at the end."""
+    kept = KeptTags(engine, "dev")
+    try:
+        result = run_invoke("build", "--release", "dev", "--force", "--ca-bundle", str(marker_ca["bundle"]),
+                            env=registry_secret["env"])
+        assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
+        yield {"result": result, "record": record}
+    finally:
+        kept.restore()
 
 
 @pytest.fixture(scope="session")
@@ -104,3 +144,66 @@ def dev_smoke(dev_build):
 
 def containers(engine) -> set:
     return {c["Id"] for c in engine.containers(all=True)}
+
+
+# --- one private engine and private registries for the session -----------------------------------
+# Faults are done to these, never to the shared engine and registry. Started once (a dockerd takes
+# seconds to start and to load the base image); each user empties the engine before and after use.
+
+@pytest.fixture(scope="session")
+def private_dockerd(engine, tmp_path_factory):
+    """A private dockerd (private.PrivateEngine) with only the `dev` release's base image in it, on its
+    socket and on a loopback TCP port with TLS (`.tls`: the URL and the certificates' folder)."""
+    from ngcbuild.core.project import Project
+    from ngcbuild.engine.base_image import ensure_base
+    from ngcbuild.manifest.loader import load_release
+
+    from .private import PrivateEngine, free_port, make_certificates
+
+    release = load_release(Project.at(REPO), "dev").release
+    ensure_base(engine, release, log=lambda line: None)
+    base = release.base.image
+    certs = make_certificates(tmp_path_factory.mktemp("tls") / "certs")
+    private = PrivateEngine()
+    port = free_port()
+    private.extra_args = ["-H", f"tcp://127.0.0.1:{port}", "--tlsverify", f"--tlscacert={certs / 'ca.pem'}",
+                          f"--tlscert={certs / 'server-cert.pem'}", f"--tlskey={certs / 'server-key.pem'}"]
+    private.tls = (f"tcp://127.0.0.1:{port}", certs)
+    private.base = base
+    try:
+        private.start()
+        private.load_image(engine, base)
+        yield private
+    finally:
+        private.close()
+
+
+@pytest.fixture
+def private_engine(private_dockerd):
+    """The session's private engine, empty (but for the base image) when the test starts and when it ends."""
+    private_dockerd.reset(private_dockerd.base)
+    yield private_dockerd
+    private_dockerd.reset(private_dockerd.base)
+
+
+@pytest.fixture(scope="session")
+def private_registry(engine):
+    """`private_registry(users=None)`: a private registry (private.PrivateRegistry) for the session, one
+    per set of htpasswd users (none: open to all), started on first use and again if a test stopped it."""
+    from .private import PrivateRegistry, untag_registry
+
+    made: dict[tuple, PrivateRegistry] = {}
+
+    def get(users: dict[str, str] | None = None) -> PrivateRegistry:
+        key = tuple(sorted((users or {}).items()))
+        registry = made.get(key)
+        if registry is None:
+            registry = made[key] = PrivateRegistry(users)
+        if registry.process is None or registry.process.poll() is not None:
+            registry.start()
+        return registry
+
+    yield get
+    for registry in made.values():
+        registry.close()
+        untag_registry(engine, registry.address)  # what pushes from the shared engine left there

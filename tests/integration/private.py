@@ -112,6 +112,30 @@ class PrivateEngine:
         """Copy `ref` from another engine (docker save | docker load)."""
         self.client().load_image(b"".join(source.get_image(ref)))
 
+    def reset(self, keep: str) -> None:
+        """Back to what a fresh runner has: running, no container, no image but `keep` (the base image)
+        under its own name only. One engine serves the session; each user empties it first."""
+        if self.process is None or self.process.poll() is not None:
+            self.start()
+        client = self.client()
+        for container in client.containers(all=True):
+            client.remove_container(container["Id"], force=True, v=True)
+        kept = client.inspect_image(keep)["Id"]
+        for _ in range(5):  # an image with children goes once they have gone
+            images = [image for image in client.images(all=True) if image["Id"] != kept]
+            if not images:
+                break
+            for image in images:
+                try:
+                    client.remove_image(image["Id"], force=True)
+                except docker.errors.APIError:
+                    pass  # a parent of one still there, or gone with a child already
+        for tag in client.inspect_image(kept)["RepoTags"]:
+            if tag != keep:
+                client.remove_image(tag)  # an untag: the image stays under `keep`
+        left = [image["Id"] for image in client.images(all=True)]
+        assert left == [kept], f"the private engine could not be emptied: {left}"
+
     def close(self) -> None:
         try:
             if self.process is None:
@@ -265,6 +289,27 @@ class FaultProxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def make_certificates(directory: Path, name: str = "ngcbuild-test-ca") -> Path:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, as dockerd --tlsverify and
+    docker-py (DOCKER_CERT_PATH: ca.pem, cert.pem, key.pem) expect them."""
+    directory.mkdir(parents=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days",
+             "1", "-subj", f"/CN={name}", cwd=directory)
+    for who, usage, extra in (("server", "serverAuth", "subjectAltName=IP:127.0.0.1\n"), ("client", "clientAuth", "")):
+        (directory / f"{who}.ext").write_text(f"{extra}extendedKeyUsage={usage}\n")
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{who}-key.pem", "-out", f"{who}.csr", "-subj",
+                 f"/CN={who}", cwd=directory)
+        _openssl("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
+                 "-out", f"{who}-cert.pem", "-days", "1", "-extfile", f"{who}.ext", cwd=directory)
+    (directory / "cert.pem").write_bytes((directory / "client-cert.pem").read_bytes())
+    (directory / "key.pem").write_bytes((directory / "client-key.pem").read_bytes())
+    return directory
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
 
 
 def untag_registry(client: docker.APIClient, address: str) -> list[str]:

@@ -1,16 +1,16 @@
 """`cuda-dev` for real: NVIDIA's CUDA stack from PyPI's wheels built into an image on every CI run, and
 its stack checks (versions, linker cache, ldd, nvcc building an extension) passing with no GPU.
 
-The image is multi-GB: the module removes it, its tags and the dangling builder layers it left."""
+The image is multi-GB: the module puts the `cuda-dev` tags back where they were and removes the images it
+made that no tag holds any more (KeptTags), nothing else."""
 
 import json
 import xml.etree.ElementTree as ET
 
-import docker
 import pytest
 
 from ..conftest import REPO
-from .conftest import run_invoke
+from .conftest import KeptTags, run_invoke
 
 pytestmark = pytest.mark.engine
 OUT = REPO / "build" / "cuda-dev"
@@ -18,28 +18,16 @@ OUT = REPO / "build" / "cuda-dev"
 
 @pytest.fixture(scope="module")
 def cuda_dev(engine):
-    # --force: this module proves the build itself (reuse by context hash is proven with dev)
-    result = run_invoke("build", "--release", "cuda-dev", "--force", timeout=5400)
+    kept = KeptTags(engine, "cuda-dev")
     try:
+        # --force: this module proves the build itself (reuse by context hash is proven with dev)
+        result = run_invoke("build", "--release", "cuda-dev", "--force", timeout=5400)
         assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
         record = json.loads((OUT / "record.json").read_text())
         smoke = run_invoke("smoke", "--release", "cuda-dev", timeout=1800)
         yield {"build": result, "record": record, "smoke": smoke}
     finally:
-        _remove_images(engine)
-
-
-def _remove_images(engine):
-    # the release's images, and its stage images under the layer cache's tags (pytorch-cache:cuda-dev-*)
-    for repository in ("nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/pytorch-cache"):
-        for image in engine.images(name=repository):
-            if any(tag.startswith(f"{repository}:cuda-dev-") for tag in image.get("RepoTags") or []):
-                try:
-                    engine.remove_image(image["Id"], force=True)
-                except docker.errors.APIError:
-                    pass
-    # The builder stage's layers (gigabytes of wheels unpacked) stay as dangling images.
-    engine.prune_images(filters={"dangling": True})
+        kept.restore()
 
 
 def _cases(junit: str) -> dict:

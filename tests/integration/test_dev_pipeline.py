@@ -9,7 +9,7 @@ import pytest
 
 from ..conftest import REPO
 from .conftest import run_invoke
-from .private import PrivateRegistry, untag_registry
+from .private import untag_registry
 from .secrets import credential_markers, scan_files, scan_image, scan_text
 
 pytestmark = pytest.mark.engine
@@ -89,20 +89,19 @@ def test_no_secret_in_any_layer_config_history_labels_output_or_log(engine, dev_
 
 
 @pytest.mark.reliability
-def test_dev_push_with_credentials_shows_no_secret(engine, dev_build, marker_ca, registry_secret, figures):
+def test_dev_push_with_credentials_shows_no_secret(engine, dev_build, marker_ca, registry_secret, private_registry,
+                                                   figures):
     """Push dev to a registry that wants the marker credentials: first with a wrong password (refused
     at once), then with the right one; neither the output nor the record shows a secret."""
-    registry = PrivateRegistry({registry_secret["user"]: registry_secret["password"]})
+    registry = private_registry({registry_secret["user"]: registry_secret["password"]})
     wrong = dict(registry_secret["env"], NGCBUILD_REGISTRY_PASSWORD="ngcbuild-wrong-" + registry_secret["password"][-8:])
     markers = _dev_markers(marker_ca, registry_secret)
     markers["wrong password"] = wrong["NGCBUILD_REGISTRY_PASSWORD"].encode()
     ref = f"{registry.address}/nvidia/pytorch:dev-py3"
     try:
-        registry.start()
         denied = run_invoke("push", "--release", "dev", "--registry", registry.address, env=wrong)
         pushed = run_invoke("push", "--release", "dev", "--registry", registry.address, env=registry_secret["env"])
     finally:
-        registry.close()
         untag_registry(engine, registry.address)  # every tag the push gave, the hash tag too
     found = scan_text("push output", denied.stdout + denied.stderr + pushed.stdout + pushed.stderr, markers)
     found += scan_files(REPO / "build" / "dev", markers)

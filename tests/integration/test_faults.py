@@ -22,14 +22,10 @@ from pathlib import Path
 import docker
 import pytest
 
-from ngcbuild.core.project import Project
-from ngcbuild.engine.base_image import ensure_base
-from ngcbuild.engine.client import connect
-from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.stamp import STAMP
 
-from ..conftest import REPO, ScratchProject, split_importtime
-from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port, untag_registry
+from ..conftest import ScratchProject, split_importtime
+from .private import FaultProxy, PrivateEngine, free_port
 
 pytestmark = [pytest.mark.engine, pytest.mark.reliability]
 
@@ -40,6 +36,19 @@ summary: a tiny release for fault tests
 pip:
   constraint_file: true
 """
+
+
+# A RUN step that says it is running, then waits until the test lets it go (`FaultProject.release_steps`):
+# the test knows the step is running when it acts, and no sleep stands in for a window.
+GO = "/tmp/ngcbuild-test-go"
+GATED = "echo step-running-{{ release.release }} && until [ -e %s ]; do sleep 0.1; done" % GO
+
+
+def _interruptible() -> None:
+    """In the child, before exec: SIGINT back to its default, whatever the shell that started the test
+    run did (a background job or nohup ignores it, and an ignored SIGINT stays ignored across exec, so
+    Python would install no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def dockerfile(run: str) -> str:
@@ -57,6 +66,7 @@ class FaultProject(ScratchProject):
         super().__init__(root)
         self.engine = engine
         self.tmp = root.parent / "tmp"  # TMPDIR of every invoke: must stay empty
+        self.started: list[subprocess.Popen] = []
 
     def release(self, name: str) -> str:
         self.manifest(name, MANIFEST)
@@ -74,9 +84,43 @@ class FaultProject(ScratchProject):
         return self.invoke_env(self.env(**env), *args, timeout=timeout)
 
     def start(self, *args, **env) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=self.root, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                env={**os.environ, **self.env(**env)})
+        process = subprocess.Popen([sys.executable, "-m", "invoke", *args], cwd=self.root, text=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**os.environ, **self.env(**env)}, preexec_fn=_interruptible)
+        self.started.append(process)
+        return process
+
+    def close(self) -> None:
+        """End the builds a failed test left waiting at a gated step."""
+        for process in self.started:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+
+    def running_steps(self, releases: list[str], timeout: float = 120) -> dict[str, str]:
+        """Wait until the gated step of every release runs at once; release -> its container."""
+        client, deadline = self.engine.client(), time.monotonic() + timeout
+        while True:
+            running = {release: c["Id"] for c in client.containers(filters={"status": "running"})
+                       for release in releases if f"step-running-{release} " in c["Command"]}
+            if len(running) == len(releases):
+                return running
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the steps of {releases} never ran at once (running: {sorted(running)})")
+            time.sleep(0.2)
+
+    def release_steps(self, containers: dict[str, str]) -> None:
+        """Let gated steps finish: create the file they wait for, inside each step's container."""
+        client = self.engine.client()
+        for container in containers.values():
+            client.exec_start(client.exec_create(container, ["touch", GO]))
+
+    def run_gated(self, release: str) -> subprocess.CompletedProcess:
+        """Build a release whose step is gated, letting the step go as soon as it runs."""
+        process = self.start("build", "--release", release)
+        self.release_steps(self.running_steps([release]))
+        out, err = process.communicate(timeout=300)
+        return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
     def leftovers(self, release: str) -> list[str]:
         """Containers on the private engine, hidden files in build/R/ (a journal, a record being
@@ -110,20 +154,19 @@ class FaultProject(ScratchProject):
 
 
 @pytest.fixture(scope="module")
-def private_engine(engine):
-    ensure_base(engine, load_release(Project.at(REPO), "dev").release, log=lambda line: None)
-    private = PrivateEngine()
-    try:
-        private.start()
-        private.load_image(engine, BASE)
-        yield private
-    finally:
-        private.close()
+def fault_engine(private_dockerd):
+    """The session's private engine, emptied for this module (whose tests share a pushable image) and after it."""
+    assert private_dockerd.base == BASE, f"the private engine holds {private_dockerd.base}, the releases here use {BASE}"
+    private_dockerd.reset(BASE)
+    yield private_dockerd
+    private_dockerd.reset(BASE)
 
 
 @pytest.fixture(scope="module")
-def project(private_engine, tmp_path_factory) -> FaultProject:
-    return FaultProject(tmp_path_factory.mktemp("faults") / "project", private_engine)
+def project(fault_engine, tmp_path_factory) -> FaultProject:
+    project = FaultProject(tmp_path_factory.mktemp("faults") / "project", fault_engine)
+    yield project
+    project.close()
 
 
 def _held(lock: Path) -> bool:
@@ -241,12 +284,23 @@ def _follow_until(process: subprocess.Popen, marker: str, timeout: float = 120) 
     raise AssertionError(f"{marker!r} never appeared:\n{''.join(seen)}\n{process.stderr.read()}")
 
 
+def _sigint_caught(pid: int) -> bool:
+    """Whether a process catches SIGINT (a handler installed, not ignored): /proc/PID/status's masks."""
+    masks = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                 if line.startswith(("SigIgn", "SigCgt")))
+    bit = 1 << (signal.SIGINT - 1)
+    return bool(int(masks["SigCgt"], 16) & bit) and not int(masks["SigIgn"], 16) & bit
+
+
 def test_sigint_mid_build_cleans_up_and_a_rerun_succeeds(project, figures):
     release = project.release("fault-sigint")
-    project.template("echo step-running-{{ release.release }} && sleep 8")
+    project.template(GATED)  # the step runs until the build is interrupted: there is no race to lose
     held = project.hold_tag(release)
     process = project.start("build", "--release", release)
     _follow_until(process, f"step-running-{release}")
+    project.running_steps([release])
+    # what the test relies on, whatever shell started the test run: the build handles SIGINT
+    assert _sigint_caught(process.pid), "the build process does not catch SIGINT"
     process.send_signal(signal.SIGINT)
     rest, errors = process.communicate(timeout=120)
     # checked the moment the process is gone: the engine would remove the container by itself, but
@@ -260,26 +314,27 @@ def test_sigint_mid_build_cleans_up_and_a_rerun_succeeds(project, figures):
     assert project.tag_id(release) == held
     assert project.record(release) is None
     assert left == []
-    rerun = project.run("build", "--release", release)
+    rerun = project.run_gated(release)  # the same step, let go this time
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert project.tag_id(release) == project.record(release)["image_id"] != held
     assert project.leftovers(release) == []
 
 
 @pytest.mark.parametrize("how", ["stopped", "killed"])
-def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project, private_engine, figures):
+def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project, fault_engine, figures):
     release = project.release(f"fault-engine-{how}")
-    # longer than a stopping engine waits for a step (10s), so the step is cut short every time
-    project.template("echo step-running-{{ release.release }} && sleep 30")
+    # the step never ends by itself: the engine's going cuts it short every time
+    project.template(GATED)
     held = project.hold_tag(release)
     process = project.start("build", "--release", release)
     try:
         _follow_until(process, f"step-running-{release}")
-        private_engine.stop(kill=how == "killed")
+        project.running_steps([release])
+        fault_engine.stop(kill=how == "killed")
         rest, errors = process.communicate(timeout=120)
     finally:
-        if private_engine.process is None:
-            private_engine.start()
+        if fault_engine.process is None:
+            fault_engine.start()
     if how == "stopped":  # a clean stop kills the step: the engine says so, or the connection ends
         expected = f"build of {release} failed at step 2/5: RUN echo step-running"
     else:  # a crash breaks the connection; the container is still there when the engine is back
@@ -293,8 +348,7 @@ def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project,
         journal = (project.root / "build" / release / ".intermediate-containers").read_text().split()
         present = {c["Id"] for c in project.engine.client().containers(all=True)}
         assert journal and all(any(full.startswith(short) for full in present) for short in journal)
-    project.template("echo rerun > /rerun")  # the rerun proves the state left behind, not the sleep
-    rerun = project.run("build", "--release", release)
+    rerun = project.run_gated(release)  # the same step, let go this time
     left = project.leftovers(release)
     report(figures, f"engine {how} mid-build (after the rerun)", rest + errors + rerun.stderr, left,
            first and rerun.returncode == 0 and not left)
@@ -305,8 +359,15 @@ def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project,
 
 def test_two_releases_built_at_once_keep_their_own_folders_and_tags(project, figures):
     releases = [project.release("fault-left"), project.release("fault-right")]
-    project.template("echo {{ release.release }} > /release && sleep 3")
+    project.template("echo {{ release.release }} > /release && " + GATED)
     processes = {name: project.start("build", "--release", name) for name in releases}
+    try:
+        steps = project.running_steps(releases)  # both builds are in their RUN step at the same time
+    except AssertionError as never:
+        for name in releases:
+            report(figures, f"concurrent build: {name}", str(never), [], False)
+        raise
+    project.release_steps(steps)
     outputs = {name: p.communicate(timeout=300) for name, p in processes.items()}
     client = project.engine.client()
     left = [item for name in releases for item in project.leftovers(name)]
@@ -337,22 +398,6 @@ def pushable(project) -> str:
     result = project.run("build", "--release", release)
     assert result.returncode == 0, result.stdout + result.stderr
     return release
-
-
-@pytest.fixture
-def registry_of():
-    made = []
-
-    def make(users=None) -> PrivateRegistry:
-        registry = PrivateRegistry(users)
-        made.append(registry)
-        registry.start()
-        return registry
-
-    yield make
-    for registry in made:
-        registry.close()
-        untag_registry(connect(), registry.address)  # what pushes to it left on the shared engine
 
 
 def _served_digest(address: str, release: str, auth=None) -> str | None:
@@ -394,9 +439,9 @@ def test_registry_down_retries_then_fails_clearly(project, pushable, figures):
     assert kept and ref not in project.record(pushable)["pushed"]
 
 
-def test_registry_restarting_mid_push_is_retried_and_verified(project, pushable, registry_of, figures):
-    registry = registry_of()
-    fired = threading.Event()
+def test_registry_restarting_mid_push_is_retried_and_verified(project, pushable, private_registry, figures):
+    registry = private_registry()
+    fired, starts = threading.Event(), registry.starts
 
     def restart_mid_upload(method, path):
         if "/blobs/uploads/" in path and method in ("PATCH", "PUT") and not fired.is_set():
@@ -414,22 +459,22 @@ def test_registry_restarting_mid_push_is_retried_and_verified(project, pushable,
     ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
     recorded = (project.record(pushable)["pushed"].get(ref) or {}).get("digest")
     served = _served_digest(registry.address, pushable)
-    clean = result.returncode == 0 and fired.is_set() and registry.starts == 2 and recorded == served
+    clean = result.returncode == 0 and fired.is_set() and registry.starts == starts + 1 and recorded == served
     report(figures, "registry restarts mid-push", result.stdout + result.stderr, project.leftovers(pushable), clean)
-    assert fired.is_set() and registry.starts == 2, "the fault did not happen"
+    assert fired.is_set() and registry.starts == starts + 1, "the fault did not happen"
     assert "Traceback" not in result.stderr
     assert result.returncode == 0, result.stdout + result.stderr
     assert recorded and recorded == served
 
 
-def test_rejected_credentials_fail_at_once_and_say_so(project, pushable, registry_of, figures):
-    password = "pw-" + os.urandom(12).hex()
+def test_rejected_credentials_fail_at_once_and_say_so(project, pushable, private_registry, registry_secret, figures):
+    user, password = registry_secret["user"], registry_secret["password"]
     wrong = "wrong-" + os.urandom(12).hex()
-    registry = registry_of({"ngcbuild": password})
+    registry = private_registry({user: password})
     denied = project.run("push", "--release", pushable, "--registry", registry.address,
-                         NGCBUILD_REGISTRY_USER="ngcbuild", NGCBUILD_REGISTRY_PASSWORD=wrong)
+                         NGCBUILD_REGISTRY_USER=user, NGCBUILD_REGISTRY_PASSWORD=wrong)
     allowed = project.run("push", "--release", pushable, "--registry", registry.address,
-                          NGCBUILD_REGISTRY_USER="ngcbuild", NGCBUILD_REGISTRY_PASSWORD=password)
+                          NGCBUILD_REGISTRY_USER=user, NGCBUILD_REGISTRY_PASSWORD=password)
     texts = denied.stdout + denied.stderr + allowed.stdout + allowed.stderr
     files = "".join(p.read_text(errors="replace") for p in (project.root / "build" / pushable).rglob("*")
                     if p.is_file())
@@ -446,14 +491,14 @@ def test_rejected_credentials_fail_at_once_and_say_so(project, pushable, registr
     assert _image_kept(project, pushable)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert project.record(pushable)["pushed"][ref]["digest"] == _served_digest(
-        registry.address, pushable, ("ngcbuild", password))
+        registry.address, pushable, (user, password))
     assert leaked == []
 
 
 @pytest.mark.parametrize("served", ["another-image", "no-such-manifest"])
-def test_a_registry_serving_another_digest_is_an_error_not_a_record(served, project, pushable, registry_of,
+def test_a_registry_serving_another_digest_is_an_error_not_a_record(served, project, pushable, private_registry,
                                                                      figures):
-    registry = registry_of()
+    registry = private_registry()
     if served == "another-image":  # the registry answers with a real manifest, of another image
         client = project.engine.client()
         client.tag(BASE, f"{registry.address}/nvidia/pytorch", "decoy", force=True)

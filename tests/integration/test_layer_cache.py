@@ -13,44 +13,23 @@ import time
 
 import pytest
 
-from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import load_release
-
-from ..conftest import REPO, ScratchProject
-from .private import PrivateEngine, PrivateRegistry, untag_registry
+from ..conftest import ScratchProject
+from .private import untag_registry
 
 pytestmark = pytest.mark.engine
 
 
 @pytest.fixture(scope="module")
-def base_image(engine):
-    from ngcbuild.engine.base_image import ensure_base
-
-    release = load_release(Project.at(REPO), "dev").release
-    ensure_base(engine, release, log=lambda line: None)
-    return release.base.image
-
-
-@pytest.fixture(scope="module")
-def cache_registry(engine):
-    registry = PrivateRegistry()
-    try:
-        registry.start()
-        yield registry
-    finally:
-        untag_registry(engine, registry.address)
-        registry.close()
+def cache_registry(engine, private_registry):
+    registry = private_registry()
+    yield registry
+    untag_registry(engine, registry.address)  # the cache images the shared engine pushed there
 
 
 @pytest.fixture
-def fresh_engine(engine, base_image):
-    private = PrivateEngine()
-    try:
-        private.start()
-        private.load_image(engine, base_image)
-        yield private
-    finally:
-        private.close()
+def fresh_engine(private_engine):
+    """The session's private engine, emptied: nothing in it but the base image, as a fresh runner."""
+    return private_engine
 
 
 # dev under a name of its own: the build on the shared engine must not move the tags of the session's

@@ -7,13 +7,11 @@ import tarfile
 
 import pytest
 
-from ngcbuild.core.project import Project
 from ngcbuild.engine.image_build import RELEASE_LABEL
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
-from ngcbuild.manifest.loader import load_release
 
-from ..conftest import REPO, ScratchProject
-from .private import PrivateEngine
+from ..conftest import ScratchProject
+from .conftest import KeptTags
 
 pytestmark = pytest.mark.engine
 
@@ -38,23 +36,8 @@ def _build(client, base: str, n: int, release: str | None = "pa", tag: str | Non
     return ids[-1]
 
 
-@pytest.fixture
-def private_engine(engine):
-    from ngcbuild.engine.base_image import ensure_base
-
-    release = load_release(Project.at(REPO), "dev").release
-    ensure_base(engine, release, log=lambda line: None)
-    private = PrivateEngine()
-    try:
-        private.start()
-        private.load_image(engine, release.base.image)
-        yield private, release.base.image
-    finally:
-        private.close()
-
-
 def test_prune_keeps_the_newest_and_what_is_in_use_or_not_ours(private_engine, tmp_path):
-    engine, base = private_engine
+    engine, base = private_engine, private_engine.base  # emptied for this test (conftest.py)
     client = engine.client()
     repo = "nvcr.io/nvidia/pytorch"
     old = [_build(client, base, n, tag=f"{repo}:pa-py3-{n:012x}") for n in (1, 2)]
@@ -95,3 +78,29 @@ def test_prune_refuses_a_keep_that_is_not_a_number(tmp_path):
     assert result.returncode == 2
     assert "--keep 'all': expected a whole number" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_kept_tags_go_back_and_only_the_images_made_since_are_removed(private_engine):
+    """The harness's own clean-up (conftest.KeptTags, used by the dev and cuda-dev builds on the shared
+    engine), proven here on the private engine: a release's tags go back to the images they named, the
+    images made since that lost their tags are removed, and nobody else's image is touched."""
+    client, base = private_engine.client(), private_engine.base
+    repo, cache = "nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/pytorch-cache"
+    old = _build(client, base, 11, release="kt", tag=f"{repo}:kt-py3")
+    client.tag(old, repo, "kt-py3-00000000000b")
+    stage = _build(client, base, 12, release=None, tag=f"{cache}:kt-amd64-builder")
+    kept = KeptTags(client, "kt")
+
+    new = _build(client, base, 14, release="kt", tag=f"{repo}:kt-py3")  # the tests' build moves the tags
+    client.tag(new, repo, "kt-py3-00000000000e")
+    new_stage = _build(client, base, 15, release=None, tag=f"{cache}:kt-amd64-builder")
+    theirs = _build(client, base, 16, release=None, tag="someone/else:mine")  # made meanwhile by others
+    dangling = _build(client, base, 17, release=None)
+    kept.restore()
+
+    assert client.inspect_image(f"{repo}:kt-py3")["Id"] == old
+    assert client.inspect_image(f"{cache}:kt-amd64-builder")["Id"] == stage
+    assert kept.now() == kept.tags
+    present = {image["Id"] for image in client.images(all=True)}
+    assert new not in present and new_stage not in present
+    assert {old, stage, theirs, dangling} <= present

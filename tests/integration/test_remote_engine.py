@@ -4,59 +4,21 @@ streams, the image and its tags land there, and a failed build's containers are 
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 
-from ngcbuild.core.project import Project
-from ngcbuild.engine.base_image import ensure_base
-from ngcbuild.manifest.loader import load_release
-
-from ..conftest import REPO, ScratchProject
-from .private import PrivateEngine, free_port
+from ..conftest import ScratchProject
+from .private import make_certificates
 
 pytestmark = pytest.mark.engine
 
 MANIFEST = "extends: parts/debian-bookworm\nsummary: a tiny release for the remote-engine test\npip:\n  constraint_file: true\n"
 
 
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_certificates(directory: Path, name: str = "ngcbuild-test-ca") -> Path:
-    """A CA, a server certificate for 127.0.0.1 and a client certificate, as dockerd --tlsverify and
-    docker-py (DOCKER_CERT_PATH: ca.pem, cert.pem, key.pem) expect them."""
-    directory.mkdir(parents=True)
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca-key.pem", "-out", "ca.pem", "-days",
-             "1", "-subj", f"/CN={name}", cwd=directory)
-    for who, usage, extra in (("server", "serverAuth", "subjectAltName=IP:127.0.0.1\n"), ("client", "clientAuth", "")):
-        (directory / f"{who}.ext").write_text(f"{extra}extendedKeyUsage={usage}\n")
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{who}-key.pem", "-out", f"{who}.csr", "-subj",
-                 f"/CN={who}", cwd=directory)
-        _openssl("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
-                 "-out", f"{who}-cert.pem", "-days", "1", "-extfile", f"{who}.ext", cwd=directory)
-    (directory / "cert.pem").write_bytes((directory / "client-cert.pem").read_bytes())
-    (directory / "key.pem").write_bytes((directory / "client-key.pem").read_bytes())
-    return directory
-
-
-@pytest.fixture(scope="module")
-def tls_engine(engine, tmp_path_factory):
-    certs = make_certificates(tmp_path_factory.mktemp("tls") / "certs")
-    release = load_release(Project.at(REPO), "dev").release
-    ensure_base(engine, release, log=lambda line: None)
-    private = PrivateEngine()
-    port = free_port()
-    private.extra_args = ["-H", f"tcp://127.0.0.1:{port}", "--tlsverify", f"--tlscacert={certs / 'ca.pem'}",
-                          f"--tlscert={certs / 'server-cert.pem'}", f"--tlskey={certs / 'server-key.pem'}"]
-    try:
-        private.start()
-        private.load_image(engine, release.base.image)
-        yield private, f"tcp://127.0.0.1:{port}", certs
-    finally:
-        private.close()
+@pytest.fixture
+def tls_engine(private_engine):
+    """The session's private engine (emptied), through its TCP listener with TLS: (engine, URL, certificates)."""
+    url, certs = private_engine.tls
+    return private_engine, url, certs
 
 
 @pytest.fixture

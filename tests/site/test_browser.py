@@ -6,7 +6,6 @@ where they fail (`bash .ci/browser` installs it).
 
 import html
 import json
-import os
 import re
 import struct
 
@@ -17,7 +16,7 @@ from ngcbuild.docs import browser
 from ngcbuild.docs.site import build_site
 from ngcbuild.manifest.series import Series
 
-from ..conftest import REPO
+from ..conftest import IN_CI, REPO
 
 pytestmark = pytest.mark.browser
 PROJECT = Project.at(REPO)
@@ -50,7 +49,7 @@ def chromium():
     path = browser.find_chromium()
     if path is None:
         message = "chromium is not installed (bash .ci/browser installs it)"
-        if os.environ.get("CI") == "true":
+        if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
     return path

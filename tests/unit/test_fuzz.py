@@ -2,7 +2,7 @@
 validators, fed arbitrary text and mutated versions of real inputs. Every example must end in
 success or the clean error (UserError) within a time bound: never another exception, never a hang.
 
-Each test records how many examples it tried, and how they ended, for `invoke reliability`.
+Each test records how many examples it tried, and how they ended, for RELIABILITY.md.
 """
 
 from __future__ import annotations

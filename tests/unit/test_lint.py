@@ -1,15 +1,14 @@
 """ruff over the project's Python (the rules are in pyproject.toml)."""
 
-import shutil
 import subprocess
 
 import pytest
 
-from ..conftest import REPO
+from ..conftest import REPO, dev_tool
 
 
 def test_ruff_is_clean():
-    ruff = shutil.which("ruff")
+    ruff = dev_tool("ruff")
     if ruff is None:
         pytest.fail("ruff is not installed (pip install -e '.[dev]')")
     result = subprocess.run([ruff, "check", "--output-format", "concise", "src", "tests", "dev", "tasks.py"],

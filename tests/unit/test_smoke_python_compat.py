@@ -2,7 +2,6 @@
 the oldest Python any manifest names, checked statically by vermin (syntax, stdlib modules,
 functions and keyword arguments, annotations evaluated as Python 3.6 evaluates them)."""
 
-import os
 import subprocess
 import sys
 
@@ -12,7 +11,7 @@ from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release, release_names
 from ngcbuild.smoke.runner import CHECKS_DIR
 
-from ..conftest import REPO
+from ..conftest import IN_CI, REPO
 
 
 def oldest_python() -> str:
@@ -29,7 +28,7 @@ def vermin(*args: str) -> subprocess.CompletedProcess:
     try:
         import vermin  # noqa: F401
     except ImportError:
-        if os.environ.get("CI") == "true":
+        if IN_CI:
             pytest.fail("CI=true: vermin is not installed (pip install -e '.[dev]')")
         pytest.skip("vermin is not installed (pip install -e '.[dev]')")
     # vermin has a console script but no __main__; run its main() with this interpreter.

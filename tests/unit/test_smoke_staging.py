@@ -2,7 +2,6 @@
 hash-verified cache under build/ and the unpacking of pure wheels."""
 
 import io
-import os
 import shutil
 import zipfile
 from pathlib import Path
@@ -16,6 +15,8 @@ from ngcbuild.manifest.loader import buildable_releases, load_release
 from ngcbuild.smoke import pytest_lock
 from ngcbuild.smoke.pytest_lock import lock_path, needed, read_lock, target_environment
 from ngcbuild.smoke.staging import CACHE_DIR, stage_pytest, unpack_wheel
+
+from ..conftest import IN_CI
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -110,7 +111,7 @@ def test_a_wheel_changed_in_the_cache_is_not_used(tmp_path, monkeypatch):
     try:
         stage_pytest(tmp_path / "first", "3.6", build)
     except SmokeFailed as exc:
-        if os.environ.get("CI") == "true":
+        if IN_CI:
             raise
         pytest.skip(f"the locked wheels cannot be fetched here: {exc}")
     assert (tmp_path / "first" / "pytest-7.0.1.dist-info").is_dir()

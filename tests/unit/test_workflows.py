@@ -1,7 +1,6 @@
 """The GitHub workflows: actionlint (rhysd/actionlint, installed by .ci/lint-tools) finds nothing,
 does find a broken workflow, honours our runner labels; and release.yml keeps its safety rules."""
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,11 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..conftest import REPO
+from ..conftest import IN_CI, REPO
 
 ACTIONLINT = REPO / ".ci" / "actionlint"
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def _actionlint(*args, cwd=REPO) -> subprocess.CompletedProcess:

@@ -1,0 +1,119 @@
+"""RELIABILITY.md written at the end of a run that held every reliability test (tests/reliability_plugin.py),
+proven on a small project of its own run by a real pytest: the report is written from what the tests
+recorded, the run fails when a figure is wrong, sections others wrote are kept, and a partial run
+writes nothing."""
+
+import os
+import subprocess
+import sys
+
+from ..conftest import REPO
+from ..reliability_plugin import keep_marked_sections
+
+CONFTEST = """
+import json, os
+from pathlib import Path
+
+import pytest
+from reliability_plugin import ReliabilityFigures
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(ReliabilityFigures(config, Path(__file__).parent, in_ci=False), "figures-plugin")
+
+
+@pytest.fixture
+def figures(request):
+    def record(**fields):
+        with open(os.environ["NGCBUILD_FIGURES"], "a") as handle:
+            handle.write(json.dumps({"test": request.node.nodeid, **fields}) + "\\n")
+    return record
+"""
+
+TESTS = """
+import pytest
+
+GOOD = [
+    *({"suite": "corpus", "case": f"c{i} (build)", "input": f"c{i}", "clean": True} for i in range(40)),
+    *({"suite": "hostile", "case": f"h{i}", "klass": f"class {i % 6}", "clean": True} for i in range(42)),
+    *({"suite": "fuzz", "case": f"property {i}", "examples": 10, "accepted": 5, "clean_errors": 5} for i in range(3)),
+    {"suite": "secrets", "case": "the image", "found": 0},
+]
+
+
+@pytest.mark.reliability
+def test_a_fault(figures):
+    figures(suite="fault", case="a fault", clean=CLEAN, leftovers=0)
+
+
+@pytest.mark.reliability
+def test_the_rest(figures):
+    for record in GOOD:
+        figures(**record)
+
+
+def test_not_a_figure():
+    pass
+"""
+
+OTHERS = "<!-- mutants:dev:begin -->\n## Mutants\n\n| kept | 1 |\n<!-- mutants:dev:end -->"
+
+
+def _project(tmp_path, clean: bool):
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    reliability: a figure\n")
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_figures.py").write_text(TESTS.replace("CLEAN", str(clean)))
+    (tmp_path / "RELIABILITY.md").write_text(f"# old figures\n\n{OTHERS}\n\nold text\n")
+    return tmp_path
+
+
+def _pytest(project, *args) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if key != "NGCBUILD_FIGURES"}  # ours, not theirs
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "tests"), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args], cwd=project,
+                          env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+
+
+def test_a_whole_run_writes_the_figures_and_keeps_the_sections_of_others(tmp_path):
+    project = _project(tmp_path, clean=True)
+    result = _pytest(project, "tests")
+    report = (project / "RELIABILITY.md").read_text()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "wrote RELIABILITY.md: 40 broken inputs (40 runs), 42 hostile inputs, 1 faults" in result.stdout
+    assert "All figures are as they must be" in report and "| a fault | yes | 0 |" in report
+    assert "Written by the whole test run (`invoke test`)" in report
+    assert "| tests passed / failed / skipped | 2 / 0 / 0 |" in report  # the reliability tests only
+    assert OTHERS in report and "old text" not in report
+    assert (project / "build" / "reliability" / "figures.jsonl").read_text().count("\n") == 1 + 40 + 42 + 3 + 1
+
+
+def test_a_figure_not_as_it_must_be_fails_the_run_that_passed(tmp_path):
+    project = _project(tmp_path, clean=False)
+    result = _pytest(project, "tests")
+    report = (project / "RELIABILITY.md").read_text()
+    assert "3 passed" in result.stdout
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "SOME FIGURES ARE NOT AS THEY MUST BE" in result.stdout
+    assert "SOME FIGURES ARE WRONG" in report and "| a fault | **no** | 0 |" in report
+    assert OTHERS in report
+
+
+def test_a_partial_run_writes_nothing_and_says_why(tmp_path):
+    project = _project(tmp_path, clean=False)
+    before = (project / "RELIABILITY.md").read_text()
+    for args, why in ((["tests", "-k", "a_fault"], "1 reliability test(s) were deselected"),
+                      (["tests/test_figures.py"], "only part of tests/ was collected")):
+        result = _pytest(project, *args)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert f"RELIABILITY.md not written: {why}" in result.stdout
+        assert (project / "RELIABILITY.md").read_text() == before
+
+
+def test_sections_of_others_are_kept_verbatim_and_in_order():
+    old = "# figures\n<!-- a:begin -->\nA\n<!-- a:end -->\ntext\n<!-- b:x:begin -->B <!-- b:x:end -->\n"
+    assert keep_marked_sections(old, "new\n") == ("new\n\n<!-- a:begin -->\nA\n<!-- a:end -->\n\n"
+                                                 "<!-- b:x:begin -->B <!-- b:x:end -->\n")
+    assert keep_marked_sections("no sections", "new\n") == "new\n"
+    already = "new\n<!-- a:begin -->\nA\n<!-- a:end -->\n"
+    assert keep_marked_sections(old, already).count("<!-- a:begin -->") == 1
