@@ -104,8 +104,9 @@ class ReliabilityFigures:
             if self.marked and self.owned:
                 self.verdict = (f"{REPORT} not written: {why_not}", True)
             return
-        from ngcbuild.core.outputs import write_text
         from dev.reliability import render, summarize
+
+        from ngcbuild.core.outputs import write_text
 
         records = read_records(self.records)
         counts = {name: sum(o == name for o in self.outcomes.values()) for name in ("passed", "failed", "skipped")}

@@ -70,7 +70,7 @@ def _project(tmp_path, clean: bool):
 
 def _pytest(project, *args) -> subprocess.CompletedProcess:
     env = {key: value for key, value in os.environ.items() if key != "NGCBUILD_FIGURES"}  # ours, not theirs
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "tests"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "tests"), str(REPO), env.get("PYTHONPATH", "")])  # dev.reliability
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args], cwd=project,
                           env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
