@@ -88,9 +88,9 @@ def image_config():
 
 @pytest.fixture(scope="session")
 def installed():
-    """Distributions a plain interpreter of the image sees (without the mounted pytest)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    output = run([sys.executable, str(Path(__file__).with_name("list_distributions.py"))], check=True, env=env)
+    """Distributions a plain interpreter of the image sees, with the image's environment as it is (the
+    mounted pytest is on this process's sys.path only, never in the environment)."""
+    output = run([sys.executable, str(Path(__file__).with_name("list_distributions.py"))], check=True)
     return json.loads(output.stdout)
 
 

@@ -84,3 +84,23 @@ def test_each_distribution_is_installed_once():
     """A second copy (conda's and pip's of the same package) leaves pip and imports disagreeing."""
     duplicated = dict((name, sorted(paths)) for name, paths in _distributions().items() if len(paths) > 1)
     assert not duplicated, "installed more than once: %s" % duplicated
+
+
+@pytest.mark.image
+def test_workspace_holds_the_rendered_files(expected):
+    """/workspace holds the license and README the manifest renders, each as rendered."""
+    import hashlib
+
+    wanted = expected.get("workspace", {})
+    if not wanted:
+        pytest.skip("the manifest of %s puts no files under /workspace" % expected["release"])
+    wrong = {}
+    for name, digest in sorted(wanted.items()):
+        path = os.path.join(expected["workdir"], name)
+        if not os.path.isfile(path):
+            wrong[path] = "missing"
+            continue
+        with open(path, "rb") as handle:
+            if hashlib.sha256(handle.read()).hexdigest() != digest:
+                wrong[path] = "not the rendered text"
+    assert not wrong, "/workspace: %s" % wrong
