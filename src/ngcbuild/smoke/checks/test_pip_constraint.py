@@ -23,11 +23,15 @@ def _constraint_file(expected):
 
 def test_constraint_file_equals_the_installed_distributions(expected, installed):
     path = _constraint_file(expected)
+    assert path.is_file(), f"{path} is missing: pip installs in the image are not held to the environment"
     pins = {}
     for line in path.read_text().splitlines():
         name, _, version = line.partition("==")
         pins[canonicalize_name(name)] = version
-    assert pins == {canonicalize_name(n): v for n, v in installed.items()}
+    have = {canonicalize_name(n): v for n, v in installed.items()}
+    wrong = {name: (pins.get(name), have.get(name)) for name in sorted(set(pins) | set(have))
+             if pins.get(name) != have.get(name)}
+    assert not wrong, f"{path} pin -> installed (None: absent): {wrong}"
 
 
 def test_pip_constraint_env_points_at_the_file(expected):

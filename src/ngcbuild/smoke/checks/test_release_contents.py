@@ -26,8 +26,11 @@ def test_start_up_text_is_printed_once(expected):
     """The image's snippets replace the base image's: a base's own license text must not print too."""
     out = _entrypoint_output(expected)
     wanted = sum(LICENSE_LINE in line for line in expected["banner"])
-    assert out.count(LICENSE_LINE) == wanted, out
-    assert out.count("== PyTorch ==") == 1, out
+    assert out.count(LICENSE_LINE) == wanted, \
+        "the license line is printed %d times, the manifest's banner has it %d times:\n%s" % (
+            out.count(LICENSE_LINE), wanted, out)
+    assert out.count("== PyTorch ==") == 1, \
+        "the banner is printed %d times at start-up (once expected):\n%s" % (out.count("== PyTorch =="), out)
 
 
 def _torch_with(expected):

@@ -9,6 +9,7 @@ import ctypes
 import importlib
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import List
@@ -184,6 +185,11 @@ def _cuda_home(expected):
 def test_nvcc_is_on_path_in_cuda_home_and_matches_cuda(expected, figure):
     home = _cuda_home(expected)
     assert os.environ.get("CUDA_HOME") == str(home), f"CUDA_HOME is {os.environ.get('CUDA_HOME')!r}, not {home}"
+    nvcc = shutil.which("nvcc")
+    assert nvcc, (f"nvcc is not on PATH ({os.environ.get('PATH')}); "
+                  f"{home / 'bin' / 'nvcc'} {'exists' if (home / 'bin' / 'nvcc').exists() else 'does not exist'}")
+    assert os.path.realpath(nvcc) == os.path.realpath(str(home / "bin" / "nvcc")), \
+        f"the nvcc on PATH is {nvcc}, not CUDA_HOME's {home / 'bin' / 'nvcc'}"
     out = run(["nvcc", "--version"], timeout=60, check=True).stdout
     release = re.search(r"release ([0-9]+\.[0-9]+)", out)
     figure(out.strip().splitlines()[-1])
@@ -225,11 +231,14 @@ def cuda_extension(expected, tmp_path_factory):
     try:
         return load_inline(name="ngcbuild_add_one", cpp_sources=BINDING, cuda_sources=KERNEL, functions=["add_one"],
                            build_directory=str(build), verbose=False)
-    except Exception as exc:  # torch's own error names no cause: say what the image lacked
+    except Exception as exc:  # torch's own error may name no cause: say what the image had
         arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
+        text = str(exc).strip()
+        # The compiler's error lines first (the summary shows the first line), then the whole output.
+        errors = [line.strip() for line in text.splitlines() if "error" in line.lower()][:3]
         pytest.fail(f"torch.utils.cpp_extension.load_inline of a one-kernel CUDA extension failed "
                     f"(TORCH_CUDA_ARCH_LIST={arch!r}, CUDA_HOME={os.environ.get('CUDA_HOME')!r}): "
-                    f"{type(exc).__name__}: {str(exc).strip()[-1500:]}", pytrace=False)
+                    f"{type(exc).__name__}: {' | '.join(errors) or text[:300]}\n{text[-1500:]}", pytrace=False)
 
 
 @pytest.mark.image
@@ -253,4 +262,5 @@ def test_the_cuda_extension_runs_on_the_gpu(gpu, cuda_extension):
 def test_pip_check_passes():
     out = run([sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
                          timeout=300)
-    assert out.returncode == 0, f"pip check:\n{out.stdout}{out.stderr}"
+    found = " ".join((out.stdout + out.stderr).split())
+    assert out.returncode == 0, f"pip check fails: {found[:1500]}"
