@@ -96,6 +96,36 @@ def dev_build(engine, marker_ca, registry_secret):
 
 
 @pytest.fixture(scope="session")
+def cuda_dev_build(engine):
+    """`invoke build --release cuda-dev --force`, once for the session (test_cuda_dev.py proves the build
+    and its smoke run, test_mutants.py plants defects in it); the multi-GB image, its tags and the
+    dangling builder layers it left are removed when the session ends."""
+    # --force: the build itself is proven here (reuse by context hash is proven with dev)
+    result = run_invoke("build", "--release", "cuda-dev", "--force", timeout=5400)
+    try:
+        assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        record = json.loads((REPO / "build" / "cuda-dev" / "record.json").read_text())
+        yield {"build": result, "record": record}
+    finally:
+        _remove_cuda_dev_images(engine)
+
+
+def _remove_cuda_dev_images(engine):
+    import docker
+
+    # the release's images, and its stage images under the layer cache's tags (pytorch-cache:cuda-dev-*)
+    for repository in ("nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/pytorch-cache"):
+        for image in engine.images(name=repository):
+            if any(tag.startswith(f"{repository}:cuda-dev-") for tag in image.get("RepoTags") or []):
+                try:
+                    engine.remove_image(image["Id"], force=True)
+                except docker.errors.APIError:
+                    pass
+    # The builder stage's layers (gigabytes of wheels unpacked) stay as dangling images.
+    engine.prune_images(filters={"dangling": True})
+
+
+@pytest.fixture(scope="session")
 def dev_smoke(dev_build):
     result = run_invoke("smoke", "--release", "dev")
     assert result.returncode == 0, f"smoke failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"

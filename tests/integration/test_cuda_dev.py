@@ -6,7 +6,6 @@ The image is multi-GB: the module removes it, its tags and the dangling builder 
 import json
 import xml.etree.ElementTree as ET
 
-import docker
 import pytest
 
 from ..conftest import REPO
@@ -17,29 +16,10 @@ OUT = REPO / "build" / "cuda-dev"
 
 
 @pytest.fixture(scope="module")
-def cuda_dev(engine):
-    # --force: this module proves the build itself (reuse by context hash is proven with dev)
-    result = run_invoke("build", "--release", "cuda-dev", "--force", timeout=5400)
-    try:
-        assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-        record = json.loads((OUT / "record.json").read_text())
-        smoke = run_invoke("smoke", "--release", "cuda-dev", timeout=1800)
-        yield {"build": result, "record": record, "smoke": smoke}
-    finally:
-        _remove_images(engine)
-
-
-def _remove_images(engine):
-    # the release's images, and its stage images under the layer cache's tags (pytorch-cache:cuda-dev-*)
-    for repository in ("nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/pytorch-cache"):
-        for image in engine.images(name=repository):
-            if any(tag.startswith(f"{repository}:cuda-dev-") for tag in image.get("RepoTags") or []):
-                try:
-                    engine.remove_image(image["Id"], force=True)
-                except docker.errors.APIError:
-                    pass
-    # The builder stage's layers (gigabytes of wheels unpacked) stay as dangling images.
-    engine.prune_images(filters={"dangling": True})
+def cuda_dev(cuda_dev_build):
+    # The build (and the removal of its images) is the session's: test_mutants.py uses it too.
+    smoke = run_invoke("smoke", "--release", "cuda-dev", timeout=1800)
+    return {**cuda_dev_build, "smoke": smoke}
 
 
 def _cases(junit: str) -> dict:

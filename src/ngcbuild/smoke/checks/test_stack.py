@@ -153,6 +153,7 @@ def _shared_objects(directory: Path):
 
 
 @pytest.mark.image
+@pytest.mark.slow
 def test_no_library_of_the_stack_has_an_unresolved_dependency(figure):
     stack = _stack()
     roots = {Path(importlib.import_module(entry["module"]).__file__).parent
@@ -242,6 +243,7 @@ def cuda_extension(expected, tmp_path_factory):
 
 
 @pytest.mark.image
+@pytest.mark.slow
 def test_nvcc_builds_a_cuda_extension(cuda_extension, figure):
     library = Path(cuda_extension.__file__)
     out = run(["ldd", str(library)], timeout=60).stdout
@@ -251,6 +253,7 @@ def test_nvcc_builds_a_cuda_extension(cuda_extension, figure):
 
 
 @pytest.mark.image
+@pytest.mark.slow
 def test_the_cuda_extension_runs_on_the_gpu(gpu, cuda_extension):
     import torch
 
