@@ -73,17 +73,18 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
                      baseline=baseline, threshold=threshold)
 
 
-def mutate(release: str, image=None, engine=None) -> dict:
+def mutate(release: str, image=None, jobs=None, engine=None) -> dict:
     from ngcbuild.core.names import check_release_name
     from ngcbuild.core.references import image_ref
 
     check_release_name(release)
     if image is not None:
         image = str(image_ref(image, "--image"))
+    jobs = _whole_number(jobs, "--jobs", default=2, least=1)
     _select_engine(engine)
     from ngcbuild.smoke.mutate import run_mutate
 
-    return run_mutate(project(), release, image=image, out=sys.stdout)
+    return run_mutate(project(), release, image=image, jobs=jobs, out=sys.stdout)
 
 
 def _fraction(value) -> float:

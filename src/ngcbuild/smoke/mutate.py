@@ -15,7 +15,9 @@ import json
 import os
 import re
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -42,6 +44,8 @@ BUILD_TIMEOUT_S = 600
 # checks up to it. Without a GPU the GPU checks can only skip: they are left out of the run.
 SUITE_ARGS = ["-x"]
 NO_GPU_ARGS = [f"--ignore-glob={MOUNT}/smoke/test_gpu*.py"]
+# Mutants run side by side, each in its own container: a suite run is mostly one busy process.
+DEFAULT_JOBS = 2
 
 
 @dataclass
@@ -57,7 +61,8 @@ class Outcome:
     smoke_s: float
 
 
-def run_mutate(project: Project, name: str, image: str | None = None, out=sys.stdout) -> dict:
+def run_mutate(project: Project, name: str, image: str | None = None, jobs: int = DEFAULT_JOBS,
+               out=sys.stdout) -> dict:
     say = printer(out)
     loaded = load_release(project, name)
     directory = project.out(name)
@@ -78,22 +83,35 @@ def run_mutate(project: Project, name: str, image: str | None = None, out=sys.st
         raise UserError(f"image {ref} not found; run `invoke build --release {name}` first") from None
     args = SUITE_ARGS + ([] if gpu_visible(client) else NO_GPU_ARGS)
     run_id = f"{name}-{os.getpid()}-{int(time.time())}"
-    say(f"mutate: {len(chosen)} planted defects in {name} ({ref[:19]}); label {catalogue.LABEL}={run_id}")
+    say(f"mutate: {len(chosen)} planted defects in {name} ({ref[:19]}), {jobs} at a time; "
+        f"label {catalogue.LABEL}={run_id}")
     started = time.monotonic()
-    outcomes: list[Outcome] = []
+    clients = threading.local()
+
+    def attempt(mutant: catalogue.Mutant) -> Outcome:
+        if not hasattr(clients, "client"):  # one connection per worker thread
+            clients.client = connect()
+        return _try(clients.client, mutant, ref, run_id, expected, facts, loaded.release.python.version,
+                    project.build, args)
+
+    outcomes: dict[str, Outcome] = {}
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mutant")
     try:
-        for index, mutant in enumerate(chosen, 1):
-            outcome = _try(client, mutant, ref, run_id, expected, facts, loaded.release.python.version,
-                           project.build, args)
-            outcomes.append(outcome)
+        futures = {pool.submit(attempt, mutant): mutant for mutant in chosen}
+        for future in as_completed(futures):
+            outcome = future.result()
+            outcomes[outcome.id] = outcome
             verdict = ("killed" if outcome.as_expected else "KILLED OTHERWISE") if outcome.killed else "SURVIVED"
-            say(f"[{index}/{len(chosen)}] {mutant.id}: {verdict} by {outcome.killed_by or 'no check'} "
+            say(f"[{len(outcomes)}/{len(chosen)}] {outcome.id}: {verdict} by {outcome.killed_by or 'no check'} "
                 f"(build {outcome.build_s:.1f}s, suite {outcome.smoke_s:.1f}s): {outcome.message[:160]}")
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: the running ones end, the rest never start
         removed = remove_mutant_images(client, run_id)
         say(f"mutate: removed {removed} image(s) labelled {catalogue.LABEL}={run_id}")
+    outcomes = [outcomes[m.id] for m in chosen]  # the catalogue's order
     seconds = round(time.monotonic() - started, 1)
     result = {"release": name, "image": client.inspect_image(ref)["Id"], "at": utc_timestamp(), "seconds": seconds,
+              "jobs": jobs,
               "run_id": run_id, "mutants": [asdict(o) for o in outcomes],
               "killed": sum(o.killed for o in outcomes), "total": len(outcomes),
               "not_applicable": sorted(m.id for m in catalogue.load_catalogue() if not m.applies(facts))}
