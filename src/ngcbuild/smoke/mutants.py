@@ -43,7 +43,9 @@ class Mutant(BaseModel):
     requires: list[str] = Field(default_factory=list)
     dockerfile: list[str] = Field(default_factory=list)
     expect: list[Change] = Field(default_factory=list)
-    killed_by: str
+    # The check that must fail first: one, or one per kind of release where a release's own check
+    # sees the defect earlier (torch built for another CUDA: torchvision's ops, where torchvision is in)
+    killed_by: str | list[str]
     # Fragments the killing check's message must contain (case-insensitive): it names the defect.
     names: list[str] = Field(default_factory=list)
 
@@ -56,8 +58,9 @@ class Mutant(BaseModel):
         lines += [fill(line, facts) for line in self.dockerfile]
         return "\n".join(lines) + "\n"
 
-    def killer(self, facts: dict[str, str]) -> str:
-        return fill(self.killed_by, facts)
+    def killers(self, facts: dict[str, str]) -> list[str]:
+        wanted = [self.killed_by] if isinstance(self.killed_by, str) else self.killed_by
+        return [fill(name, facts) for name in wanted]
 
 
 def load_catalogue(path: Path = CATALOGUE) -> list[Mutant]:
@@ -80,7 +83,8 @@ def load_catalogue(path: Path = CATALOGUE) -> list[Mutant]:
             raise ManifestError(path, f"{index}.id", f"{mutant.id!r} is used twice; expected unique ids")
         if not mutant.dockerfile and not mutant.expect:
             raise ManifestError(path, f"{index}", "expected dockerfile lines or expect changes (or both)")
-        used = PLACEHOLDER.findall(" ".join([*mutant.dockerfile, *mutant.names, mutant.killed_by]))
+        killers = [mutant.killed_by] if isinstance(mutant.killed_by, str) else mutant.killed_by
+        used = PLACEHOLDER.findall(" ".join([*mutant.dockerfile, *mutant.names, *killers]))
         unknown = sorted({*mutant.requires, *used} - set(FACTS))
         if unknown:
             raise ManifestError(path, f"{index}.requires", f"unknown facts {unknown}; expected some of {sorted(FACTS)}")

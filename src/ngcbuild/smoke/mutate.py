@@ -75,7 +75,8 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
             "rebuild to plant defects in the current image")
     expected = json.loads(rendered.files["expected.json"])
     facts = catalogue.facts_of(catalogue.Release(expected, library_distributions(loaded, Catalog.load(project))))
-    chosen = [m for m in catalogue.load_catalogue() if m.applies(facts)]
+    every = catalogue.load_catalogue()
+    chosen = [m for m in every if m.applies(facts)]
     client = connect()
     try:
         client.inspect_image(ref)
@@ -114,7 +115,7 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
               "jobs": jobs,
               "run_id": run_id, "mutants": [asdict(o) for o in outcomes],
               "killed": sum(o.killed for o in outcomes), "total": len(outcomes),
-              "not_applicable": sorted(m.id for m in catalogue.load_catalogue() if not m.applies(facts))}
+              "not_applicable": sorted(m.id for m in every if not m.applies(facts))}
     with release_lock(directory):
         path = replace_text(directory / RESULTS, json.dumps(result, indent=2, sort_keys=True) + "\n")
     reliability = write_section(project.root / RELIABILITY, name, result)
@@ -144,7 +145,7 @@ def library_distributions(loaded, catalog: Catalog) -> dict[str, str]:
 
 def _try(client, mutant: catalogue.Mutant, base: str, run_id: str, expected: dict, facts: dict[str, str],
          python: str, build_dir: Path, args: list[str]) -> Outcome:
-    killer = mutant.killer(facts)
+    killers = mutant.killers(facts)
     started = time.monotonic()
     ref = build_mutant(client, mutant.dockerfile_text(base, run_id, facts), run_id) if mutant.dockerfile else base
     built = time.monotonic()
@@ -162,8 +163,8 @@ def _try(client, mutant: catalogue.Mutant, base: str, run_id: str, expected: dic
             killed_by, message = (failed.check, failed.detail) if failed else (None, "every check passed")
     names = [catalogue.fill(fragment, facts) for fragment in mutant.names]
     named = all(fragment.lower() in message.lower() for fragment in names)
-    return Outcome(mutant.id, mutant.description, killer, killed_by is not None, killed_by, message,
-                   killed_by == killer and named, round(built - started, 1), round(time.monotonic() - built, 1))
+    return Outcome(mutant.id, mutant.description, " or ".join(killers), killed_by is not None, killed_by, message,
+                   killed_by in killers and named, round(built - started, 1), round(time.monotonic() - built, 1))
 
 
 def build_mutant(client, dockerfile: str, run_id: str) -> str:

@@ -216,7 +216,10 @@ torch::Tensor add_one(torch::Tensor x) {
   add_one_launch(y.data_ptr<float>(), (int) y.numel());
   return y;
 }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("add_one", &add_one); }
 """
+# A compiler's diagnostic line ("file:3:10: fatal error: cuda_runtime.h: No such file or directory").
+_DIAGNOSTIC = re.compile(r"\b(fatal )?error\b\s*:", re.I)
 
 
 @pytest.fixture(scope="session")
@@ -224,22 +227,29 @@ def cuda_extension(expected, tmp_path_factory):
     """A CUDA extension compiled with nvcc and linked by torch.utils.cpp_extension (no GPU needed), as a
     user's `docker build` extending the image would: with the image's environment as it is. Where no
     GPU is visible, torch reads the architectures from the image's TORCH_CUDA_ARCH_LIST; an image
-    without it fails here as it would for the user (torch asks the absent device)."""
+    without it fails here as it would for the user (torch asks the absent device).
+
+    Built with cpp_extension.load from a binding (.cpp) and a kernel (.cu) that includes only the CUDA
+    runtime: the same path as load_inline (which prepends torch's headers to the kernel's source, that
+    nvcc then parses once per architecture of the list: minutes on two cores for the same proof)."""
     _cuda_home(expected)
-    from torch.utils.cpp_extension import load_inline
+    from torch.utils.cpp_extension import load
 
     build = tmp_path_factory.mktemp("cuda_extension")
+    (build / "binding.cpp").write_text(BINDING)
+    (build / "kernel.cu").write_text(KERNEL)
     try:
-        return load_inline(name="ngcbuild_add_one", cpp_sources=BINDING, cuda_sources=KERNEL, functions=["add_one"],
-                           build_directory=str(build), verbose=False)
+        return load(name="ngcbuild_add_one", sources=[str(build / "binding.cpp"), str(build / "kernel.cu")],
+                    build_directory=str(build), verbose=False)
     except Exception as exc:  # torch's own error may name no cause: say what the image had
         arch = os.environ.get("TORCH_CUDA_ARCH_LIST")
         text = str(exc).strip()
-        # The compiler's error lines first (the summary shows the first line), then the whole output.
-        errors = [line.strip() for line in text.splitlines() if "error" in line.lower()][:3]
-        pytest.fail(f"torch.utils.cpp_extension.load_inline of a one-kernel CUDA extension failed "
+        # The compiler's diagnostics first (the summary shows the first line), then the whole output.
+        found = [line.strip()[-200:] for line in text.splitlines() if _DIAGNOSTIC.search(line)][:3]
+        cause = " | ".join(found) or (text.splitlines() or [""])[0][:300]
+        pytest.fail(f"building a one-kernel CUDA extension with torch.utils.cpp_extension failed "
                     f"(TORCH_CUDA_ARCH_LIST={arch!r}, CUDA_HOME={os.environ.get('CUDA_HOME')!r}): "
-                    f"{type(exc).__name__}: {' | '.join(errors) or text[:300]}\n{text[-1500:]}", pytrace=False)
+                    f"{type(exc).__name__}: {cause}\n{text[-1500:]}", pytrace=False)
 
 
 @pytest.mark.image
