@@ -289,6 +289,13 @@ def cases() -> list[HostileCase]:
     add(HostileCase("smoke-python-missing", "arguments",
                     ("smoke", "--host", "--expect-from-env", "--python", "/nonexistent/python"), dev,
                     after=nothing_built))
+    add(HostileCase("mutate-jobs-zero", "arguments", ("mutate", "--release", "dev", "--jobs", "0"), dev,
+                    after=nothing_built, mentions=("--jobs",)))
+    add(HostileCase("mutate-image-credentials", "arguments",
+                    ("mutate", "--release", "dev", "--image", f"user:{SECRET}@localhost:5000/x:y"), dev,
+                    after=nothing_built, absent=(SECRET,), mentions=("--image",)))
+    add(HostileCase("mutate-release-traversal", "arguments", ("mutate", "--release", "../dev"), dev,
+                    after=nothing_built, mentions=("--release",)))
     add(HostileCase("build-wheelhouse-file", "arguments",
                     ("build", "--release", "dev", "--wheelhouse", "manifests/dev.yaml"), dev, after=nothing_built))
     add(HostileCase("build-wheelhouse-missing", "arguments",

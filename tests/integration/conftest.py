@@ -136,6 +136,23 @@ def dev_build(engine, marker_ca, registry_secret):
 
 
 @pytest.fixture(scope="session")
+def cuda_dev_build(engine):
+    """`invoke build --release cuda-dev --force`, once for the session (test_cuda_dev.py proves the build
+    and its smoke run, test_mutants.py plants defects in it); at the end the `cuda-dev` tags go back where
+    they were and the images the build made that no tag holds (the multi-GB image, its builder layers)
+    are removed, nothing else."""
+    kept = KeptTags(engine, "cuda-dev")
+    try:
+        # --force: the build itself is proven here (reuse by context hash is proven with dev)
+        result = run_invoke("build", "--release", "cuda-dev", "--force", timeout=5400)
+        assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        record = json.loads((REPO / "build" / "cuda-dev" / "record.json").read_text())
+        yield {"build": result, "record": record}
+    finally:
+        kept.restore()
+
+
+@pytest.fixture(scope="session")
 def dev_smoke(dev_build):
     result = run_invoke("smoke", "--release", "dev")
     assert result.returncode == 0, f"smoke failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"

@@ -1,8 +1,8 @@
 """`cuda-dev` for real: NVIDIA's CUDA stack from PyPI's wheels built into an image on every CI run, and
 its stack checks (versions, linker cache, ldd, nvcc building an extension) passing with no GPU.
 
-The image is multi-GB: the module puts the `cuda-dev` tags back where they were and removes the images it
-made that no tag holds any more (KeptTags), nothing else."""
+The image is multi-GB and the session's (cuda_dev_build in conftest.py, shared with test_mutants.py): at the
+end the `cuda-dev` tags go back where they were and the images made that no tag holds are removed (KeptTags)."""
 
 import json
 import xml.etree.ElementTree as ET
@@ -10,24 +10,17 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ..conftest import REPO
-from .conftest import KeptTags, run_invoke
+from .conftest import run_invoke
 
 pytestmark = pytest.mark.engine
 OUT = REPO / "build" / "cuda-dev"
 
 
 @pytest.fixture(scope="module")
-def cuda_dev(engine):
-    kept = KeptTags(engine, "cuda-dev")
-    try:
-        # --force: this module proves the build itself (reuse by context hash is proven with dev)
-        result = run_invoke("build", "--release", "cuda-dev", "--force", timeout=5400)
-        assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-        record = json.loads((OUT / "record.json").read_text())
-        smoke = run_invoke("smoke", "--release", "cuda-dev", timeout=1800)
-        yield {"build": result, "record": record, "smoke": smoke}
-    finally:
-        kept.restore()
+def cuda_dev(cuda_dev_build):
+    # The build (and the removal of its images) is the session's: test_mutants.py uses it too.
+    smoke = run_invoke("smoke", "--release", "cuda-dev", timeout=1800)
+    return {**cuda_dev_build, "smoke": smoke}
 
 
 def _cases(junit: str) -> dict:

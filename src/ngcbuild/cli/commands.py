@@ -66,6 +66,20 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
                      baseline=baseline, threshold=threshold)
 
 
+def mutate(release: str, image=None, jobs=None, engine=None) -> dict:
+    from ngcbuild.core.names import check_release_name
+    from ngcbuild.core.references import image_ref
+
+    check_release_name(release)
+    if image is not None:
+        image = str(image_ref(image, "--image"))
+    jobs = whole_number(jobs, "--jobs", default=2, least=1)
+    _select_engine(engine)
+    from ngcbuild.smoke.mutate import run_mutate
+
+    return run_mutate(project(), release, image=image, jobs=jobs, out=sys.stdout)
+
+
 def _fraction(value) -> float:
     """--threshold: a number strictly between 0 and 1."""
     try:

@@ -61,6 +61,17 @@ def smoke(c, release=None, require_gpu=False, image=None, perf=False, baseline=N
               host=host, expect_from_env=expect_from_env, python=python, engine=engine)
 
 
+@command(help={
+    "release": "release name (manifests/R.yaml)",
+    "image": "image to plant the defects in (default: the one in build/R/record.json)",
+    "jobs": "mutants tested side by side, each in its own container (default 2)",
+    "engine": ENGINE_HELP,
+})
+def mutate(c, release, image=None, jobs=None, engine=None):
+    """Plant each defect of the catalogue in R's image, run the smoke suite on it; exit 1 on a survivor."""
+    commands.mutate(release, image=image, jobs=jobs, engine=engine)
+
+
 @command(help={"release": "release name", "registry": "registry HOST[:PORT] to push to",
                "cache": "also push the layer cache (every stage's image, under <repository>-cache) for --cache-from",
                "engine": ENGINE_HELP})

@@ -82,3 +82,21 @@ def write_bytes(path: Path, data: bytes) -> Path:
 
 def write_text(path: Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
+
+
+def replace_text(path: Path, text: str) -> Path:
+    """Write `path` whole or not at all: a temporary file beside it, renamed over it (a reader, or a
+    Ctrl-C, never sees half of it)."""
+    import tempfile
+
+    with storing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return path

@@ -397,6 +397,13 @@ class Release(Strict):
                     raise PydanticCustomError(
                         "ngcbuild_missing", "required in a buildable release (pip, apt, source or base)",
                         {"key": f"components.{name}.install"})
+            cuda = self.components.get("cuda")
+            if cuda is not None and cuda.install != "none" and not self.gpu.cuda_arch_list:
+                # The image sets TORCH_CUDA_ARCH_LIST from it: without it, building a CUDA extension
+                # where no GPU is visible (a `docker build` extending the image) fails in torch.
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "required in a buildable release with a CUDA stack: the "
+                    "TORCH_CUDA_ARCH_LIST of its image, e.g. '7.5 8.0 9.0+PTX'", {"key": "gpu.cuda_arch_list"})
         return self
 
     @property

@@ -5,6 +5,7 @@ they compute nothing.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from packaging.utils import canonicalize_name
@@ -122,6 +123,9 @@ class ImagePlan:
             "labels": self.labels,
             "banner": list(self.banner),
             "workdir": "/workspace",
+            # Each file the image puts under /workspace, by the sha256 of its text.
+            "workspace": {name: hashlib.sha256(text.encode()).hexdigest()
+                          for name, text in sorted(self.workspace_files.items())},
             "entrypoint": "/opt/nvidia/nvidia_entrypoint.sh",
             "gpu": {
                 "required": release.gpu.required,

@@ -165,6 +165,17 @@ def _baseline_perf(client, ref: str, expected_json: bytes, gpu: bool, build_dir:
     return measured
 
 
+def run_suite(client, ref: str, expected_json: bytes, python: str, build_dir: Path, args: list[str], out):
+    """The suite in a container of `ref`, no record and no GPU (as `ngcbuild mutate` runs it against a
+    mutant): (exit status, the JUnit rows or None where none was written). `args` follow suite_args()."""
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-suite-") as tmp:
+        tmp = Path(tmp)
+        stage_suite(tmp, expected_json, client.inspect_image(ref)["Config"], python, build_dir)
+        exit_code = _run_container(client, ref, tmp, False, [*suite_args(), *args], out)
+        junit = tmp / "out" / JUNIT
+        return exit_code, rows_from_junit(junit) if junit.is_file() else None
+
+
 def collect_in_image(client, ref: str, expected_json: bytes, python: str, build_dir: Path) -> list[str]:
     """The checks pytest collects inside the image, staged as `run_smoke` stages them (with --perf,
     so every check counts); proof that the suite starts there, without running a check."""

@@ -32,6 +32,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "perf: performance smoke, runs only with --perf")
+    config.addinivalue_line("markers", "slow: an expensive check (seconds to minutes): runs after the others")
     config.addinivalue_line("markers", "image: checks the image itself (env, labels, pins); not in host mode")
     config.addinivalue_line("markers", "component(name): applies when the manifest's image carries `name`")
     config.addinivalue_line("markers", "torch_api(name): applies when the manifest's PyTorch has that API")
@@ -40,6 +41,10 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    # The expensive checks (marked slow: an ldd of every library, compiling an extension) run last, so
+    # that a run stopped at its first failure (-x, as `ngcbuild mutate` runs it) reports a cheap
+    # check's failure without paying for them. Every check still runs in a full run.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
     # Without --perf the performance smoke is not part of the run at all (not a skip to count).
     if config.getoption("--perf"):
         return
@@ -88,9 +93,9 @@ def image_config():
 
 @pytest.fixture(scope="session")
 def installed():
-    """Distributions a plain interpreter of the image sees (without the mounted pytest)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    output = run([sys.executable, str(Path(__file__).with_name("list_distributions.py"))], check=True, env=env)
+    """Distributions a plain interpreter of the image sees, with the image's environment as it is (the
+    mounted pytest is on this process's sys.path only, never in the environment)."""
+    output = run([sys.executable, str(Path(__file__).with_name("list_distributions.py"))], check=True)
     return json.loads(output.stdout)
 
 

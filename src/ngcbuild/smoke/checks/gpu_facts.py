@@ -275,3 +275,66 @@ def cudnn_string(number: int) -> str:
     if number >= 90000:
         return f"{number // 10000}.{number // 100 % 100}.{number % 100}"
     return f"{number // 1000}.{number // 100 % 10}.{number % 100}"
+
+
+# --- Verdicts of the GPU checks: whether a measured result passes, and why not. Pure (numbers in,
+# a message or None out), so that the host's unit tests feed them a correct and a wrong result.
+
+def amp_verdict(op: str, fmt: str, out_dtype: str, error: float) -> Optional[str]:
+    """An op under autocast(fmt): computed in fmt, and within fmt's tolerance of the fp64 reference."""
+    if out_dtype.replace("torch.", "") != fmt:
+        return f"autocast computed {op} in {out_dtype}, not {fmt}"
+    if not error <= tolerance(fmt):  # NaN fails too
+        return f"{op} under autocast({fmt}) is off by {error:.2e} > {tolerance(fmt):.2e}"
+    return None
+
+
+def grad_scaler_verdict(losses: List[float], scale: float) -> Optional[str]:
+    """Scaled fp16 training steps: finite losses, a live loss scale, and the loss at least halved."""
+    if not all(map(math.isfinite, losses)):
+        return f"non-finite loss: {losses}"
+    if not scale > 0:
+        return "the loss scale collapsed to zero"
+    if not losses[-1] < 0.5 * losses[0]:
+        return f"{len(losses)} scaled fp16 steps did not halve the loss: {losses[0]:.4f} -> {losses[-1]:.4f}"
+    return None
+
+
+def compile_verdict(forward_error: float, grad_error: float) -> Optional[str]:
+    """torch.compile against eager: forward and gradient within COMPILE_TOLERANCE."""
+    if not forward_error <= COMPILE_TOLERANCE:
+        return f"compiled forward differs from eager by {forward_error:.2e}"
+    if not grad_error <= COMPILE_TOLERANCE:
+        return f"compiled backward differs from eager by {grad_error:.2e}"
+    return None
+
+
+def sdpa_verdict(backend: str, error: float) -> Optional[str]:
+    """A fused attention backend (fp16 inputs) against the math backend in fp32."""
+    if not error <= tolerance("float16"):
+        return f"{backend} differs from the math backend by {error:.2e}"
+    return None
+
+
+def fused_adam_verdict(moved: float, error: float) -> Optional[str]:
+    """Apex's FusedAdam against torch.optim.AdamW after the same steps."""
+    if not moved > 0:
+        return "FusedAdam.step() left the parameters unchanged"
+    if not error <= FUSED_ADAM_TOLERANCE:
+        return f"FusedAdam steps differ from torch.optim.AdamW by {error:.2e}"
+    return None
+
+
+def fp8_verdict(error: float) -> Optional[str]:
+    """An FP8 GEMM (te.Linear under FP8 autocast) against float64: within FP8_GEMM_TOLERANCE, and not
+    so accurate that it cannot have run in FP8 (a silent fallback to bf16)."""
+    if not error <= FP8_GEMM_TOLERANCE:
+        return f"te.Linear in FP8 is off by {error:.2e}: is a scaling factor wrong?"
+    if not error > 4 * UNIT_ROUNDOFF["bfloat16"]:
+        return f"error {error:.1e} is too small for FP8: did the GEMM run in FP8?"
+    return None
+
+
+# Three fp32 Adam steps, fused or not, differ by a few fp32 roundoffs (the update's order of operations).
+FUSED_ADAM_TOLERANCE = 1e-5
+

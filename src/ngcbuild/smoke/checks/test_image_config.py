@@ -30,6 +30,8 @@ def test_image_labels_are_the_rendered_ones(expected, image_config):
 
 
 def test_workdir_and_entrypoint(expected, image_config):
-    assert image_config["WorkingDir"] == expected["workdir"]
-    assert image_config["Entrypoint"] == [expected["entrypoint"]]
-    assert os.getcwd() == expected["workdir"]
+    assert image_config["WorkingDir"] == expected["workdir"], \
+        f"the image's WorkingDir is {image_config['WorkingDir']!r}, the manifest's is {expected['workdir']!r}"
+    assert image_config["Entrypoint"] == [expected["entrypoint"]], \
+        f"the image's Entrypoint is {image_config['Entrypoint']!r}, expected [{expected['entrypoint']!r}]"
+    assert os.getcwd() == expected["workdir"], f"the suite started in {os.getcwd()}, not in {expected['workdir']}"

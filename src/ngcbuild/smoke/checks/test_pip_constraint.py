@@ -23,11 +23,15 @@ def _constraint_file(expected):
 
 def test_constraint_file_equals_the_installed_distributions(expected, installed):
     path = _constraint_file(expected)
+    assert path.is_file(), f"{path} is missing: pip installs in the image are not held to the environment"
     pins = {}
     for line in path.read_text().splitlines():
         name, _, version = line.partition("==")
         pins[canonicalize_name(name)] = version
-    assert pins == {canonicalize_name(n): v for n, v in installed.items()}
+    have = {canonicalize_name(n): v for n, v in installed.items()}
+    wrong = {name: (pins.get(name), have.get(name)) for name in sorted(set(pins) | set(have))
+             if pins.get(name) != have.get(name)}
+    assert not wrong, f"{path} pin -> installed (None: absent): {wrong}"
 
 
 def test_pip_constraint_env_points_at_the_file(expected):
@@ -56,19 +60,24 @@ def _fake_wheel(directory: Path, name: str, version: str) -> Path:
     return wheel
 
 
-def _dry_run(directory: Path, requirement: str, constraint: str):
-    env = {**os.environ, "PIP_CONSTRAINT": constraint, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(directory)}
+def _dry_run(directory: Path, requirement: str, without_constraint: bool = False):
+    """pip as a user of the image runs it (its PIP_CONSTRAINT as the image sets it), offline: the one
+    candidate is the test's own wheel. `without_constraint` clears PIP_CONSTRAINT for the control run."""
+    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(directory)}
+    if without_constraint:
+        env["PIP_CONSTRAINT"] = ""
     return run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
-                           "--disable-pip-version-check", requirement], env=env)
+                "--disable-pip-version-check", requirement], env=env)
 
 
 def test_pip_refuses_a_version_that_conflicts_with_a_pin(expected, tmp_path):
-    path = _constraint_file(expected)
+    _constraint_file(expected)
     name = "numpy" if "numpy" in expected["packages"] else sorted(expected["packages"])[0]
     _fake_wheel(tmp_path, name, "0.0.1")
     # The same request succeeds without the constraint: the refusal below is the constraint's doing.
-    allowed = _dry_run(tmp_path, f"{name}==0.0.1", "")
+    allowed = _dry_run(tmp_path, f"{name}==0.0.1", without_constraint=True)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
-    refused = _dry_run(tmp_path, f"{name}==0.0.1", str(path))
-    assert refused.returncode != 0, refused.stdout
+    refused = _dry_run(tmp_path, f"{name}==0.0.1")
+    assert refused.returncode != 0, (f"pip install {name}==0.0.1 in the image's environment "
+                                     f"(PIP_CONSTRAINT={os.environ.get('PIP_CONSTRAINT')!r}) was not refused")
     assert "conflict" in (refused.stdout + refused.stderr).lower()

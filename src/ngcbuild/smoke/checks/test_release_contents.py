@@ -26,8 +26,11 @@ def test_start_up_text_is_printed_once(expected):
     """The image's snippets replace the base image's: a base's own license text must not print too."""
     out = _entrypoint_output(expected)
     wanted = sum(LICENSE_LINE in line for line in expected["banner"])
-    assert out.count(LICENSE_LINE) == wanted, out
-    assert out.count("== PyTorch ==") == 1, out
+    assert out.count(LICENSE_LINE) == wanted, \
+        "the license line is printed %d times, the manifest's banner has it %d times:\n%s" % (
+            out.count(LICENSE_LINE), wanted, out)
+    assert out.count("== PyTorch ==") == 1, \
+        "the banner is printed %d times at start-up (once expected):\n%s" % (out.count("== PyTorch =="), out)
 
 
 def _torch_with(expected):
@@ -84,3 +87,23 @@ def test_each_distribution_is_installed_once():
     """A second copy (conda's and pip's of the same package) leaves pip and imports disagreeing."""
     duplicated = dict((name, sorted(paths)) for name, paths in _distributions().items() if len(paths) > 1)
     assert not duplicated, "installed more than once: %s" % duplicated
+
+
+@pytest.mark.image
+def test_workspace_holds_the_rendered_files(expected):
+    """/workspace holds the license and README the manifest renders, each as rendered."""
+    import hashlib
+
+    wanted = expected.get("workspace", {})
+    if not wanted:
+        pytest.skip("the manifest of %s puts no files under /workspace" % expected["release"])
+    wrong = {}
+    for name, digest in sorted(wanted.items()):
+        path = os.path.join(expected["workdir"], name)
+        if not os.path.isfile(path):
+            wrong[path] = "missing"
+            continue
+        with open(path, "rb") as handle:
+            if hashlib.sha256(handle.read()).hexdigest() != digest:
+                wrong[path] = "not the rendered text"
+    assert not wrong, "/workspace: %s" % wrong

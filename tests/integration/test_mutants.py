@@ -1,0 +1,45 @@
+"""The smoke suite proven to catch broken images: `ngcbuild mutate` plants every defect of the catalogue
+(smoke/mutants.yaml) that applies to dev and to cuda-dev in the images the session built, as a user
+runs it (a process), and every one must be killed by the check the catalogue names, with a message
+that names the defect. Nothing the runs built may be left on the engine."""
+
+import json
+
+import pytest
+
+from ..conftest import REPO, run_command
+
+pytestmark = pytest.mark.engine
+
+
+def _mutate(release: str, engine) -> dict:
+    result = run_command("ngcbuild", "mutate", "--release", release, cwd=REPO, timeout=3600)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, f"mutate {release} exit {result.returncode}:\n{out[-6000:]}"
+    report = json.loads((REPO / "build" / release / "mutants.json").read_text())
+    left = engine.images(all=True, quiet=True, filters={"label": f"io.ngcbuild.mutant={report['run_id']}"})
+    assert not left, f"mutant images left on the engine: {left}"
+    survivors = [m["id"] for m in report["mutants"] if not m["killed"]]
+    assert not survivors, f"planted defects no check caught: {survivors}"
+    otherwise = {m["id"]: (m["killed_by"], m["expected_killer"], m["message"])
+                 for m in report["mutants"] if not m["as_expected"]}
+    assert not otherwise, f"killed by another check, or with a message not naming the defect: {otherwise}"
+    for mutant in report["mutants"]:  # one progress line each (in the order they finished)
+        assert f"/{report['total']}] {mutant['id']}: killed by {mutant['killed_by']}" in result.stdout
+    section = (REPO / "RELIABILITY.md").read_text()
+    assert f"<!-- mutants:{release}:begin -->" in section and report["run_id"] not in section
+    assert f"{report['killed']} of {report['total']} planted defects killed (100%)" in section
+    return report
+
+
+def test_every_planted_defect_in_dev_is_killed(dev_build, engine):
+    report = _mutate("dev", engine)
+    assert report["total"] >= 20, report["total"]
+
+
+def test_every_planted_defect_in_cuda_dev_is_killed(cuda_dev_build, engine):
+    report = _mutate("cuda-dev", engine)
+    assert report["total"] >= 30, report["total"]
+    killers = {m["id"]: m["killed_by"] for m in report["mutants"]}
+    # The defect of the issue: a manifest without cuda_arch_list; only building an extension shows it.
+    assert killers["arch-list-forgotten"] == "stack::nvcc_builds_a_cuda_extension"
