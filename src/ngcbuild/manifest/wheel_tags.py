@@ -18,6 +18,7 @@ from packaging.tags import parse_tag
 
 MAX_WHEEL_FILE = 64 * 1024  # a WHEEL file is a few lines
 READ_BLOCK = 256 * 1024  # one range request per block: the zip's directory usually fits in one
+MAX_RANGE = 64 * 1024 * 1024  # torch's directory (tens of thousands of files) is a few megabytes
 
 
 class WheelMetadataError(Exception):
@@ -62,10 +63,10 @@ def declared_tags(url: str, opener, timeout: float) -> list[str]:
     """Every tag the wheel at `url` declares in its WHEEL file, compressed tag sets expanded
     (`cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64` is two)."""
 
-    def request(method: str, headers: dict) -> tuple[bytes, object]:
+    def request(method: str, headers: dict, limit: int = 0) -> tuple[bytes, object]:
         try:
             with opener(urllib.request.Request(url, method=method, headers=headers), timeout=timeout) as response:
-                body = response.read(READ_BLOCK + 1) if method == "GET" else b""
+                body = response.read(limit + 1) if method == "GET" else b""  # +1: a server ignoring Range shows
                 return body, response.headers  # case-insensitive: proxies lower-case names
         except urllib.error.HTTPError as exc:
             raise WheelMetadataError(f"HTTP {exc.code}") from None
@@ -79,7 +80,9 @@ def declared_tags(url: str, opener, timeout: float) -> list[str]:
         raise WheelMetadataError("the server gives no size") from None
 
     def get_range(first: int, last: int) -> bytes:
-        body, _ = request("GET", {"Range": f"bytes={first}-{last}"})
+        if last - first + 1 > MAX_RANGE:  # a zip directory of this size is no wheel we can check
+            raise WheelMetadataError(f"a read of {last - first + 1} bytes, over {MAX_RANGE}")
+        body, _ = request("GET", {"Range": f"bytes={first}-{last}"}, limit=last - first + 1)
         return body
 
     try:
