@@ -114,8 +114,6 @@ def test_verify_fails_a_planted_wheel_whose_metadata_names_another_platform(scra
     _project(scratch, index)
     result = scratch.invoke("verify", "--release", "dev", "--json", timeout=900)
     rows = _tag_rows(result)
-    assert [(r["name"], r["platform"], r["status"]) for r in rows] == [("plantedwheel", "linux/amd64", "failed")], \
-        [(r["status"], r["reason"]) for r in json.loads(result.stdout)["rows"] if r["name"] == "plantedwheel"]
     assert [(r["name"], r["platform"], r["status"]) for r in rows] == [("plantedwheel", "linux/amd64", "failed")]
     assert "its WHEEL file says manylinux2014_sbsa, no tag of linux/amd64" in rows[0]["reason"]
     assert result.returncode == 1
