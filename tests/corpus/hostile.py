@@ -311,6 +311,10 @@ def cases() -> list[HostileCase]:
                     after=nothing_built))
     add(HostileCase("build-platform", "arguments", ("build", "--release", "dev", "--platform", "linux/s390x"), dev,
                     after=nothing_built))
+    add(HostileCase("build-platform-not-listed", "arguments", ("build", "--release", "dev", "--platform", "linux/arm64"),
+                    dev, after=nothing_built, mentions=("build.platforms", "--force-platform")))
+    add(HostileCase("base-platform-unknown", "arguments", ("base", "--release", "dev", "--platform", "linux/mips64le"),
+                    dev, after=nothing_built, mentions=("--platform",)))
     add(HostileCase("build-base-bad", "arguments", ("build", "--release", "dev", "--base", "Not A Ref"), dev,
                     after=nothing_built))
     add(HostileCase("record-is-a-list", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),

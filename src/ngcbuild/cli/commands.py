@@ -29,13 +29,15 @@ def render(release: str, base=None) -> None:
 
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
-          platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None) -> dict:
+          platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None,
+          force_platform=False) -> dict:
     from ngcbuild.engine.build import build_release
     from ngcbuild.engine.options import options_from
 
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
-                           force=force, labels=labels, cache_from=cache_from, cache_to=cache_to)
+                           force=force, labels=labels, cache_from=cache_from, cache_to=cache_to,
+                           force_platform=force_platform)
     where = project()
     built = build_release(where, release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
@@ -126,13 +128,18 @@ def push(release: str, registry: str, cache=False, engine=None) -> dict:
     return push_release(project(), release, registry, out=sys.stdout, cache=cache)
 
 
-def base(release: str = "dev") -> None:
-    from ngcbuild.engine.base_image import make_base
+def base(release: str = "dev", platform: str | None = None) -> None:
+    from ngcbuild.engine.base_image import base_name, make_base
     from ngcbuild.engine.client import connect
+    from ngcbuild.engine.options import checked_platform
     from ngcbuild.manifest.loader import load_release
 
+    platform = checked_platform(platform)
     loaded = load_release(project(), release)
-    make_base(connect(), loaded.release)
+    platform = platform or loaded.release.build.platform
+    make_base(connect(), loaded.release, platform=platform)
+    if platform != loaded.release.build.platform:
+        print(f"build {platform} from it with --platform {platform} --base {base_name(loaded.release, platform)}")
 
 
 def notes(release: str) -> None:

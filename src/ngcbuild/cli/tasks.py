@@ -28,6 +28,7 @@ def render(c, release, base=None):
     "no_cache": "build without the engine's layer cache",
     "base": "base image to build FROM instead of the manifest's (a mirror of it)",
     "platform": "linux/amd64 or linux/arm64 (default: the manifest's build.platform); one platform per build",
+    "force_platform": "build --platform even when the manifest's build.platforms does not list it",
     "force": "build even when an image of the same context hash exists locally or in --registry",
     "label": "extra image label KEY=VALUE (repeatable), e.g. the CI run, for cleanup by label",
     "cache_from": "registry HOST[:PORT] to pull R's layer cache (every stage's image) from before building",
@@ -35,11 +36,11 @@ def render(c, release, base=None):
     "engine": ENGINE_HELP,
 }, iterable=["label"])
 def build(c, release, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None, platform=None,
-          force=False, label=None, cache_from=None, cache_to=None, engine=None):
+          force=False, label=None, cache_from=None, cache_to=None, engine=None, force_platform=False):
     """Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3; write build/R/record.json."""
     commands.build(release, registry=registry, ca_bundle=ca_bundle, wheelhouse=wheelhouse, no_cache=no_cache,
               base=base, platform=platform, force=force, labels=label, cache_from=cache_from, cache_to=cache_to,
-              engine=engine)
+              engine=engine, force_platform=force_platform)
 
 
 @command(help={
@@ -107,10 +108,11 @@ def changed(c, base=None):
     commands.changed_jobs(base=base)
 
 
-@command(help={"release": "release whose base image to make (default dev)"})
-def base(c, release="dev"):
-    """Make the base image of R locally (debootstrap + docker import) when it cannot be pulled."""
-    commands.base(release)
+@command(help={"release": "release whose base image to make (default dev)",
+               "platform": "linux/amd64 or linux/arm64 (default: the manifest's); another one is named IMAGE-ARCH"})
+def base(c, release="dev", platform=None):
+    """Make the base image of R locally (debootstrap) when it cannot be pulled; another platform under emulation."""
+    commands.base(release, platform=platform)
 
 
 @command(help={"keep": "ngcbuild images to keep per release and platform, newest first (default 2)",

@@ -1,6 +1,12 @@
 """Make a release's base image when it cannot be pulled: debootstrap from a Debian mirror, then
-`docker import` under the name the Dockerfile uses, so the rendered Dockerfile is the same on every
-machine."""
+a `FROM scratch` + `ADD rootfs.tar /` build under the name the Dockerfile uses, so the rendered
+Dockerfile is the same on every machine. A build, not `docker import`: the engine's import records
+its own architecture whatever `--platform` says, a build records the platform it was asked for.
+
+The manifest's platform gets the manifest's name (`debian:bookworm-slim`); another platform gets
+that name with the architecture appended (`debian:bookworm-slim-arm64`), since one local name holds
+one architecture: build that platform with `--base debian:bookworm-slim-arm64`. Another
+architecture is bootstrapped under emulation (`.ci/qemu`)."""
 
 from __future__ import annotations
 
@@ -45,12 +51,23 @@ def ensure_base(client: docker.APIClient, release: Release, log=print, ref: str 
             return "pulled"
     except docker.errors.APIError as exc:
         log(f"cannot pull {ref}: {exc.explanation or exc}")
-    if release.base.bootstrap is None or ref != release.base.image or platform != release.build.platform:
+    if release.base.bootstrap is None or ref != base_name(release, platform):
+        made = f"; `invoke base --release {release.release} --platform {platform}` makes " \
+               f"{base_name(release, platform)}" if release.base.bootstrap is not None else ""
         raise OperationError(f"base image {ref} for {platform} is not here and cannot be pulled; "
-                             "pull or load it, or pass --base")
-    log(f"making {ref} locally with debootstrap (`invoke base --release {release.release}`)")
-    make_base(client, release, log=log)
+                             f"pull or load it, or pass --base{made}")
+    log(f"making {ref} locally with debootstrap (`invoke base --release {release.release} --platform {platform}`)")
+    make_base(client, release, log=log, platform=platform)
     return "bootstrapped"
+
+
+def base_name(release: Release, platform: str) -> str:
+    """The local name of the base image bootstrapped for `platform`: the manifest's own for its
+    platform, with `-<arch>` appended to the tag for any other."""
+    if platform == release.build.platform:
+        return release.base.image
+    base = ImageRef.parse(release.base.image)
+    return f"{base.repository}:{base.tag}-{platform.split('/')[1]}"
 
 
 def _local_for(client: docker.APIClient, ref: str, platform: str) -> bool:
@@ -60,16 +77,17 @@ def _local_for(client: docker.APIClient, ref: str, platform: str) -> bool:
     return client.inspect_image(ref).get("Architecture") == platform.split("/")[1]
 
 
-def make_base(client: docker.APIClient, release: Release, log=print) -> str:
-    """debootstrap the release's suite into a temporary root and import it as the base image."""
+def make_base(client: docker.APIClient, release: Release, log=print, platform: str | None = None) -> str:
+    """debootstrap the release's suite for `platform` (default the manifest's) into a temporary root
+    and build it as the base image (`base_name`). Returns the image id."""
     spec = release.base.bootstrap
     if spec is None:
         raise UserError(f"manifests/{release.release}.yaml: base.bootstrap: not set; this base cannot be made locally")
     if shutil.which("debootstrap") is None:
         raise OperationError("debootstrap is not installed (apt-get install debootstrap)")
-    arch = release.build.platform.split("/")[1]
-    base = ImageRef.parse(release.base.image)
-    repository, tag = base.repository, base.tag
+    platform = platform or release.build.platform
+    arch = platform.split("/")[1]
+    name = base_name(release, platform)
     with tempfile.TemporaryDirectory(prefix="ngcbuild-base-", dir="/var/tmp") as tmp:
         root = Path(tmp) / "root"
         command = ["debootstrap", f"--variant={spec.variant}", f"--arch={arch}", spec.suite, str(root), spec.mirror]
@@ -79,17 +97,37 @@ def make_base(client: docker.APIClient, release: Release, log=print) -> str:
             tail = "\n".join((result.stdout + result.stderr).splitlines()[-20:])
             raise OperationError(f"debootstrap failed (exit {result.returncode}):\n{tail}")
         _slim(root)
-        archive = Path(tmp) / "rootfs.tar"
-        subprocess.run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(archive), "."], check=True)
-        changes = [
-            f"ENV PATH={DEFAULT_PATH}",
-            'CMD ["bash"]',
-            f"LABEL org.opencontainers.image.description=debootstrap-{spec.variant}-{spec.suite}-from-{spec.mirror}",
-        ]
-        client.import_image(src=str(archive), repository=repository, tag=tag, changes=changes)
-    image = client.inspect_image(release.base.image)
-    log(f"made {release.base.image} ({image['Id'][:19]}, {image['Size'] / 1e6:.0f} MB)")
+        context = Path(tmp) / "context"
+        context.mkdir()
+        subprocess.run(["tar", "--numeric-owner", "-C", str(root), "-cf", str(context / "rootfs.tar"), "."],
+                       check=True)
+        shutil.rmtree(root)
+        (context / "Dockerfile").write_text(base_dockerfile(spec))
+        _build_from_scratch(client, context, name, platform, log)
+    image = client.inspect_image(name)
+    if image.get("Architecture") != arch:
+        raise OperationError(f"made {name}, but the engine recorded it as {image.get('Architecture')}, not {arch}")
+    log(f"made {name} for {platform} ({image['Id'][:19]}, {image['Size'] / 1e6:.0f} MB)")
     return image["Id"]
+
+
+def base_dockerfile(spec) -> str:
+    """The image of a bootstrapped root: its files, the PATH and command of Debian's images, and
+    where it came from."""
+    return (f"FROM scratch\nADD rootfs.tar /\nENV PATH={DEFAULT_PATH}\n"
+            f"LABEL org.opencontainers.image.description=debootstrap-{spec.variant}-{spec.suite}-from-{spec.mirror}\n"
+            'CMD ["bash"]\n')
+
+
+def _build_from_scratch(client: docker.APIClient, context: Path, name: str, platform: str, log) -> None:
+    """The classic builder, for one platform; an error in the stream is an error (as in every build)."""
+    stream = client.build(path=str(context), tag=name, platform=platform, rm=True, forcerm=True, decode=True)
+    for event in stream:
+        if "error" in event or "errorDetail" in event:
+            detail = event.get("errorDetail", {}).get("message") or event.get("error")
+            raise OperationError(f"making the base image {name} failed: {detail}")
+        if event.get("stream", "").startswith("Step "):
+            log(event["stream"].rstrip())
 
 
 def _slim(root: Path) -> None:

@@ -20,7 +20,7 @@ from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.outputs import make_dir, printer, storing
 from ngcbuild.core.project import Project
 from ngcbuild.engine.local_engine import LocalEngine
-from ngcbuild.engine.options import BuildOptions, image_repository
+from ngcbuild.engine.options import BuildOptions, check_platform_listed, image_repository
 from ngcbuild.engine.registry_client import Registry, credentials
 from ngcbuild.engine.reuse import reuse
 from ngcbuild.render.stamp import current_stamp
@@ -57,6 +57,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     # bad input stops here, before anything is written: the manifest and everything render checks
     # (an archived release, a missing partial); rendered in memory, written under the lock
     loaded = load_release(project, name)
+    check_platform_listed(options, loaded.release, f"manifests/{name}.yaml")
     rendered = render_files(project, loaded, base=options.base)
     with _exclusive(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)

@@ -36,25 +36,43 @@ class BuildOptions:
     # Registries to pull the layer cache from before building, and to push it to after (layer_cache.py).
     cache_from: str | None = None
     cache_to: str | None = None
+    # Build a platform the manifest does not list (build.platforms): refused unless asked for.
+    force_platform: bool = False
 
 
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
                  environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
                  labels: list[str] | None = None, cache_from: str | None = None,
-                 cache_to: str | None = None) -> BuildOptions:
+                 cache_to: str | None = None, force_platform: bool = False) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects. Every one is checked
     here, before anything is rendered, locked, tagged or asked of the engine."""
     ca = checked_ca_bundle(ca_bundle, environ)
     house = checked_wheelhouse(wheelhouse) if wheelhouse is not None else default_wheelhouse(environ)
     lookup_registry = registry is not None
     registry = DEFAULT_REGISTRY if registry is None else registry_host(registry)
-    if platform is not None and platform not in PLATFORMS:
-        raise UserError(f"--platform {excerpt(platform)}: expected one of {', '.join(PLATFORMS)}")
+    platform = checked_platform(platform)
     return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
                         base=_checked_base(base), platform=platform, force=force, lookup_registry=lookup_registry,
                         labels=parse_labels(labels or []),
                         cache_from=None if cache_from is None else registry_host(cache_from, "--cache-from"),
-                        cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"))
+                        cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"),
+                        force_platform=bool(force_platform))
+
+
+def checked_platform(platform: str | None) -> str | None:
+    """--platform: one of the platforms ngcbuild builds (whether R lists it is checked on load)."""
+    if platform is not None and platform not in PLATFORMS:
+        raise UserError(f"--platform {excerpt(platform)}: expected one of {', '.join(PLATFORMS)}")
+    return platform
+
+
+def check_platform_listed(options: BuildOptions, release, manifest: str) -> None:
+    """A platform the manifest does not list is a mistake unless the user forces it: release.yml
+    builds and publishes exactly the listed ones, and an image of another was never promised."""
+    listed = release.build.published_platforms
+    if options.platform and options.platform not in listed and not options.force_platform:
+        raise UserError(f"{manifest}: build.platforms: lists {', '.join(listed)}, not --platform {options.platform}; "
+                        "add it there, or pass --force-platform to build it anyway")
 
 
 def checked_ca_bundle(value: str | None, environ) -> Path | None:

@@ -111,9 +111,23 @@ class PythonSpec(Strict):
     builder_apt_packages: dict[PackageName, Version] = Field(default_factory=dict)
 
 
+class WrongWheelTag(Strict):
+    """A wheel whose metadata names a platform tag pip does not accept for the platform it is built
+    for and installs on (NVIDIA's aarch64 wheels tagged `manylinux2014_sbsa`): `pip check` reports it
+    as "not supported on this platform". Tolerated for exactly this distribution and these platforms."""
+    distribution: PackageName
+    platforms: list[Literal["linux/amd64", "linux/arm64"]] = Field(min_length=1)
+    # What the wheel's WHEEL file says (Tag:), and where that was read.
+    tag: Text
+    evidence: Text
+
+
 class PipSpec(Strict):
     # NGC images carry /etc/pip/constraint.txt and PIP_CONSTRAINT from 25.03 on.
     constraint_file: bool
+    # Wheels known to carry wrong platform tags (data, with evidence): `pip check` tolerates exactly
+    # these on exactly those platforms; any other unsupported wheel still fails the build.
+    wrong_wheel_tags: list[WrongWheelTag] = Field(default_factory=list)
     break_system_packages: bool = False
     # Extra package indexes (PyTorch's CPU index for `dev`); dropped when a wheelhouse is given.
     extra_index_urls: list[Url] = Field(default_factory=list)

@@ -36,6 +36,8 @@ from packaging.version import InvalidVersion, Version
 from ngcbuild.core.errors import ManifestError, OperationError
 from ngcbuild.manifest import apt_index
 from ngcbuild.manifest.loader import LoadedRelease
+from ngcbuild.manifest.wheel_tags import WheelMetadataError, declared_tags
+from ngcbuild.manifest.wheel_tags import platforms_of as wheel_platforms
 
 PYPI = "https://pypi.org/simple"
 VERIFIED, FAILED, NOT_VERIFIED = "verified", "failed", "not verified"
@@ -55,7 +57,7 @@ class VerifyFailed(OperationError):
 
 @dataclass(frozen=True)
 class Row:
-    kind: str  # pip, git, url, base, apt, conda
+    kind: str  # pip, wheel-tags, git, url, base, apt, conda
     name: str
     pin: str
     platform: str  # linux/amd64, or "" where the platform does not matter
@@ -92,15 +94,43 @@ def platform_tags(platform: str, glibc: str) -> list[str]:
     return tags + [f"linux_{arch}"]
 
 
-def parse_report(report: dict) -> dict[str, tuple[str, str, str]]:
-    """pip's installation report: canonical name -> (version, file name, Requires-Python or "")."""
+def parse_report(report: dict) -> dict[str, tuple[str, str, str, str]]:
+    """pip's installation report: canonical name -> (version, file name, Requires-Python or "", URL)."""
     resolved = {}
     for item in report.get("install", []):
         metadata = item["metadata"]
         url = item.get("download_info", {}).get("url", "")
         resolved[canonicalize_name(metadata["name"])] = (metadata["version"], url.rsplit("/", 1)[-1],
-                                                         metadata.get("requires_python") or "")
+                                                         metadata.get("requires_python") or "", url)
     return resolved
+
+
+def wheel_tag_row(name: str, version: str, filename: str, url: str, target: Target, known: dict[str, str],
+                  read_tags) -> Row | None:
+    """The row of a platform wheel whose own WHEEL file names no tag of the target platform (pip
+    picks by file name; `pip check` in the image tests the WHEEL file): failed, or verified with
+    the evidence when the manifest knows the tag is wrong (pip.wrong_wheel_tags). None when fine
+    or when the wheel is for any platform."""
+    if filename.endswith("-any.whl") or not filename.endswith(".whl"):
+        return None
+    try:
+        tags = read_tags(url)
+    except WheelMetadataError as exc:
+        return Row("wheel-tags", name, version, target.platform, NOT_VERIFIED,
+                   f"{filename}: its WHEEL file could not be read ({exc})")
+    declared = wheel_platforms(tags)
+    if declared & (set(target.platform_tags) | {"any"}):
+        return None
+    says = ", ".join(sorted(declared)) or "no tag"
+    key = canonicalize_name(name)
+    if key in known:
+        return Row("wheel-tags", name, version, target.platform, VERIFIED,
+                   f"{filename}: its WHEEL file says {says}, no tag of {target.platform}; known and tolerated "
+                   f"by the image's pip check (pip.wrong_wheel_tags: {known[key]})")
+    return Row("wheel-tags", name, version, target.platform, FAILED,
+               f"{filename}: its WHEEL file says {says}, no tag of {target.platform}: pip installs it by its "
+               "file name and `pip check` in the image then fails; if the wheel is known to work, name it "
+               "in pip.wrong_wheel_tags with the evidence")
 
 
 def supports_python(requires_python: str, python: str) -> bool:
@@ -214,6 +244,11 @@ class Web:
         with urllib.request.urlopen(request, timeout=TIMEOUT, context=self.context) as response:
             return response.read()
 
+    def wheel_tags(self, url: str) -> list[str]:
+        """The tags the wheel at `url` declares in its WHEEL file (range requests)."""
+        return declared_tags(url, lambda request, timeout: urllib.request.urlopen(
+            request, timeout=timeout, context=self.context), TIMEOUT)
+
     def unreachable(self, url: str) -> str | None:
         """None when the host answers (any HTTP status), else why not."""
         host = urlsplit(url).netloc
@@ -320,6 +355,8 @@ def _pip_rows(loaded: LoadedRelease, target: Target, web: Web) -> list[Row]:
     pins = {p.key: p for p in loaded.constraints.pins}
     indexes = [PYPI, *release.pip.extra_index_urls]
     rows, left = [], dict(pins)
+    known_wrong = {canonicalize_name(w.distribution): w.evidence for w in release.pip.wrong_wheel_tags
+                   if target.platform in w.platforms}
     unreachable = []
     last_reason: dict[str, tuple[str, str]] = {}
     for index in indexes:
@@ -330,7 +367,7 @@ def _pip_rows(loaded: LoadedRelease, target: Target, web: Web) -> list[Row]:
             unreachable.append(f"{index} ({why})")
             continue
         resolved, unmatched = pip_resolve([str(p) for p in left.values()], index, target, web)
-        for key, (_version, filename, requires_python) in resolved.items():
+        for key, (_version, filename, requires_python, url) in resolved.items():
             pin = left.pop(key, None)
             if pin is None:
                 continue
@@ -339,6 +376,9 @@ def _pip_rows(loaded: LoadedRelease, target: Target, web: Web) -> list[Row]:
             else:
                 rows.append(Row("pip", pin.name, pin.version, target.platform, FAILED,
                                 f"{filename} requires Python {requires_python}, not {target.python}"))
+            tag_row = wheel_tag_row(pin.name, pin.version, filename, url, target, known_wrong, web.wheel_tags)
+            if tag_row is not None:
+                rows.append(tag_row)
         for key in unmatched:
             pin = left[key]
             last_reason[key] = explain_missing(key, pin.version, index_files(index, key, web), target)

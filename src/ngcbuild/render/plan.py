@@ -19,6 +19,8 @@ from ngcbuild.manifest.model import Component
 from ngcbuild.manifest.needs import needs_of, order_by_need, provides_of
 
 PIP_CONSTRAINT_PATH = "/etc/pip/constraint.txt"
+# What `uname -m` (and Python's platform.machine()) says in an image of each platform.
+MACHINES = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 STAGE_ROOT = "/stage"
 REST_STAGE = "python-packages"
 # Install methods whose partial runs in the runtime stage (system libraries every later stage needs),
@@ -119,6 +121,7 @@ class ImagePlan:
             "components": {name: c.version for name, c in release.components.items()
                            if c.install in IN_IMAGE_METHODS},
             "pip_constraint_file": PIP_CONSTRAINT_PATH if release.pip.constraint_file else None,
+            "pip_check_tolerated": self.pip_check_tolerated,
             "env": self.env_with_constraint(),
             "labels": self.labels,
             "banner": list(self.banner),
@@ -157,6 +160,16 @@ class ImagePlan:
             "unresolved_ok": sorted(self.release.stack.unresolved_ok),
             "torch_with": list(self.release.stack.torch_with),
         }
+
+    @property
+    def pip_check_tolerated(self) -> dict[str, list[str]]:
+        """Per machine (`uname -m`), the distributions whose "not supported on this platform" line
+        of `pip check` is a known wrong wheel tag (pip.wrong_wheel_tags), never anything else."""
+        tolerated: dict[str, list[str]] = {}
+        for wrong in self.release.pip.wrong_wheel_tags:
+            for platform in wrong.platforms:
+                tolerated.setdefault(MACHINES[platform], []).append(wrong.distribution)
+        return {machine: sorted(names) for machine, names in sorted(tolerated.items())}
 
     def env_with_constraint(self) -> dict[str, str]:
         env = dict(self.env)

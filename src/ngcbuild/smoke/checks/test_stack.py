@@ -272,8 +272,15 @@ def test_the_cuda_extension_runs_on_the_gpu(gpu, cuda_extension):
 
 
 @pytest.mark.image
-def test_pip_check_passes():
+def test_pip_check_passes(expected):
     out = run([sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
                          timeout=300)
+    # The manifest's known wrong wheel tags (pip.wrong_wheel_tags) on this machine, and nothing else.
+    import platform
+
+    tolerated = expected.get("pip_check_tolerated", {}).get(platform.machine(), [])
+    known = re.compile("({}) [^ ]+ is not supported on this platform".format("|".join(map(re.escape, tolerated))))
+    left = [line for line in out.stdout.splitlines() if not (tolerated and known.fullmatch(line))]
     found = " ".join((out.stdout + out.stderr).split())
-    assert out.returncode == 0, f"pip check fails: {found[:1500]}"
+    assert out.returncode == 0 or (tolerated and not left and not out.stderr.strip()), \
+        "pip check fails: {}".format(found[:1500])
