@@ -36,8 +36,7 @@ from packaging.version import InvalidVersion, Version
 from ngcbuild.core.errors import ManifestError, OperationError
 from ngcbuild.manifest import apt_index
 from ngcbuild.manifest.loader import LoadedRelease
-from ngcbuild.manifest.wheel_tags import WheelMetadataError, declared_tags
-from ngcbuild.manifest.wheel_tags import platforms_of as wheel_platforms
+from ngcbuild.manifest.wheel_tags import WheelMetadataError, declared_tags, platforms_of
 
 PYPI = "https://pypi.org/simple"
 VERIFIED, FAILED, NOT_VERIFIED = "verified", "failed", "not verified"
@@ -118,7 +117,7 @@ def wheel_tag_row(name: str, version: str, filename: str, url: str, target: Targ
     except WheelMetadataError as exc:
         return Row("wheel-tags", name, version, target.platform, NOT_VERIFIED,
                    f"{filename}: its WHEEL file could not be read ({exc})")
-    declared = wheel_platforms(tags)
+    declared = platforms_of(tags)
     if declared & (set(target.platform_tags) | {"any"}):
         return None
     says = ", ".join(sorted(declared)) or "no tag"

@@ -14,8 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ngcbuild.core import files as inputs
-from ngcbuild.core import safeyaml
+from ngcbuild.core import files, safeyaml
 from ngcbuild.core.errors import ManifestError
 
 CATALOGUE = Path(__file__).with_name("mutants.yaml")
@@ -64,7 +63,7 @@ class Mutant(BaseModel):
 
 
 def load_catalogue(path: Path = CATALOGUE) -> list[Mutant]:
-    text = inputs.read_text(path, MAX_BYTES, "the catalogue of planted defects (a YAML list)",
+    text = files.read_text(path, MAX_BYTES, "the catalogue of planted defects (a YAML list)",
                             "the catalogue of planted defects is missing", within=path.parent)
     try:
         data = safeyaml.load(text)

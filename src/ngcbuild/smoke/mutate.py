@@ -34,7 +34,7 @@ from ngcbuild.engine.record import read_record, require, utc_timestamp
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
-from ngcbuild.smoke import mutants as catalogue
+from ngcbuild.smoke import mutants
 from ngcbuild.smoke.runner import MOUNT, gpu_visible, run_suite
 
 RESULTS = "mutants.json"
@@ -74,8 +74,8 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
         say(f"warning: {ref[:19]} was built from another context than the manifest renders now; "
             "rebuild to plant defects in the current image")
     expected = json.loads(rendered.files["expected.json"])
-    facts = catalogue.facts_of(catalogue.Release(expected, library_distributions(loaded, Catalog.load(project))))
-    every = catalogue.load_catalogue()
+    facts = mutants.facts_of(mutants.Release(expected, library_distributions(loaded, Catalog.load(project))))
+    every = mutants.load_catalogue()
     chosen = [m for m in every if m.applies(facts)]
     client = connect()
     try:
@@ -85,11 +85,11 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
     args = SUITE_ARGS + ([] if gpu_visible(client) else NO_GPU_ARGS)
     run_id = f"{name}-{os.getpid()}-{int(time.time())}"
     say(f"mutate: {len(chosen)} planted defects in {name} ({ref[:19]}), {jobs} at a time; "
-        f"label {catalogue.LABEL}={run_id}")
+        f"label {mutants.LABEL}={run_id}")
     started = time.monotonic()
     clients = threading.local()
 
-    def attempt(mutant: catalogue.Mutant) -> Outcome:
+    def attempt(mutant: mutants.Mutant) -> Outcome:
         if not hasattr(clients, "client"):  # one connection per worker thread
             clients.client = connect()
         return _try(clients.client, mutant, ref, run_id, expected, facts, loaded.release.python.version,
@@ -108,7 +108,7 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: the running ones end, the rest never start
         removed = remove_mutant_images(client, run_id)
-        say(f"mutate: removed {removed} image(s) labelled {catalogue.LABEL}={run_id}")
+        say(f"mutate: removed {removed} image(s) labelled {mutants.LABEL}={run_id}")
     outcomes = [outcomes[m.id] for m in chosen]  # the catalogue's order
     seconds = round(time.monotonic() - started, 1)
     result = {"release": name, "image": client.inspect_image(ref)["Id"], "at": utc_timestamp(), "seconds": seconds,
@@ -143,25 +143,25 @@ def library_distributions(loaded, catalog: Catalog) -> dict[str, str]:
     return found
 
 
-def _try(client, mutant: catalogue.Mutant, base: str, run_id: str, expected: dict, facts: dict[str, str],
+def _try(client, mutant: mutants.Mutant, base: str, run_id: str, expected: dict, facts: dict[str, str],
          python: str, build_dir: Path, args: list[str]) -> Outcome:
     killers = mutant.killers(facts)
     started = time.monotonic()
     ref = build_mutant(client, mutant.dockerfile_text(base, run_id, facts), run_id) if mutant.dockerfile else base
     built = time.monotonic()
-    expected_json = catalogue.expected_bytes(catalogue.patched(expected, mutant.expect, facts))
+    expected_json = mutants.expected_bytes(mutants.patched(expected, mutant.expect, facts))
     log = io.StringIO()
     try:
         _, rows = run_suite(client, ref, expected_json, python, build_dir, args, log)
     except docker.errors.APIError as exc:  # the image cannot even start the suite
-        killed_by, message = catalogue.CONTAINER, _first_line(str(exc.explanation or exc))
+        killed_by, message = mutants.CONTAINER, _first_line(str(exc.explanation or exc))
     else:
         if rows is None:
-            killed_by, message = catalogue.CONTAINER, "the suite wrote no report: " + _first_line(log.getvalue()[-500:])
+            killed_by, message = mutants.CONTAINER, "the suite wrote no report: " + _first_line(log.getvalue()[-500:])
         else:
             failed = next((r for r in rows if r.result in ("failed", "error")), None)
             killed_by, message = (failed.check, failed.detail) if failed else (None, "every check passed")
-    names = [catalogue.fill(fragment, facts) for fragment in mutant.names]
+    names = [mutants.fill(fragment, facts) for fragment in mutant.names]
     named = all(fragment.lower() in message.lower() for fragment in names)
     return Outcome(mutant.id, mutant.description, " or ".join(killers), killed_by is not None, killed_by, message,
                    killed_by in killers and named, round(built - started, 1), round(time.monotonic() - built, 1))
@@ -173,7 +173,7 @@ def build_mutant(client, dockerfile: str, run_id: str) -> str:
     stream = BuildStream()
     try:
         events = client.build(fileobj=io.BytesIO(dockerfile.encode()), rm=True, forcerm=True, pull=False,
-                              network_mode="none", decode=True, labels={catalogue.LABEL: run_id},
+                              network_mode="none", decode=True, labels={mutants.LABEL: run_id},
                               timeout=BUILD_TIMEOUT_S)
         for event in events:
             stream.feed(event)
@@ -181,7 +181,7 @@ def build_mutant(client, dockerfile: str, run_id: str) -> str:
         remove_containers(client, stream.containers)
     if stream.error or not stream.image_id:
         tail = "\n".join(f"  | {line}" for line in stream.tail)
-        raise SmokeFailed(f"a planted defect did not build (a defect of the catalogue, {catalogue.CATALOGUE.name}) "
+        raise SmokeFailed(f"a planted defect did not build (a defect of the catalogue, {mutants.CATALOGUE.name}) "
                           f"at {stream.failed_step}:\n{tail}\n{stream.error or 'no image id'}")
     return stream.image_id
 
@@ -192,7 +192,7 @@ def remove_mutant_images(client, run_id: str) -> int:
     went with its child is not an error."""
     removed = 0
     for _ in range(50):
-        images = client.images(all=True, quiet=True, filters={"label": f"{catalogue.LABEL}={run_id}"})
+        images = client.images(all=True, quiet=True, filters={"label": f"{mutants.LABEL}={run_id}"})
         if not images:
             break
         for image in images:
