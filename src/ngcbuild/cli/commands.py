@@ -206,12 +206,16 @@ def promote(release: str, source: str, target: str) -> dict:
     return promote_release(project(), release, source, target, out=sys.stdout)
 
 
-def changed_jobs(base=None) -> dict:
-    """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base.
-    For `invoke matrix --json --changed [--base REF]`."""
+def changed_jobs(base=None, releases=None) -> dict:
+    """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base;
+    only those named in `releases` when given (a manual dispatch's choice).
+    For `invoke matrix --json --changed [--base REF] [--releases NAMES]`."""
     from ngcbuild.tools.changed import selection
+    from ngcbuild.workflow.choose import narrow, parse_names
 
-    result = selection(project(), base)
+    if releases is not None:
+        parse_names(releases)  # a malformed name stops here, before git or any manifest is read
+    result = narrow(selection(project(), base), releases)
     print(json.dumps(result, indent=2))
     return result
 

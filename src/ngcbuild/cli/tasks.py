@@ -95,10 +95,14 @@ def promote(c, release, from_, to):
     commands.promote(release, source=from_, target=to)
 
 
-@command(help={"base": "compare with this commit or branch (default: every buildable release)"})
-def changed(c, base=None):
+RELEASES_HELP = "only these releases, by name, separated by spaces or commas (the release workflow's dispatch input)"
+
+
+@command(help={"base": "compare with this commit or branch (default: every buildable release)",
+               "releases": RELEASES_HELP})
+def changed(c, base=None, releases=None):
     """JSON: the releases whose manifest, constraints or image templates changed since --base, and their CI jobs."""
-    commands.changed_jobs(base=base)
+    commands.changed_jobs(base=base, releases=releases)
 
 
 @command(help={"release": "release whose base image to make (default dev)"})
@@ -149,11 +153,12 @@ def notes(c, release):
 
 @command(help={"json": "print JSON (for CI and scripts) instead of Markdown",
             "changed": "with --json: only the releases (and CI jobs) that changes since --base touch",
-            "base": "with --changed: the commit or branch to compare with (default: every buildable release)"})
-def matrix(c, json=False, changed=False, base=None):
+            "base": "with --changed: the commit or branch to compare with (default: every buildable release)",
+            "releases": "with --changed: " + RELEASES_HELP})
+def matrix(c, json=False, changed=False, base=None, releases=None):
     """Print the support matrix across all manifests (Markdown; --json for CI; --changed for the CI plan)."""
     if changed:
-        commands.changed_jobs(base=base)
+        commands.changed_jobs(base=base, releases=releases)
     else:
         commands.matrix(as_json=json)
 
