@@ -14,8 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 # test first, never whatever copy of ngcbuild is installed (after a CI run in a clone, the editable
 # install points at that clone).
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (str(REPO / "src"), *os.environ.get("PYTHONPATH", "").split(os.pathsep))
-    if p and p != str(REPO / "src"))
+    [str(REPO / "src"), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                          if p and p != str(REPO / "src"))])
 
 
 class ScratchProject:
