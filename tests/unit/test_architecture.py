@@ -19,7 +19,8 @@ MAY_IMPORT = {
     "publish": {"core", "manifest", "render", "engine"},
     "docs": {"core", "manifest"},
     "tools": {"core", "manifest", "render", "engine", "publish", "smoke", "docs"},
-    "cli": {"core", "manifest", "render", "engine", "smoke", "publish", "docs", "tools"},
+    "workflow": {"core"},
+    "cli": {"core", "manifest", "render", "engine", "smoke", "publish", "docs", "tools", "workflow"},
 }
 
 
