@@ -28,6 +28,7 @@ from .private import PrivateRegistry
 pytestmark = [pytest.mark.engine, pytest.mark.workflow]
 
 REPOSITORY = "nvidia/pytorch"
+RUN_LABEL = "io.ngcbuild.ci.run"  # release.yml's RUN_LABEL key
 USER = "release-bot"
 BROKEN = """\
 extends: parts/debian-bookworm
@@ -52,14 +53,24 @@ def act():
 
 @pytest.fixture
 def staging(engine, registry):
-    """The shared registry under its `localhost` name; afterwards, the tags the run left under that name
-    on the engine (the stage images' cache tags) are taken off: an image another tag names stays."""
+    """The shared registry under its `localhost` name; afterwards, what the runs left under that name on
+    the engine is taken off: the stage images' cache tags (an image another tag names stays) and a
+    run's image pulled back by a later run as its layer cache."""
     name = f"localhost:{registry.rpartition(':')[2]}" if host_address(registry) == "127.0.0.1" else registry
     yield name
     for image in engine.images():
-        ours = [t for t in image.get("RepoTags") or [] if t.startswith(name + "/")]
-        for tag in ours:  # with other tags: untagged; named only by the run: the run's own, removed
-            engine.remove_image(tag, noprune=True)
+        tags = [t for t in image.get("RepoTags") or [] if t != "<none>:<none>"]
+        names = tags + [d for d in image.get("RepoDigests") or [] if d != "<none>@<none>"]
+        if not any(n.startswith(name + "/") for n in names):
+            continue
+        if RUN_LABEL in (image.get("Labels") or {}) and all(n.startswith(name + "/") for n in names):
+            # a run's image that a later run pulled back as its layer cache (the final stage's cache
+            # image): every name it has is the rehearsal's, and a rehearsal does not prune
+            engine.remove_image(image["Id"], force=True, noprune=True)
+            continue
+        for tag in tags:  # other images: only the rehearsal's tags taken off (the last one removes it)
+            if tag.startswith(name + "/"):
+                engine.remove_image(tag, noprune=True)
 
 
 @pytest.fixture
