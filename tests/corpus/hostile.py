@@ -87,6 +87,12 @@ def no_file(name: str):
     return check
 
 
+def setup_all_checks(*checks):
+    def check(project: ScratchProject, outside: Path) -> str | None:
+        return next((found for found in (c(project, outside) for c in checks) if found), None)
+    return check
+
+
 def setup_all(*steps):
     def run(project: ScratchProject, outside: Path) -> None:
         for step in steps:
@@ -334,6 +340,33 @@ def cases() -> list[HostileCase]:
                     setup_all(dev, copy_archived), after=nothing_built, mentions=("archived",)))
     add(HostileCase("publish-without-record", "arguments", ("publish", "--release", "dev", "--registry", "127.0.0.1:9"),
                     dev, after=nothing_built, mentions=("record.json",)))
+
+    # --- the workflow rehearsal (ngcbuild rehearse) and the dispatch's choice of releases
+    rehearse = ("rehearse", "--release", "dev", "--staging", "localhost:5000", "--registry", "localhost:5001")
+    for name, argv in [
+        ("rehearse-staging-credentials", ("rehearse", "--release", "dev", "--staging", f"user:{SECRET}@localhost:5000",
+                                          "--registry", "localhost:5001")),
+        ("rehearse-registry-scheme", ("rehearse", "--release", "dev", "--staging", "localhost:5000",
+                                      "--registry", "http://localhost:5001")),
+        ("rehearse-same-registries", ("rehearse", "--release", "dev", "--staging", "localhost:5000",
+                                      "--registry", "localhost:5000")),
+        ("rehearse-release-injection", ("rehearse", "--release", "dev;touch injected", "--staging", "localhost:5000",
+                                        "--registry", "localhost:5001")),
+        ("rehearse-no-release", ("rehearse", "--release", " , ", "--staging", "localhost:5000",
+                                 "--registry", "localhost:5001")),
+        ("rehearse-secret-file-missing", (*rehearse, "--secret-file", "OUTSIDE/none.env")),
+        ("rehearse-secret-file-dir", (*rehearse, "--secret-file", "manifests")),
+        ("rehearse-secret-file-bad-line", (*rehearse, "--secret-file", "OUTSIDE/credentials")),
+        ("rehearse-ci-unknown-job", ("rehearse", "--workflow", "ci", "--job", "deploy")),
+        ("rehearse-unknown-workflow", ("rehearse", "--workflow", "../x")),
+        ("changed-releases-unknown", ("changed", "--releases", "dev nope")),
+        ("changed-releases-injection", ("changed", "--releases", "--output=injected")),
+        ("matrix-releases-huge", ("matrix", "--json", "--changed", "--releases", "dev " * 2000)),
+    ]:
+        add(HostileCase(name, "arguments", argv, setup_all(git_repo, lambda p, o: secret_file(o)),
+                        after=setup_all_checks(nothing_built, no_file("injected")), absent=(SECRET,)))
+    add(HostileCase("rehearse-act-missing", "arguments", rehearse, git_repo, after=nothing_built,
+                    mentions=("act (nektos/act) is not installed",), extra_env={"PATH": "/usr/bin:/bin"}))
 
     # --- values echoed in messages: short, escaped, one line
     for name, text in [

@@ -19,7 +19,8 @@ MAY_IMPORT = {
     "smoke": {"core", "manifest", "render", "engine"},
     "publish": {"core", "manifest", "render", "engine"},
     "docs": {"core", "manifest"},
-    "cli": {"core", "manifest", "render", "engine", "smoke", "publish", "docs"},
+    "workflow": {"core"},
+    "cli": {"core", "manifest", "render", "engine", "smoke", "publish", "docs", "workflow"},
 }
 
 

@@ -145,4 +145,4 @@ def test_cuda_dev_is_built_smoked_and_published_on_gpu_runners_like_any_release(
     jobs = ci_jobs([load_release(Project.at(REPO), "cuda-dev")])
     assert [(j["platform"], "gpu" in j["runner"]) for j in jobs] == [("linux/amd64", True), ("linux/arm64", True)]
     workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
-    assert 'invoke smoke --release "${{ matrix.release }}" --require-gpu' in workflow
+    assert 'RELEASE: ${{ matrix.release }}' in workflow and 'invoke smoke --release "$RELEASE" --require-gpu' in workflow

@@ -1,6 +1,8 @@
 """The GitHub workflows: actionlint (rhysd/actionlint, installed by .ci/lint-tools) finds nothing,
 does find a broken workflow, honours our runner labels; and release.yml keeps its safety rules."""
 
+import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -88,6 +90,16 @@ def _load(name: str) -> dict:
     return yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
 
 
+@pytest.mark.parametrize("name", ["release.yml", "ci.yml"])
+def test_every_action_is_pinned_to_a_commit(name):
+    """Supply chain: a tag can be moved, a commit cannot; the tag stays readable in a comment."""
+    uses = re.findall(r"uses:\s*(\S+)(.*)", (REPO / ".github" / "workflows" / name).read_text())
+    assert uses
+    for action, comment in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", action), action
+        assert re.fullmatch(r"\s*# v\d+\.\d+\.\d+", comment), (action, comment)
+
+
 def test_release_workflow_rules():
     workflow = _load("release.yml")
     assert workflow["concurrency"]["cancel-in-progress"] is False
@@ -101,7 +113,14 @@ def test_release_workflow_rules():
     # the staging registry is the shared layer cache of every build job; long-lived runners are pruned
     assert '--cache-from "$STAGING_REGISTRY" --cache-to "$STAGING_REGISTRY"' in runs
     prune = [s for s in build["steps"] if "invoke prune" in s.get("run", "")]
-    assert len(prune) == 1 and prune[0]["if"] == "always()"
+    assert len(prune) == 1 and prune[0]["if"] == "always() && env.PRUNE_RUNNER == 'true'"
+    # the rehearsal's switches (ngcbuild rehearse) default, when unset as on real runners, to the real behaviour
+    assert workflow["env"]["SMOKE_REQUIRE_GPU"] == "${{ vars.NGCBUILD_SMOKE_REQUIRE_GPU != 'false' }}"
+    assert workflow["env"]["PRUNE_RUNNER"] == "${{ vars.NGCBUILD_PRUNE != 'false' }}"
+    assert workflow["env"]["FORCE_BUILD"] == "${{ vars.NGCBUILD_BUILD_FORCE == 'true' }}"
+    # an operator picks releases by name on a manual dispatch; the plan passes the choice on
+    assert workflow[True]["workflow_dispatch"]["inputs"]["releases"]["default"] == ""
+    assert '${RELEASES:+--releases "$RELEASES"}' in jobs["plan"]["steps"][-1]["run"]
     uploads = [s for job in jobs.values() for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
     assert uploads and all(s.get("if") == "always()" for s in uploads)
     # only the publish job sees the release secret, and only from main or a tag

@@ -210,12 +210,16 @@ def promote(release: str, source: str, target: str) -> dict:
     return promote_release(project(), release, source, target, out=sys.stdout)
 
 
-def changed_jobs(base=None) -> dict:
-    """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base.
-    For `invoke matrix --json --changed [--base REF]`."""
+def changed_jobs(base=None, releases=None) -> dict:
+    """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base;
+    only those named in `releases` when given (a manual dispatch's choice).
+    For `invoke matrix --json --changed [--base REF] [--releases NAMES]`."""
     from ngcbuild.render.changed import selection
+    from ngcbuild.workflow.choose import narrow, parse_names
 
-    result = selection(project(), base)
+    if releases is not None:
+        parse_names(releases)  # a malformed name stops here, before git or any manifest is read
+    result = narrow(selection(project(), base), releases)
     print(json.dumps(result, indent=2))
     return result
 
@@ -265,3 +269,23 @@ def verify(release: str, as_json=False, base=None) -> None:
     failed = verify.summary(rows)[verify.FAILED]
     if failed:
         raise verify.VerifyFailed(f"verify {release}: {failed} failed (see the table)")
+
+
+def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
+             jobs=None) -> None:
+    from ngcbuild.workflow import rehearse as rehearsal
+
+    if workflow == "ci":
+        if release or staging or registry or secret_file or require_gpu:
+            raise UserError("--workflow ci takes --job only (its jobs need no registry and no secret)")
+        rehearsal.rehearse_ci(project(), list(jobs or []), out=sys.stdout)
+    elif workflow == "release":
+        missing = [flag for flag, value in (("--release", release), ("--staging", staging), ("--registry", registry))
+                   if value is None]
+        if missing:
+            raise UserError(f"rehearse: missing {', '.join(missing)} (see `ngcbuild rehearse --help`)")
+        if jobs:
+            raise UserError("--job belongs to --workflow ci; release.yml runs every job")
+        rehearsal.rehearse_release(project(), release, staging, registry, secret_file, require_gpu, out=sys.stdout)
+    else:
+        raise UserError(f"--workflow {excerpt(workflow)}: expected release or ci")

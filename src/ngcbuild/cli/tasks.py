@@ -101,11 +101,15 @@ def promote(c, release, from_, to):
     commands.promote(release, source=from_, target=to)
 
 
-@command(help={"base": "compare with this commit or branch (default: every buildable release)"})
-def changed(c, base=None):
+RELEASES_HELP = "only these releases, by name, separated by spaces or commas (the release workflow's dispatch input)"
+
+
+@command(help={"base": "compare with this commit or branch (default: every buildable release)",
+               "releases": RELEASES_HELP})
+def changed(c, base=None, releases=None):
     """JSON: the releases whose inputs (manifests, constraints, image templates, ngcbuild's code) changed since
     --base, and their CI jobs."""
-    commands.changed_jobs(base=base)
+    commands.changed_jobs(base=base, releases=releases)
 
 
 @command(help={"release": "release whose base image to make (default dev)",
@@ -130,11 +134,12 @@ def notes(c, release):
 
 @command(help={"json": "print JSON (for CI and scripts) instead of Markdown",
             "changed": "with --json: only the releases (and CI jobs) that changes since --base touch",
-            "base": "with --changed: the commit or branch to compare with (default: every buildable release)"})
-def matrix(c, json=False, changed=False, base=None):
+            "base": "with --changed: the commit or branch to compare with (default: every buildable release)",
+            "releases": "with --changed: " + RELEASES_HELP})
+def matrix(c, json=False, changed=False, base=None, releases=None):
     """Print the support matrix across all manifests (Markdown; --json for CI; --changed for the CI plan)."""
     if changed:
-        commands.changed_jobs(base=base)
+        commands.changed_jobs(base=base, releases=releases)
     else:
         commands.matrix(as_json=json)
 
@@ -159,6 +164,22 @@ def docs(c, screenshot=True):
 def verify(c, release, json=False, base=None):
     """Check every pin of R against its indexes for R's Python and platforms; exit 1 on a failure."""
     commands.verify(release, as_json=json, base=base)
+
+
+@command(help={
+    "workflow": "release (release.yml, the default) or ci (ci.yml's --job jobs)",
+    "release": "release.yml: the release(s) to build, by name (the dispatch input), e.g. dev",
+    "staging": "release.yml: the staging registry HOST[:PORT] the build jobs push to",
+    "registry": "release.yml: the release registry HOST[:PORT] the publish job promotes to",
+    "secret_file": "release.yml: KEY=VALUE lines for act's secrets (RELEASE_REGISTRY_USER, RELEASE_REGISTRY_PASSWORD)",
+    "require_gpu": "release.yml: keep smoke's --require-gpu (off by default: a rehearsal host has no GPU)",
+    "job": "ci.yml: a job to run (repeatable): lint, unit",
+}, iterable=["job"])
+def rehearse(c, workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
+             job=None):
+    """Run a workflow locally through act (host mode, local stand-ins for downloaded actions), as CI would."""
+    commands.rehearse(workflow, release=release, staging=staging, registry=registry, secret_file=secret_file,
+                      require_gpu=require_gpu, jobs=job)
 
 
 namespace = Collection.from_module(sys.modules[__name__])
