@@ -1,7 +1,6 @@
 """The GitHub workflows: actionlint (rhysd/actionlint, installed by .ci/lint-tools) finds nothing,
 does find a broken workflow, honours our runner labels; and release.yml keeps its safety rules."""
 
-import os
 import re
 import shutil
 import subprocess
