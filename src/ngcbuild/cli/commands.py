@@ -273,12 +273,12 @@ def verify(release: str, as_json=False, base=None) -> None:
 
 def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
              jobs=None) -> None:
-    from ngcbuild.workflow import rehearse as rehearsal
+    from ngcbuild.workflow.rehearse import rehearse_ci, rehearse_release
 
     if workflow == "ci":
         if release or staging or registry or secret_file or require_gpu:
             raise UserError("--workflow ci takes --job only (its jobs need no registry and no secret)")
-        rehearsal.rehearse_ci(project(), list(jobs or []), out=sys.stdout)
+        rehearse_ci(project(), list(jobs or []), out=sys.stdout)
     elif workflow == "release":
         missing = [flag for flag, value in (("--release", release), ("--staging", staging), ("--registry", registry))
                    if value is None]
@@ -286,6 +286,6 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
             raise UserError(f"rehearse: missing {', '.join(missing)} (see `ngcbuild rehearse --help`)")
         if jobs:
             raise UserError("--job belongs to --workflow ci; release.yml runs every job")
-        rehearsal.rehearse_release(project(), release, staging, registry, secret_file, require_gpu, out=sys.stdout)
+        rehearse_release(project(), release, staging, registry, secret_file, require_gpu, out=sys.stdout)
     else:
         raise UserError(f"--workflow {excerpt(workflow)}: expected release or ci")
