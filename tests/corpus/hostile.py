@@ -54,6 +54,8 @@ class HostileCase:
     absent: tuple[str, ...] = ()  # fragments the message must not contain
     engine_allowed: bool = False
     extra_env: dict = field(default_factory=dict)
+    shows: tuple[str, ...] = ()  # fragments stdout must contain (help, lists)
+    hides: tuple[str, ...] = ()  # fragments stdout must not contain
 
 
 def dev_project(project: ScratchProject) -> None:
@@ -358,7 +360,33 @@ def cases() -> list[HostileCase]:
     add(HostileCase("stray-bad-name-manifest-notes", "wrong help", ("notes", "--release", "dev"),
                     setup_all(dev, write("manifests/my release.yaml", "summary: x\n")),
                     mentions=("my release.yaml",), absent=("--release",)))
+
+    entry_point_cases(add)
     return c
+
+
+INVOKE_ONLY = ("--pty", "--dry", "--prompt-for-sudo-password", "--echo", "--warn-only", "--write-pyc")
+
+
+def entry_point_cases(add) -> None:
+    """`invoke TASK` parses and reports like `ngcbuild TASK` (round three)."""
+    klass = "entry points"
+    for name, argv, mention in [
+        ("invoke-value-is-an-option", ("build", "--release", "dev", "--platform", "--no-cache"), "--platform needs a value"),
+        ("invoke-value-eq-option", ("verify", "--release=--base", "--offline"), "--release"),
+        ("invoke-last-flag-no-value", ("notes", "--release"), "--release needs a value"),
+        ("invoke-repeated-release", ("notes", "--release", "dev", "--release", "dev"), "--release was given more than once"),
+        ("invoke-repeated-eq", ("render", "--release=dev", "--release=cuda-dev"), "more than once"),
+        ("invoke-core-only-option", ("--dry", "render", "--release", "dev"), "--dry"),
+        ("invoke-core-only-short", ("-w", "render", "--release", "dev"), "-w"),
+        ("invoke-number-word", ("prune", "--keep", "many"), "--keep"),
+    ]:
+        add(HostileCase(name, klass, argv, dev, mentions=(mention,), absent=("No idea", "Flag <"), after=nothing_built))
+    add(HostileCase("invoke-bare-lists-tasks", klass, (), dev, exit_status=0,
+                    shows=("render", "publish", "--list"), hides=INVOKE_ONLY))
+    add(HostileCase("invoke-list", klass, ("--list",), dev, exit_status=0, shows=("verify",), hides=INVOKE_ONLY))
+    add(HostileCase("invoke-task-help", klass, ("render", "--help"), dev, exit_status=0, shows=("--release",),
+                    hides=INVOKE_ONLY))
 
 
 def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome, ScratchProject, Path]:
@@ -445,6 +473,12 @@ def judge(case: HostileCase, outcome: Outcome, project: ScratchProject, outside:
         problems.append(f"{len(message.splitlines())} lines of error")
     if len(message) > MAX_MESSAGE:
         problems.append(f"a message of {len(message)} characters")
+    for fragment in case.shows:
+        if fragment not in outcome.stdout:
+            problems.append(f"output lacks {fragment!r}")
+    for fragment in case.hides:
+        if fragment in outcome.stdout:
+            problems.append(f"output shows {fragment!r}")
     if connections and not case.engine_allowed:
         problems.append("the engine was contacted")
     try:

@@ -30,7 +30,7 @@ def guarded(function):
             # output piped into `head` and the like: stop quietly, as other tools do
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise Exit(code=0) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # raised by code that has no handler of ours installed
             raise Exit("ngcbuild: interrupted", code=130) from None
         except OSError as exc:
             # a backstop: the file system (or, below it, the connection) refused what no module expected
