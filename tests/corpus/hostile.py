@@ -362,7 +362,50 @@ def cases() -> list[HostileCase]:
                     mentions=("my release.yaml",), absent=("--release",)))
 
     entry_point_cases(add)
+    docs_cases(add)
     return c
+
+
+def old_site(project, outside):
+    (project.root / "build" / "site" / "releases").mkdir(parents=True)
+    (project.root / "build" / "site" / "index.html").write_text("the older complete site\n")
+
+
+def site_link_outside(project, outside):
+    (outside / "site" / "private").mkdir(parents=True)
+    (outside / "site" / "private" / "credentials").write_text(SECRET)
+    (project.root / "build").mkdir()
+    os.symlink(outside / "site", project.root / "build" / "site")
+
+
+def outside_site_untouched(project, outside):
+    if not (outside / "site" / "private" / "credentials").is_file():
+        return "the folder the link pointed at was emptied"
+    return None
+
+
+def old_site_kept(project, outside):
+    index = project.root / "build" / "site" / "index.html"
+    if not index.is_file() or "older complete site" not in index.read_text():
+        return "the older site was removed before the new one was complete"
+    strays = [p.name for p in (project.root / "build").iterdir() if p.name.startswith(".site.render-")]
+    return f"a half-written site was left: {strays}" if strays else None
+
+
+def docs_cases(add) -> None:
+    """`docs` writes the whole site next to build/site and swaps it in (round three)."""
+    klass = "docs atomic"
+    add(HostileCase("docs-site-link-outside", klass, ("docs", "--no-screenshot"), setup_all(dev, site_link_outside),
+                    exit_status=1, mentions=("build/site",), after=outside_site_untouched))
+    add(HostileCase("docs-site-dangling-link", klass, ("docs", "--no-screenshot"),
+                    setup_all(dev, write("build/.keep", ""), replace_with_link("build/site", lambda o: str(o / "nowhere"))),
+                    exit_status=1, mentions=("build/site",)))
+    add(HostileCase("docs-bad-manifest-keeps-site", klass, ("docs", "--no-screenshot"),
+                    setup_all(dev, old_site, write("manifests/26.01.yaml", "extends: [\n")),
+                    after=old_site_kept))
+    add(HostileCase("docs-missing-style-keeps-site", klass, ("docs", "--no-screenshot"),
+                    setup_all(dev, old_site, replace_with_dir("templates/docs/site/style.css")),
+                    exit_status=1, after=old_site_kept))
 
 
 INVOKE_ONLY = ("--pty", "--dry", "--prompt-for-sudo-password", "--echo", "--warn-only", "--write-pyc")

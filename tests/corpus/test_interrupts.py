@@ -25,8 +25,8 @@ MOMENTS = [i / 10 for i in range(10)]
 SIGNALS = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM)}
 
 
-def interrupt(root, module: str, signum: int, moment: float):
-    process = subprocess.Popen([sys.executable, "-m", module, "render", "--release", "dev"], cwd=root,
+def interrupt(root, module: str, signum: int, moment: float, task=("render", "--release", "dev")):
+    process = subprocess.Popen([sys.executable, "-m", module, *task], cwd=root,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(moment)
     process.send_signal(signum)
@@ -65,3 +65,23 @@ def test_an_interrupt_at_any_moment_is_one_line(tmp_path, module, signum, figure
     bad = [(m, v, run[2][-1200:]) for m, v, run in zip(MOMENTS, verdicts, runs, strict=True)
            if v not in ("clean", "before our code")]
     assert not bad, bad
+
+
+def test_an_interrupted_docs_leaves_the_older_complete_site(tmp_path, figures):
+    project = ScratchProject(tmp_path / "project")
+    project.copy_release("dev")
+    done = project.invoke("docs", "--no-screenshot", timeout=600)
+    assert done.returncode == 0, done.stderr
+    site = project.root / "build" / "site"
+    complete = sorted(p.relative_to(site).as_posix() for p in site.rglob("*"))
+    problems = []
+    for moment in (0.3, 0.8, 1.3, 1.8, 2.5):
+        status, out, err = interrupt(project.root, "ngcbuild", signal.SIGINT, moment, task=("docs", "--no-screenshot"))
+        now = sorted(p.relative_to(site).as_posix() for p in site.rglob("*"))
+        strays = [p.name for p in site.parent.iterdir() if ".render-" in p.name or ".old-" in p.name]
+        if now != complete or strays or "Traceback" in out + err:
+            problems.append((moment, status, len(now), strays, err[-200:]))
+    figures(suite="hostile", case="SIGINT to docs at 5 moments", input="docs", klass="docs atomic",
+            clean=not problems, traceback=False, hang=False, secret=False, leftovers=len(problems), exit_status=None,
+            message=str(problems)[:300])
+    assert not problems, problems
