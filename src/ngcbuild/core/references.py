@@ -70,6 +70,18 @@ def parse_host(value: str) -> str:
     return text
 
 
+def shown_url(url: str) -> str:
+    """A URL for a message: any user:password@ replaced by ***@ (an index or engine address may carry
+    credentials; no message may show them)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return f"{scheme}{sep}{authority}{slash}{path}"
+
+
 def host_address(host: str) -> str:
     """The address of a registry host (as parse_host returned it) without its port; an IPv6 address
     without its brackets."""
