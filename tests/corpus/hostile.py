@@ -363,7 +363,80 @@ def cases() -> list[HostileCase]:
 
     entry_point_cases(add)
     docs_cases(add)
+    records_cases(add)
     return c
+
+
+GOOD_RECORD = ('{"release": "dev", "platform": "linux/amd64", "image_id": "sha256:' + "0" * 64 + '", '
+               '"context_sha256": "' + "0" * 64 + '", "tags": [], "pushed": {}}')
+
+
+def records_dir(project: ScratchProject) -> Path:
+    folder = project.root / "artifacts" / "record-amd64"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def a_record(text: str):
+    def step(project, outside):
+        (records_dir(project) / "record.json").write_text(text)
+    return step
+
+
+def a_record_bytes(data: bytes):
+    def step(project, outside):
+        (records_dir(project) / "record.json").write_bytes(data)
+    return step
+
+
+def record_linked_out(project, outside):
+    os.symlink(secret_file(outside), records_dir(project) / "record.json")
+
+
+def record_a_fifo(project, outside):
+    os.mkfifo(records_dir(project) / "record.json")
+
+
+def record_a_device(project, outside):
+    os.symlink("/dev/zero", records_dir(project) / "record.json")
+
+
+def records_folder_linked_out(project, outside):
+    (outside / "art").mkdir()
+    (outside / "art" / "record.json").write_text('{"platform": "' + SECRET + '"}')
+    os.symlink(outside / "art", project.root / "artifacts" / "linked", target_is_directory=True)
+
+
+def records_cases(add) -> None:
+    """`publish --records DIR` reads every record through the one reader, checks it field by field,
+    before rendering anything (round three)."""
+    klass = "platform records"
+    argv = ("publish", "--release", "dev", "--registry", "127.0.0.1:9", "--records", "artifacts")
+    for name, step, mention in [
+        ("records-link-outside", record_linked_out, "outside"),
+        ("records-fifo", record_a_fifo, "FIFO"),
+        ("records-device", record_a_device, "record.json"),
+        ("records-not-utf8", a_record_bytes(b'{"platform": "\xff\xfe"}'), "UTF-8"),
+        ("records-deep-json", a_record("[" * 5000 + "]" * 5000), "record.json"),
+        ("records-nested-object", a_record('{"platform": ' + '{"a": ' * 60 + "1" + "}" * 60 + "}"), "record.json"),
+        ("records-platform-number", a_record(GOOD_RECORD.replace('"linux/amd64"', "7")), "platform"),
+        ("records-tags-a-string", a_record(GOOD_RECORD.replace('"tags": []', '"tags": "x"')), "tags"),
+        ("records-pushed-list", a_record(GOOD_RECORD.replace('"pushed": {}', '"pushed": [1]')), "pushed"),
+        ("records-smoke-failed-word", a_record(GOOD_RECORD.replace('"pushed": {}', '"smoke": {"failed": "none"}')),
+         "smoke.failed"),
+        ("records-image-missing", a_record(GOOD_RECORD.replace('"image_id"', '"image"')), "image_id"),
+    ]:
+        add(HostileCase(name, klass, argv, setup_all(dev, step), mentions=(mention,), absent=(SECRET,),
+                        after=nothing_built))
+    add(HostileCase("records-folder-linked-out", klass, argv,
+                    setup_all(dev, a_record(GOOD_RECORD), records_folder_linked_out), exit_status=1,
+                    absent=(SECRET,), mentions=("linux/amd64",)))  # the linked folder is not entered
+    add(HostileCase("records-registry-credentials", klass,
+                    ("publish", "--release", "dev", "--registry", f"u:{SECRET}@127.0.0.1:9", "--records", "artifacts"),
+                    setup_all(dev, a_record(GOOD_RECORD)), absent=(SECRET,), after=nothing_built))
+    add(HostileCase("records-release-bad", klass,
+                    ("publish", "--release", "Dev!", "--registry", "127.0.0.1:9", "--records", "artifacts"),
+                    setup_all(dev, a_record(GOOD_RECORD)), after=nothing_built))
 
 
 def old_site(project, outside):
@@ -416,7 +489,7 @@ def entry_point_cases(add) -> None:
     klass = "entry points"
     for name, argv, mention in [
         ("invoke-value-is-an-option", ("build", "--release", "dev", "--platform", "--no-cache"), "--platform needs a value"),
-        ("invoke-value-eq-option", ("verify", "--release=--base", "--offline"), "--release"),
+        ("invoke-value-eq-option", ("verify", "--release=--json"), "--release"),
         ("invoke-last-flag-no-value", ("notes", "--release"), "--release needs a value"),
         ("invoke-repeated-release", ("notes", "--release", "dev", "--release", "dev"), "--release was given more than once"),
         ("invoke-repeated-eq", ("render", "--release=dev", "--release=cuda-dev"), "more than once"),
