@@ -364,7 +364,36 @@ def cases() -> list[HostileCase]:
     entry_point_cases(add)
     docs_cases(add)
     records_cases(add)
+    engine_address_cases(add)
     return c
+
+
+def engine_address_cases(add) -> None:
+    """`--engine` and DOCKER_HOST go through the one address parser: credentials refused and never
+    shown, malformed addresses one message, ssh:// not offered (round three)."""
+    klass = "engine addresses"
+    for name, argv_tail, env in [
+        ("engine-flag-password", ("--engine", f"tcp://ops:{SECRET}@127.0.0.1:2376"), {}),
+        ("engine-flag-user-only", ("--engine", f"tcp://{SECRET}@127.0.0.1:2376"), {}),
+        ("engine-env-password", (), {"DOCKER_HOST": f"tcp://ops:{SECRET}@127.0.0.1:2376"}),
+        ("engine-flag-port-word", ("--engine", "tcp://127.0.0.1:dock"), {}),
+        ("engine-flag-no-port", ("--engine", "tcp://127.0.0.1"), {}),
+        ("engine-flag-unix-relative", ("--engine", "unix://docker.sock"), {}),
+        ("engine-flag-unix-too-long", ("--engine", "unix:///" + "s" * 200), {}),
+        ("engine-flag-ssh", ("--engine", "ssh://builder@127.0.0.1"), {}),
+        ("engine-env-ssh-password", (), {"DOCKER_HOST": f"ssh://builder:{SECRET}@127.0.0.1"}),
+        ("engine-env-control", (), {"DOCKER_HOST": "tcp://127.0.0.1:2376\x1b[2J"}),
+        ("engine-env-http", (), {"DOCKER_HOST": "http://127.0.0.1:2375"}),
+    ]:
+        for task in (("build", "--release", "dev"), ("prune",)):
+            add(HostileCase(f"{task[0]}-{name}", klass, (*task, *argv_tail), dev, extra_env=env,
+                            absent=(SECRET, "\x1b"), after=nothing_built))
+    add(HostileCase("push-engine-env-password", klass, ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    setup_all(dev, record('{"image_id": "sha256:' + "0" * 64 + '", "tags": []}')),
+                    extra_env={"DOCKER_HOST": f"tcp://ops:{SECRET}@127.0.0.1:2376"}, absent=(SECRET,)))
+    add(HostileCase("smoke-engine-flag-password", klass,
+                    ("smoke", "--release", "dev", "--engine", f"tcp://ops:{SECRET}@127.0.0.1:2376"),
+                    dev, absent=(SECRET,), after=nothing_built))
 
 
 GOOD_RECORD = ('{"release": "dev", "platform": "linux/amd64", "image_id": "sha256:' + "0" * 64 + '", '

@@ -241,11 +241,15 @@ def _whole_number(text, flag: str, default: int, least: int) -> int:
 
 
 def _select_engine(url) -> None:
-    """--engine URL: the engine this command reaches (as DOCKER_HOST names it)."""
+    """--engine URL: the engine this command reaches (as DOCKER_HOST names it). Either is checked
+    here, before anything is rendered or tagged."""
+    from ngcbuild.engine.local_engine import engine_address
+
     if url is not None:
         from ngcbuild.engine.client import select
 
         select(url)
+    engine_address()
 
 
 def reliability() -> None:
