@@ -365,7 +365,55 @@ def cases() -> list[HostileCase]:
     docs_cases(add)
     records_cases(add)
     engine_address_cases(add)
+    stamp_cases(add)
     return c
+
+
+def stamp(text: str):
+    return write("build/dev/.rendered.json", text)
+
+
+def stamp_bytes(data: bytes):
+    def step(project, outside):
+        path = project.root / "build" / "dev" / ".rendered.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return step
+
+
+def a_good_stamp(**changes) -> str:
+    import json as _json
+
+    data = {"inputs": ["manifests/dev.yaml", "constraints/dev.txt"], "base": None, "inputs_sha256": "0" * 64,
+            "context_sha256": "1" * 64, "names": {"release": "dev", "tag": "dev-py3", "repository_path": "nvidia/pytorch",
+                                                   "default_platform": "linux/amd64", "base_image": "debian:bookworm"}}
+    data.update(changes)
+    return _json.dumps(data)
+
+
+def stamp_cases(add) -> None:
+    """build/R/.rendered.json tampered with: ignored with a note (the full path: render, then the
+    engine, here a sentinel that answers nothing), never a traceback, never many hashes (round three)."""
+    klass = "render stamp"
+    for name, text in [
+        ("stamp-deep-list", '{"inputs": ' + "[" * 100000 + "]" * 100000 + "}"),
+        ("stamp-deep-names", a_good_stamp(names={"release": {"a": {"b": {"c": {"d": {"e": {"f": {"g": {}}}}}}}}})),
+        ("stamp-names-a-list", a_good_stamp(names=["dev"])),
+        ("stamp-names-hostile-tag", a_good_stamp(names={"release": "dev", "tag": "dev py3;rm -rf /",
+                                                        "repository_path": "nvidia/pytorch",
+                                                        "default_platform": "linux/amd64", "base_image": "x"})),
+        ("stamp-names-other-release", a_good_stamp(names={"release": "../25.12", "tag": "t", "repository_path": "a",
+                                                          "default_platform": "p", "base_image": "b"})),
+        ("stamp-one-file-many-times", a_good_stamp(inputs=["templates/image/components.yaml"] * 50000)),
+        ("stamp-inputs-outside", a_good_stamp(inputs=["../../../../etc/passwd"])),
+        ("stamp-inputs-numbers", a_good_stamp(inputs=[1, 2, 3])),
+        ("stamp-hash-a-list", a_good_stamp(context_sha256=["x"])),
+        ("stamp-not-utf8", b"{\"inputs\": [\"\xff\"]}"),
+        ("stamp-huge", a_good_stamp(base="b" * (2 << 20))),
+    ]:
+        step = stamp(text) if isinstance(text, str) else stamp_bytes(text)
+        add(HostileCase(name, klass, ("build", "--release", "dev"), setup_all(dev, step), exit_status=1,
+                        engine_allowed=True, absent=("RecursionError",), shows=("is not a stamp ngcbuild wrote",)))
 
 
 def engine_address_cases(add) -> None:
