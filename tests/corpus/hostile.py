@@ -366,7 +366,28 @@ def cases() -> list[HostileCase]:
     records_cases(add)
     engine_address_cases(add)
     stamp_cases(add)
+    validation_cases(add)
     return c
+
+
+def validation_cases(add) -> None:
+    """Values the manifest model and the flags let through before round three."""
+    klass = "validation gaps"
+    summary = "summary: CPU-only development release on Debian bookworm with a PyTorch CPU wheel"
+    for name, old, new in [
+        ("summary-over-long", summary, "summary: " + "wide " * 1000),
+        ("platforms-empty", "  number: '0'", "  number: '0'\n  platforms: []"),
+    ]:
+        add(HostileCase(name, klass, ("render", "--release", "dev"), setup_all(dev, edit(MANIFEST, old, new)),
+                        after=nothing_built))
+    for name, value in [("keep-arabic-digits", "\u0663"), ("keep-underscore", "1_0"), ("keep-spaces", " 2 "),
+                        ("keep-fullwidth", "\uff12")]:
+        add(HostileCase(name, klass, ("prune", "--keep", value), dev, mentions=("--keep",)))
+    for name, value in [("threshold-underscore", "0_5"), ("threshold-arabic", "\u0660.\u0665")]:
+        add(HostileCase(name, klass, ("smoke", "--release", "dev", "--perf", "--baseline", "dev", "--threshold", value),
+                        dev, mentions=("--threshold",), after=nothing_built))
+    add(HostileCase("label-value-over-long", klass, ("build", "--release", "dev", "--label", "ci.run=" + "r" * 5000),
+                    dev, after=nothing_built, mentions=("--label",)))
 
 
 def stamp(text: str):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -76,7 +77,8 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
 def _fraction(value) -> float:
     """--threshold: a number strictly between 0 and 1."""
     try:
-        number = float(value)
+        # plain ASCII decimals only: float() also takes "0_5", "٠.٥" and surrounding spaces
+        number = float(value) if re.fullmatch(r"[0-9]*\.?[0-9]+", str(value), re.ASCII) else float("nan")
     except (TypeError, ValueError):
         number = float("nan")
     if not 0 < number < 1:  # false for nan too
@@ -231,10 +233,9 @@ def _whole_number(text, flag: str, default: int, least: int) -> int:
     """A count given as a flag's text (declared as text: invoke's own int() would end in a traceback)."""
     if text is None:
         return default
-    try:
-        number = int(text)
-    except (TypeError, ValueError):
-        number = least - 1
+    # ASCII digits only: int() also takes "1_000", " 7 " and the digits of other scripts ("٣")
+    ascii_digits = isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= 9
+    number = int(text) if ascii_digits else least - 1
     if number < least:
         raise UserError(f"{flag} {excerpt(text)}: expected a whole number of at least {least}")
     return number
