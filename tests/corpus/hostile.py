@@ -460,6 +460,13 @@ def engine_address_cases(add) -> None:
     add(HostileCase("push-engine-env-password", klass, ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
                     setup_all(dev, record('{"image_id": "sha256:' + "0" * 64 + '", "tags": []}')),
                     extra_env={"DOCKER_HOST": f"tcp://ops:{SECRET}@127.0.0.1:2376"}, absent=(SECRET,)))
+    add(HostileCase("verify-base-credentials", klass,
+                    ("verify", "--release", "dev", "--base", f"ops:{SECRET}@mirror.example/debian:bookworm"),
+                    dev, absent=(SECRET,)))
+    add(HostileCase("build-base-credentials", klass,
+                    ("build", "--release", "dev", "--base", f"ops:{SECRET}@mirror.example/debian:bookworm"),
+                    dev, absent=(SECRET,), after=nothing_built))
+    add(HostileCase("verify-base-not-a-ref", klass, ("verify", "--release", "dev", "--base", "Not A Ref"), dev))
     add(HostileCase("smoke-engine-flag-password", klass,
                     ("smoke", "--release", "dev", "--engine", f"tcp://ops:{SECRET}@127.0.0.1:2376"),
                     dev, absent=(SECRET,), after=nothing_built))

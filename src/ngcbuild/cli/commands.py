@@ -264,6 +264,10 @@ def verify(release: str, as_json=False, base=None) -> None:
     from ngcbuild.manifest import verify as verifier
     from ngcbuild.manifest.loader import load_release
 
+    if base is not None:  # checked as build checks it (credentials refused, never shown), before any query
+        from ngcbuild.render.context import checked_base
+
+        base = checked_base(base)
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")

@@ -14,7 +14,7 @@ from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
 from ngcbuild.core.references import ImageRef as ImageName
-from ngcbuild.core.references import ReferenceProblem
+from ngcbuild.core.references import CREDENTIALS_HELP, ReferenceProblem
 
 # Every pattern of this module, by type name: tests/unit/test_linear_patterns.py feeds each long
 # hostile strings with a time bound. No pattern may nest quantifiers over characters that overlap
@@ -85,7 +85,9 @@ Url = _pattern_type("url", r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+-
 def _check_image(value: str) -> str:
     try:
         ImageName.parse(value, need_tag=True)
-    except ReferenceProblem:
+    except ReferenceProblem as exc:
+        if str(exc) == CREDENTIALS_HELP:  # the value holds a password: say so, never show it
+            raise PydanticCustomError("ngcbuild_credentials", "{help}", {"help": CREDENTIALS_HELP}) from None
         raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                   {"value": _shown(value), "expected": "an image reference with a tag "
                                    "(registry/name:tag)"}) from None
