@@ -13,8 +13,8 @@ from typing import Annotated
 from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
-from ngcbuild.core.references import ImageRef as ImageName
 from ngcbuild.core.references import CREDENTIALS_HELP, ReferenceProblem
+from ngcbuild.core.references import ImageRef as ImageName
 
 # Every pattern of this module, by type name: tests/unit/test_linear_patterns.py feeds each long
 # hostile strings with a time bound. No pattern may nest quantifiers over characters that overlap
