@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
-from ngcbuild.core.files import read_text
+from ngcbuild.core.files import nesting, read_text
 from ngcbuild.core.references import ImageRef, ReferenceProblem
 from ngcbuild.engine.record import MAX_BYTES, RECORD
 
@@ -68,13 +68,6 @@ def _record_files(directory: Path) -> list[Path]:
     return sorted(found)
 
 
-def _nesting(value, depth: int = 0) -> int:
-    if depth > MAX_NESTING:
-        return depth
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    return max((_nesting(child, depth + 1) for child in children), default=depth)
-
-
 _STRINGS = ("platform", "release", "image_id", "context_sha256")
 
 
@@ -82,7 +75,7 @@ def _checked(path: Path, record) -> dict:
     """`record` when every field gather() reads has the type it must; else a ManifestError."""
     if not isinstance(record, dict):
         raise ManifestError(path, "", f"expected a JSON object (a build record), got {type(record).__name__}")
-    if _nesting(record) > MAX_NESTING:
+    if nesting(record, MAX_NESTING) > MAX_NESTING:
         raise ManifestError(path, "", f"nested more than {MAX_NESTING} levels; expected a build record")
     for key in _STRINGS:
         if not isinstance(record.get(key), str):

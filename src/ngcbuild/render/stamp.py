@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ngcbuild.core.errors import NgcbuildError, shown_path
-from ngcbuild.core.files import read_text
+from ngcbuild.core.files import nesting, read_text
 from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
@@ -106,7 +106,7 @@ def _checked(project: Project, name: str, path: Path) -> dict:
         raise _Tampered("nested too deeply") from None
     except ValueError as exc:
         raise _Tampered(f"not JSON: {str(exc)[:100]}") from None
-    if not isinstance(data, dict) or _nesting(data) > MAX_NESTING:
+    if not isinstance(data, dict) or nesting(data, MAX_NESTING) > MAX_NESTING:
         raise _Tampered("not a JSON object of two levels")
     files = data.get("inputs")
     if not isinstance(files, list) or not 0 < len(files) <= MAX_INPUTS or len(set(map(str, files))) != len(files):
@@ -128,13 +128,6 @@ def _checked(project: Project, name: str, path: Path) -> dict:
     if names.release != name:
         raise _Tampered("`names` are of another release")
     return {**data, "names": names}
-
-
-def _nesting(value, depth: int = 0) -> int:
-    if depth > MAX_NESTING:
-        return depth
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    return max((_nesting(child, depth + 1) for child in children), default=depth)
 
 
 def _inside(project: Project, rel: str) -> bool:
