@@ -29,12 +29,13 @@ def _pattern_type(name: str, pattern: str, expected: str, longest: int = 1000):
     PATTERNS[name] = compiled
 
     def check(value: str) -> str:
-        if len(value) > longest:
-            raise PydanticCustomError("ngcbuild_pattern", "{value} is longer than {longest} characters",
-                                      {"value": _shown(value), "longest": longest})
+        # the pattern first (linear in time, see above): a long value of the wrong form is named as such
         if not compiled.fullmatch(value):
             raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                       {"value": _shown(value), "expected": expected})
+        if len(value) > longest:
+            raise PydanticCustomError("ngcbuild_pattern", "{value} is longer than {longest} characters",
+                                      {"value": _shown(value), "longest": longest})
         return value
 
     check.__name__ = f"check_{name}"
