@@ -5,4 +5,9 @@ They may use the test suite's helpers; the product (src/ngcbuild) never imports 
 
 # The tasks.py of a user's project (a scratch project of the benchmarks and tests): the product's
 # tasks only; the checkout's own tasks.py adds the tools of this package.
-USER_TASKS = "from ngcbuild.cli.tasks import namespace\n\n__all__ = [\"namespace\"]\n"
+USER_TASKS = (
+    "from ngcbuild.cli import take_over_from_invoke\n"
+    "from ngcbuild.cli.tasks import namespace\n\n"
+    "take_over_from_invoke(namespace)  # `invoke TASK` behaves as `ngcbuild TASK`\n\n"
+    "__all__ = [\"namespace\"]\n"
+)

@@ -54,6 +54,8 @@ class HostileCase:
     absent: tuple[str, ...] = ()  # fragments the message must not contain
     engine_allowed: bool = False
     extra_env: dict = field(default_factory=dict)
+    shows: tuple[str, ...] = ()  # fragments stdout must contain (help, lists)
+    hides: tuple[str, ...] = ()  # fragments stdout must not contain
 
 
 def dev_project(project: ScratchProject) -> None:
@@ -403,7 +405,254 @@ def cases() -> list[HostileCase]:
     add(HostileCase("stray-bad-name-manifest-notes", "wrong help", ("notes", "--release", "dev"),
                     setup_all(dev, write("manifests/my release.yaml", "summary: x\n")),
                     mentions=("my release.yaml",), absent=("--release",)))
+
+    entry_point_cases(add)
+    docs_cases(add)
+    records_cases(add)
+    engine_address_cases(add)
+    stamp_cases(add)
+    validation_cases(add)
     return c
+
+
+def validation_cases(add) -> None:
+    """Values the manifest model and the flags let through before round three."""
+    klass = "validation gaps"
+    summary = "summary: CPU-only development release on Debian bookworm with a PyTorch CPU wheel"
+    for name, old, new in [
+        ("summary-over-long", summary, "summary: " + "wide " * 1000),
+        ("platforms-empty", "  number: '0'", "  number: '0'\n  platforms: []"),
+    ]:
+        add(HostileCase(name, klass, ("render", "--release", "dev"), setup_all(dev, edit(MANIFEST, old, new)),
+                        after=nothing_built))
+    for name, value in [("keep-arabic-digits", "\u0663"), ("keep-underscore", "1_0"), ("keep-spaces", " 2 "),
+                        ("keep-fullwidth", "\uff12")]:
+        add(HostileCase(name, klass, ("prune", "--keep", value), dev, mentions=("--keep",)))
+    for name, value in [("threshold-underscore", "0_5"), ("threshold-arabic", "\u0660.\u0665")]:
+        add(HostileCase(name, klass, ("smoke", "--release", "dev", "--perf", "--baseline", "dev", "--threshold", value),
+                        dev, mentions=("--threshold",), after=nothing_built))
+    add(HostileCase("label-value-over-long", klass, ("build", "--release", "dev", "--label", "ci.run=" + "r" * 5000),
+                    dev, after=nothing_built, mentions=("--label",)))
+
+
+def stamp(text: str):
+    return write("build/dev/.rendered.json", text)
+
+
+def stamp_bytes(data: bytes):
+    def step(project, outside):
+        path = project.root / "build" / "dev" / ".rendered.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return step
+
+
+def a_good_stamp(**changes) -> str:
+    import json as _json
+
+    data = {"inputs": ["manifests/dev.yaml", "constraints/dev.txt"], "base": None, "inputs_sha256": "0" * 64,
+            "context_sha256": "1" * 64, "names": {"release": "dev", "tag": "dev-py3", "repository_path": "nvidia/pytorch",
+                                                   "default_platform": "linux/amd64", "base_image": "debian:bookworm"}}
+    data.update(changes)
+    return _json.dumps(data)
+
+
+def stamp_cases(add) -> None:
+    """build/R/.rendered.json tampered with: ignored with a note (the full path: render, then the
+    engine, here a sentinel that answers nothing), never a traceback, never many hashes (round three)."""
+    klass = "render stamp"
+    for name, text in [
+        ("stamp-deep-list", '{"inputs": ' + "[" * 100000 + "]" * 100000 + "}"),
+        ("stamp-deep-names", a_good_stamp(names={"release": {"a": {"b": {"c": {"d": {"e": {"f": {"g": {}}}}}}}}})),
+        ("stamp-names-a-list", a_good_stamp(names=["dev"])),
+        ("stamp-names-hostile-tag", a_good_stamp(names={"release": "dev", "tag": "dev py3;rm -rf /",
+                                                        "repository_path": "nvidia/pytorch",
+                                                        "default_platform": "linux/amd64", "base_image": "x"})),
+        ("stamp-names-other-release", a_good_stamp(names={"release": "../25.12", "tag": "t", "repository_path": "a",
+                                                          "default_platform": "p", "base_image": "b"})),
+        ("stamp-one-file-many-times", a_good_stamp(inputs=["templates/image/components.yaml"] * 50000)),
+        ("stamp-inputs-outside", a_good_stamp(inputs=["../../../../etc/passwd"])),
+        ("stamp-inputs-numbers", a_good_stamp(inputs=[1, 2, 3])),
+        ("stamp-hash-a-list", a_good_stamp(context_sha256=["x"])),
+        ("stamp-not-utf8", b"{\"inputs\": [\"\xff\"]}"),
+        ("stamp-huge", a_good_stamp(base="b" * (2 << 20))),
+    ]:
+        step = stamp(text) if isinstance(text, str) else stamp_bytes(text)
+        add(HostileCase(name, klass, ("build", "--release", "dev"), setup_all(dev, step), exit_status=1,
+                        engine_allowed=True, absent=("RecursionError",), shows=("is not a stamp ngcbuild wrote",)))
+
+
+def engine_address_cases(add) -> None:
+    """`--engine` and DOCKER_HOST go through the one address parser: credentials refused and never
+    shown, malformed addresses one message, ssh:// not offered (round three)."""
+    klass = "engine addresses"
+    for name, argv_tail, env in [
+        ("engine-flag-password", ("--engine", f"tcp://ops:{SECRET}@127.0.0.1:2376"), {}),
+        ("engine-flag-user-only", ("--engine", f"tcp://{SECRET}@127.0.0.1:2376"), {}),
+        ("engine-env-password", (), {"DOCKER_HOST": f"tcp://ops:{SECRET}@127.0.0.1:2376"}),
+        ("engine-flag-port-word", ("--engine", "tcp://127.0.0.1:dock"), {}),
+        ("engine-flag-no-port", ("--engine", "tcp://127.0.0.1"), {}),
+        ("engine-flag-unix-relative", ("--engine", "unix://docker.sock"), {}),
+        ("engine-flag-unix-too-long", ("--engine", "unix:///" + "s" * 200), {}),
+        ("engine-flag-ssh", ("--engine", "ssh://builder@127.0.0.1"), {}),
+        ("engine-env-ssh-password", (), {"DOCKER_HOST": f"ssh://builder:{SECRET}@127.0.0.1"}),
+        ("engine-env-control", (), {"DOCKER_HOST": "tcp://127.0.0.1:2376\x1b[2J"}),
+        ("engine-env-http", (), {"DOCKER_HOST": "http://127.0.0.1:2375"}),
+    ]:
+        for task in (("build", "--release", "dev"), ("prune",)):
+            add(HostileCase(f"{task[0]}-{name}", klass, (*task, *argv_tail), dev, extra_env=env,
+                            absent=(SECRET, "\x1b"), after=nothing_built))
+    add(HostileCase("push-engine-env-password", klass, ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
+                    setup_all(dev, record('{"image_id": "sha256:' + "0" * 64 + '", "tags": []}')),
+                    extra_env={"DOCKER_HOST": f"tcp://ops:{SECRET}@127.0.0.1:2376"}, absent=(SECRET,)))
+    add(HostileCase("verify-base-credentials", klass,
+                    ("verify", "--release", "dev", "--base", f"ops:{SECRET}@mirror.example/debian:bookworm"),
+                    dev, absent=(SECRET,)))
+    add(HostileCase("build-base-credentials", klass,
+                    ("build", "--release", "dev", "--base", f"ops:{SECRET}@mirror.example/debian:bookworm"),
+                    dev, absent=(SECRET,), after=nothing_built))
+    add(HostileCase("verify-base-not-a-ref", klass, ("verify", "--release", "dev", "--base", "Not A Ref"), dev))
+    add(HostileCase("smoke-engine-flag-password", klass,
+                    ("smoke", "--release", "dev", "--engine", f"tcp://ops:{SECRET}@127.0.0.1:2376"),
+                    dev, absent=(SECRET,), after=nothing_built))
+
+
+GOOD_RECORD = ('{"release": "dev", "platform": "linux/amd64", "image_id": "sha256:' + "0" * 64 + '", '
+               '"context_sha256": "' + "0" * 64 + '", "tags": [], "pushed": {}}')
+
+
+def records_dir(project: ScratchProject) -> Path:
+    folder = project.root / "artifacts" / "record-amd64"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def a_record(text: str):
+    def step(project, outside):
+        (records_dir(project) / "record.json").write_text(text)
+    return step
+
+
+def a_record_bytes(data: bytes):
+    def step(project, outside):
+        (records_dir(project) / "record.json").write_bytes(data)
+    return step
+
+
+def record_linked_out(project, outside):
+    os.symlink(secret_file(outside), records_dir(project) / "record.json")
+
+
+def record_a_fifo(project, outside):
+    os.mkfifo(records_dir(project) / "record.json")
+
+
+def record_a_device(project, outside):
+    os.symlink("/dev/zero", records_dir(project) / "record.json")
+
+
+def records_folder_linked_out(project, outside):
+    (outside / "art").mkdir()
+    (outside / "art" / "record.json").write_text('{"platform": "' + SECRET + '"}')
+    os.symlink(outside / "art", project.root / "artifacts" / "linked", target_is_directory=True)
+
+
+def records_cases(add) -> None:
+    """`publish --records DIR` reads every record through the one reader, checks it field by field,
+    before rendering anything (round three)."""
+    klass = "platform records"
+    argv = ("publish", "--release", "dev", "--registry", "127.0.0.1:9", "--records", "artifacts")
+    for name, step, mention in [
+        ("records-link-outside", record_linked_out, "outside"),
+        ("records-fifo", record_a_fifo, "FIFO"),
+        ("records-device", record_a_device, "record.json"),
+        ("records-not-utf8", a_record_bytes(b'{"platform": "\xff\xfe"}'), "UTF-8"),
+        ("records-deep-json", a_record("[" * 5000 + "]" * 5000), "record.json"),
+        ("records-nested-object", a_record('{"platform": ' + '{"a": ' * 60 + "1" + "}" * 60 + "}"), "record.json"),
+        ("records-platform-number", a_record(GOOD_RECORD.replace('"linux/amd64"', "7")), "platform"),
+        ("records-tags-a-string", a_record(GOOD_RECORD.replace('"tags": []', '"tags": "x"')), "tags"),
+        ("records-pushed-list", a_record(GOOD_RECORD.replace('"pushed": {}', '"pushed": [1]')), "pushed"),
+        ("records-smoke-failed-word", a_record(GOOD_RECORD.replace('"pushed": {}', '"smoke": {"failed": "none"}')),
+         "smoke.failed"),
+        ("records-image-missing", a_record(GOOD_RECORD.replace('"image_id"', '"image"')), "image_id"),
+    ]:
+        add(HostileCase(name, klass, argv, setup_all(dev, step), mentions=(mention,), absent=(SECRET,),
+                        after=nothing_built))
+    add(HostileCase("records-folder-linked-out", klass, argv,
+                    setup_all(dev, a_record(GOOD_RECORD), records_folder_linked_out), exit_status=1,
+                    absent=(SECRET,), mentions=("linux/amd64",)))  # the linked folder is not entered
+    add(HostileCase("records-registry-credentials", klass,
+                    ("publish", "--release", "dev", "--registry", f"u:{SECRET}@127.0.0.1:9", "--records", "artifacts"),
+                    setup_all(dev, a_record(GOOD_RECORD)), absent=(SECRET,), after=nothing_built))
+    add(HostileCase("records-release-bad", klass,
+                    ("publish", "--release", "Dev!", "--registry", "127.0.0.1:9", "--records", "artifacts"),
+                    setup_all(dev, a_record(GOOD_RECORD)), after=nothing_built))
+
+
+def old_site(project, outside):
+    (project.root / "build" / "site" / "releases").mkdir(parents=True)
+    (project.root / "build" / "site" / "index.html").write_text("the older complete site\n")
+
+
+def site_link_outside(project, outside):
+    (outside / "site" / "private").mkdir(parents=True)
+    (outside / "site" / "private" / "credentials").write_text(SECRET)
+    (project.root / "build").mkdir()
+    os.symlink(outside / "site", project.root / "build" / "site")
+
+
+def outside_site_untouched(project, outside):
+    if not (outside / "site" / "private" / "credentials").is_file():
+        return "the folder the link pointed at was emptied"
+    return None
+
+
+def old_site_kept(project, outside):
+    index = project.root / "build" / "site" / "index.html"
+    if not index.is_file() or "older complete site" not in index.read_text():
+        return "the older site was removed before the new one was complete"
+    strays = [p.name for p in (project.root / "build").iterdir() if p.name.startswith(".site.render-")]
+    return f"a half-written site was left: {strays}" if strays else None
+
+
+def docs_cases(add) -> None:
+    """`docs` writes the whole site next to build/site and swaps it in (round three)."""
+    klass = "docs atomic"
+    add(HostileCase("docs-site-link-outside", klass, ("docs", "--no-screenshot"), setup_all(dev, site_link_outside),
+                    exit_status=1, mentions=("build/site",), after=outside_site_untouched))
+    add(HostileCase("docs-site-dangling-link", klass, ("docs", "--no-screenshot"),
+                    setup_all(dev, write("build/.keep", ""), replace_with_link("build/site", lambda o: str(o / "nowhere"))),
+                    exit_status=1, mentions=("build/site",)))
+    add(HostileCase("docs-bad-manifest-keeps-site", klass, ("docs", "--no-screenshot"),
+                    setup_all(dev, old_site, write("manifests/26.01.yaml", "extends: [\n")),
+                    after=old_site_kept))
+    add(HostileCase("docs-missing-style-keeps-site", klass, ("docs", "--no-screenshot"),
+                    setup_all(dev, old_site, replace_with_dir("templates/docs/site/style.css")),
+                    exit_status=1, after=old_site_kept))
+
+
+INVOKE_ONLY = ("--pty", "--dry", "--prompt-for-sudo-password", "--echo", "--warn-only", "--write-pyc")
+
+
+def entry_point_cases(add) -> None:
+    """`invoke TASK` parses and reports like `ngcbuild TASK` (round three)."""
+    klass = "entry points"
+    for name, argv, mention in [
+        ("invoke-value-is-an-option", ("build", "--release", "dev", "--platform", "--no-cache"), "--platform needs a value"),
+        ("invoke-value-eq-option", ("verify", "--release=--json"), "--release"),
+        ("invoke-last-flag-no-value", ("notes", "--release"), "--release needs a value"),
+        ("invoke-repeated-release", ("notes", "--release", "dev", "--release", "dev"), "--release was given more than once"),
+        ("invoke-repeated-eq", ("render", "--release=dev", "--release=cuda-dev"), "more than once"),
+        ("invoke-core-only-option", ("--dry", "render", "--release", "dev"), "--dry"),
+        ("invoke-core-only-short", ("-w", "render", "--release", "dev"), "-w"),
+        ("invoke-number-word", ("prune", "--keep", "many"), "--keep"),
+    ]:
+        add(HostileCase(name, klass, argv, dev, mentions=(mention,), absent=("No idea", "Flag <"), after=nothing_built))
+    add(HostileCase("invoke-bare-lists-tasks", klass, (), dev, exit_status=0,
+                    shows=("render", "publish", "--list"), hides=INVOKE_ONLY))
+    add(HostileCase("invoke-list", klass, ("--list",), dev, exit_status=0, shows=("verify",), hides=INVOKE_ONLY))
+    add(HostileCase("invoke-task-help", klass, ("render", "--help"), dev, exit_status=0, shows=("--release",),
+                    hides=INVOKE_ONLY))
 
 
 def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome, ScratchProject, Path]:
@@ -490,6 +739,12 @@ def judge(case: HostileCase, outcome: Outcome, project: ScratchProject, outside:
         problems.append(f"{len(message.splitlines())} lines of error")
     if len(message) > MAX_MESSAGE:
         problems.append(f"a message of {len(message)} characters")
+    for fragment in case.shows:
+        if fragment not in outcome.stdout:
+            problems.append(f"output lacks {fragment!r}")
+    for fragment in case.hides:
+        if fragment in outcome.stdout:
+            problems.append(f"output shows {fragment!r}")
     if connections and not case.engine_allowed:
         problems.append("the engine was contacted")
     try:

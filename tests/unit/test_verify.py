@@ -1,6 +1,7 @@
 """The pure parts of `invoke verify`: wheel tags, pip's report and complaints, why a pin has no wheel,
 and the rows for base images and git refs. The indexes themselves are in tests/integration/test_verify.py."""
 
+import dataclasses
 import gzip
 import json
 import urllib.error
@@ -247,3 +248,66 @@ def test_a_buildable_release_without_glibc_is_bad_input(scratch):
     loaded = load_release(Project.at(scratch.root), "r1")
     with pytest.raises(ManifestError, match=r"r1.yaml: os.glibc: required by verify"):
         verify.verify_release(loaded, Offline())
+
+
+class _Index:
+    """A local index that answers every request with one status and body (500, or garbage)."""
+
+    def __init__(self, status: int, body: bytes):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://user:s3cr3t-index@127.0.0.1:{self.server.server_address[1]}/simple"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("status,body", [(500, b"Internal Server Error"), (200, b"[1, 2, 3]"),
+                                         (200, b'{"files": "not a list"}'), (200, b'{"files": [7]}'),
+                                         (200, b"\xff\xfe not json")],
+                         ids=["500", "a-list", "files-a-string", "files-of-numbers", "not-json"])
+def test_an_index_answering_500_or_garbage_is_one_message_without_its_password(status, body):
+    index = _Index(status, body)
+    try:
+        with pytest.raises(verify.OperationError) as caught:
+            verify.index_files(index.url, "numpy", verify.Web(environ={}))
+    finally:
+        index.close()
+    assert "s3cr3t-index" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)
+
+
+@pytest.mark.parametrize("status,body", [(500, b"Internal Server Error"), (200, b"<html>garbage</html>")],
+                         ids=["500", "garbage"])
+def test_verify_prints_its_table_when_an_index_answers_500_or_garbage(monkeypatch, status, body):
+    """pip itself against the broken index: every pin becomes "not verified" with the reason."""
+    index = _Index(status, body)
+    monkeypatch.setattr(verify, "PYPI", index.url)
+    loaded = load_release(Project(REPO), "dev")
+    release = loaded.release
+    target = verify.Target(release.python.version, release.build.platform, release.os.glibc)
+    web = verify.Web(environ={})
+    web._reachable = {}
+    # two pins, and the broken index the only one (no extra index reached over the network)
+    release = release.model_copy(update={"pip": release.pip.model_copy(update={"extra_index_urls": []})})
+    loaded = dataclasses.replace(loaded, release=release,
+                                 constraints=dataclasses.replace(loaded.constraints, pins=loaded.constraints.pins[1:3]))
+    try:
+        rows = verify._pip_rows(loaded, target, web)
+    finally:
+        index.close()
+    assert rows and all(r.status == verify.NOT_VERIFIED for r in rows), rows
+    assert all("***@127.0.0.1" in r.reason and "s3cr3t-index" not in r.reason for r in rows), rows

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -85,7 +86,8 @@ def mutate(release: str, image=None, jobs=None, engine=None) -> dict:
 def _fraction(value) -> float:
     """--threshold: a number strictly between 0 and 1."""
     try:
-        number = float(value)
+        # plain ASCII decimals only: float() also takes "0_5", "٠.٥" and surrounding spaces
+        number = float(value) if re.fullmatch(r"[0-9]*\.?[0-9]+", str(value), re.ASCII) else float("nan")
     except (TypeError, ValueError):
         number = float("nan")
     if not 0 < number < 1:  # false for nan too
@@ -239,21 +241,24 @@ def whole_number(text, flag: str, default: int, least: int) -> int:
     """A count given as a flag's text (declared as text: invoke's own int() would end in a traceback)."""
     if text is None:
         return default
-    try:
-        number = int(text)
-    except (TypeError, ValueError):
-        number = least - 1
+    # ASCII digits only: int() also takes "1_000", " 7 " and the digits of other scripts ("٣")
+    ascii_digits = isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= 9
+    number = int(text) if ascii_digits else least - 1
     if number < least:
         raise UserError(f"{flag} {excerpt(text)}: expected a whole number of at least {least}")
     return number
 
 
 def _select_engine(url) -> None:
-    """--engine URL: the engine this command reaches (as DOCKER_HOST names it)."""
+    """--engine URL: the engine this command reaches (as DOCKER_HOST names it). Either is checked
+    here, before anything is rendered or tagged."""
+    from ngcbuild.engine.local_engine import engine_address
+
     if url is not None:
         from ngcbuild.engine.client import select
 
         select(url)
+    engine_address()
 
 
 def verify(release: str, as_json=False, base=None) -> None:
@@ -261,6 +266,10 @@ def verify(release: str, as_json=False, base=None) -> None:
     from ngcbuild.manifest import verify  # the module; this function is the task of the same name
     from ngcbuild.manifest.loader import load_release
 
+    if base is not None:  # checked as build checks it (credentials refused, never shown), before any query
+        from ngcbuild.render.context import checked_base
+
+        base = checked_base(base)
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")

@@ -10,7 +10,7 @@ import sys
 from invoke import task
 from invoke.exceptions import Exit
 
-from ngcbuild.core.errors import NgcbuildError
+from ngcbuild.core.errors import NgcbuildError, excerpt
 from ngcbuild.core.outputs import describe
 
 
@@ -30,7 +30,7 @@ def guarded(function):
             # output piped into `head` and the like: stop quietly, as other tools do
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise Exit(code=0) from None
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # raised by code that has no handler of ours installed
             raise Exit("ngcbuild: interrupted", code=130) from None
         except OSError as exc:
             # a backstop: the file system (or, below it, the connection) refused what no module expected
@@ -50,14 +50,14 @@ def _engine_failure(exc: Exception) -> str | None:
         from docker.errors import DockerException
 
         if isinstance(exc, DockerException):
-            return f"the Docker engine failed: {exc}"
+            return f"the Docker engine failed: {excerpt(str(exc), 300)}"
     if "requests" in sys.modules:
         import requests
         import urllib3
 
         if isinstance(exc, (requests.exceptions.RequestException, urllib3.exceptions.HTTPError)):
             # a backstop: the connection to the engine broke somewhere no module expected it
-            return f"the connection to the Docker engine broke: {exc}"
+            return f"the connection to the Docker engine broke: {excerpt(str(exc), 300)}"
     return None
 
 

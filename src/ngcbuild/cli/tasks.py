@@ -10,7 +10,7 @@ from ngcbuild.cli import commands
 from ngcbuild.cli.guard import command
 
 ENGINE_HELP = (
-    "Docker engine URL: unix://, tcp:// (TLS from DOCKER_TLS_VERIFY, DOCKER_CERT_PATH), ssh://; default DOCKER_HOST")
+    "Docker engine URL: unix://, tcp:// (TLS from DOCKER_TLS_VERIFY, DOCKER_CERT_PATH); default DOCKER_HOST")
 
 
 @command(help={"release": "release name (manifests/R.yaml)",

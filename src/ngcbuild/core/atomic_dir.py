@@ -40,7 +40,8 @@ def replace_dir(directory: Path, files: dict[str, bytes], executable: set[str], 
     belong to the new content and are replaced; every other entry of the old directory is carried
     over. Returns False when the directory already held exactly these files (nothing written).
     Call under `release_lock`."""
-    if os.path.lexists(directory) and not directory.is_dir():
+    # a link in its place is not ours to follow: what it points at would be moved into the new one
+    if os.path.lexists(directory) and (directory.is_symlink() or not directory.is_dir()):
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(directory))
     if directory.is_dir() and _holds(directory, files, executable, owned):
         return False

@@ -50,6 +50,15 @@ def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) 
         raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
 
 
+def nesting(value, limit: int, depth: int = 0) -> int:
+    """How deep a parsed JSON value nests, counted no further than just past `limit` (a record or
+    stamp of the right shape is a few levels deep; the depth says it is not one)."""
+    if depth > limit:
+        return depth
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return max((nesting(child, limit, depth + 1) for child in children), default=depth)
+
+
 def _folder(path: Path) -> str:
     shown = shown_path(path)
     return "the project" if shown == "." else shown

@@ -70,6 +70,57 @@ def parse_host(value: str) -> str:
     return text
 
 
+ENGINE_EXAMPLE = ("unix:///path/to/docker.sock or tcp://HOST:PORT (TLS: DOCKER_TLS_VERIFY=1 and "
+                  "DOCKER_CERT_PATH)")
+MAX_SOCKET_PATH = 107  # sun_path of a unix socket address, less its terminating NUL
+
+
+def parse_engine_url(value: str) -> str:
+    """A Docker engine address (`--engine`, DOCKER_HOST) as the engine clients take it, or
+    ReferenceProblem. Credentials are refused and never shown; ssh:// is not offered (see README)."""
+    if not isinstance(value, str) or not value:
+        raise ReferenceProblem(f"is empty; expected {ENGINE_EXAMPLE}")
+    if not value.isprintable() or len(value) > 4096:
+        raise ReferenceProblem(f"{excerpt(value)}: expected {ENGINE_EXAMPLE}")
+    scheme, sep, where = value.partition("://")
+    if scheme == "ssh" and sep:
+        raise ReferenceProblem("ssh:// engines are not offered: forward the remote engine's socket with "
+                               "`ssh -NL /tmp/engine.sock:/var/run/docker.sock USER@HOST` and use "
+                               "unix:///tmp/engine.sock")
+    if "@" in where.partition("/")[0] and scheme != "unix":
+        raise ReferenceProblem("credentials do not belong in an engine address (the value is not shown); "
+                               "a tcp:// engine authenticates with TLS client certificates (DOCKER_CERT_PATH)")
+    if scheme == "unix" and sep:
+        if not where.startswith("/") or len(where.encode()) > MAX_SOCKET_PATH:
+            raise ReferenceProblem(f"{excerpt(value)}: expected unix:// and an absolute socket path of at most "
+                                   f"{MAX_SOCKET_PATH} bytes")
+        return value
+    if scheme == "tcp" and sep:
+        host = where[:-1] if where.endswith("/") else where
+        address, colon, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
+        if not colon:
+            raise ReferenceProblem(f"{excerpt(value)}: expected tcp://HOST:PORT (the port is needed)")
+        try:
+            parse_host(f"{address.lower()}:{port}")
+        except ReferenceProblem:
+            raise ReferenceProblem(f"{excerpt(value)}: expected tcp://HOST:PORT with a port from 1 to 65535"
+                                   ) from None
+        return value
+    raise ReferenceProblem(f"{excerpt(value)}: expected {ENGINE_EXAMPLE}")
+
+
+def shown_url(url: str) -> str:
+    """A URL for a message: any user:password@ replaced by ***@ (an index or engine address may carry
+    credentials; no message may show them)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    return f"{scheme}{sep}{authority}{slash}{path}"
+
+
 def host_address(host: str) -> str:
     """The address of a registry host (as parse_host returned it) without its port; an IPv6 address
     without its brackets."""

@@ -3,19 +3,20 @@
 index.html (the support matrix, each release linked), releases/R.html (its notes) and diffs/R.html
 (what changed since its predecessor), with one stylesheet. Static and offline: no scripts, no fonts,
 nothing fetched from elsewhere. Markdown becomes HTML with `markdown`, raw HTML in it disabled, so a
-manifest's text can never become markup.
+manifest's text can never become markup. The whole site is made in memory first and swapped in
+like build/R/ (core/atomic_dir.py): an interrupt or a failure leaves the older complete site.
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 import markdown
 
-from ngcbuild.core.outputs import storing, write_text
+from ngcbuild.core.atomic_dir import release_lock, replace_dir
+from ngcbuild.core.outputs import make_dir, storing
 from ngcbuild.core.project import Project
 from ngcbuild.core.templating import environment
 from ngcbuild.docs.diff import render_diff
@@ -52,21 +53,16 @@ def _environment(project: Project) -> jinja2.Environment:
 def build_site(project: Project, out: Path | None = None) -> Site:
     series = Series.load(project)
     directory = out or project.build / "site"
-    with storing(directory):
-        if directory.is_dir() and not directory.is_symlink():
-            shutil.rmtree(directory)
-        (directory / "releases").mkdir(parents=True)
-        (directory / "diffs").mkdir()
-        shutil.copyfile(project.docs_templates / STYLE, directory / "style.css")
+    with storing(project.docs_templates / STYLE):
+        files = {"style.css": (project.docs_templates / STYLE).read_bytes()}
     page = _environment(project).get_template(PAGE)
     names = series.names
-    pages = []
 
     def write(rel: str, title: str, body_markdown: str, current=None, related=()) -> None:
         root = "../" if "/" in rel else ""
         html = page.render(title=title, body=to_html(body_markdown), root=root, releases=names,
                            current=current, related=related)
-        pages.append(write_text(directory / rel, html))
+        files[rel] = html.encode("utf-8")
 
     matrix = render_matrix(project, series, link="releases/{}.html")
     write("index.html", "Support matrix", matrix)
@@ -83,4 +79,8 @@ def build_site(project: Project, out: Path | None = None) -> Site:
             write(f"diffs/{name}.html", f"Changes from {old} to {name}", render_diff(project, series, old, name),
                   current=name, related=[(f"Release notes of {name}", f"../releases/{name}.html"),
                                          (f"Release notes of {old}", f"../releases/{old}.html")])
-    return Site(directory, tuple(pages))
+    make_dir(directory.parent)
+    with storing(directory), release_lock(directory):
+        # the screenshot belongs to the old site's pages: it goes with them
+        replace_dir(directory, files, executable=set(), owned={*(rel.split("/")[0] for rel in files), SCREENSHOT})
+    return Site(directory, tuple(directory / rel for rel in files if rel.endswith(".html")))

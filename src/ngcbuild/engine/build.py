@@ -44,7 +44,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     check_release_name(name)
     credentials()  # a half-set NGCBUILD_REGISTRY_USER/PASSWORD stops here, before anything is written
     if not options.force:
-        stamp = current_stamp(project, name, options.base)
+        stamp = current_stamp(project, name, options.base, out=out)
         if stamp is not None:
             with _exclusive(project.out(name), name):
                 reused = _reuse(project.out(name), stamp.names, stamp.context_hash, options, out)

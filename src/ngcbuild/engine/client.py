@@ -9,12 +9,11 @@ import requests
 from docker.errors import DockerException
 
 from ngcbuild.core.errors import EngineUnavailable, UserError
+from ngcbuild.core.references import ReferenceProblem, parse_engine_url
 from ngcbuild.engine.local_engine import HOW_TO_FIX, PING_TIMEOUT_S, engine_address, unreachable_reason
 
 # Long builds stream for a long time between events (a 200 MB wheel install prints nothing).
 API_TIMEOUT_S = 3600
-# What docker-py reaches: a local socket, TCP (TLS from DOCKER_TLS_VERIFY/DOCKER_CERT_PATH), or SSH.
-SCHEMES = ("unix://", "tcp://", "ssh://")
 
 
 def select(url: str | None, environ=os.environ) -> None:
@@ -22,11 +21,10 @@ def select(url: str | None, environ=os.environ) -> None:
     names it (so the build, its leftovers' cleanup and the tags all happen on that engine)."""
     if url is None:
         return
-    scheme, sep, where = url.partition("://")
-    if f"{scheme}{sep}" not in SCHEMES or not where:
-        raise UserError(f"--engine {url!r}: expected unix:///path/to/docker.sock, tcp://HOST:PORT "
-                        "(TLS: DOCKER_TLS_VERIFY=1 and DOCKER_CERT_PATH) or ssh://USER@HOST")
-    environ["DOCKER_HOST"] = url
+    try:
+        environ["DOCKER_HOST"] = parse_engine_url(url)
+    except ReferenceProblem as exc:
+        raise UserError(f"--engine: {exc}") from None
 
 
 def connect() -> docker.APIClient:
@@ -35,7 +33,8 @@ def connect() -> docker.APIClient:
     try:
         client = _client()
         client.ping()
-    except (DockerException, requests.exceptions.RequestException) as exc:
+    except (DockerException, requests.exceptions.RequestException, ValueError) as exc:
+        # ValueError: an address docker-py itself refuses (parse_engine_url let fewer through)
         raise EngineUnavailable(f"cannot reach the Docker engine at {where} ({unreachable_reason(where, exc)}). "
                                 + HOW_TO_FIX) from None
     client.timeout = API_TIMEOUT_S
@@ -46,8 +45,7 @@ def _client() -> docker.APIClient:
     kwargs = docker.utils.kwargs_from_env()
     tls = kwargs.get("tls")
     if not (tls and tls.ca_cert):
-        # ssh:// through the system's ssh client (its config and agent), not a Python SSH library
-        return docker.from_env(timeout=PING_TIMEOUT_S, use_ssh_client=True).api
+        return docker.from_env(timeout=PING_TIMEOUT_S).api
     # TLS verified against DOCKER_CERT_PATH's CA: requests would let REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE
     # (set on machines behind a proxy) replace that CA, from the very first request (the API version
     # docker-py asks for while it is made). So: made with a version, the environment off, then the

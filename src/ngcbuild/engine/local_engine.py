@@ -14,10 +14,12 @@ import json
 import os
 import re
 import socket
+import threading
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
-from ngcbuild.core.errors import EngineUnavailable, OperationError
+from ngcbuild.core.errors import EngineUnavailable, OperationError, UserError, excerpt
+from ngcbuild.core.references import ReferenceProblem, parse_engine_url
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 # A live engine answers a ping at once; one that accepts and never answers is as good as none.
@@ -31,8 +33,15 @@ HOW_TO_FIX = ("Start it (on our machines: `bash .ci/engine`; elsewhere: `sudo sy
 
 
 def engine_address(environ=os.environ) -> str:
-    """The engine every client of this process reaches, as DOCKER_HOST names it."""
-    return environ.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
+    """The engine every client of this process reaches, as DOCKER_HOST names it: checked by the one
+    address parser (credentials refused, never shown) before any client sees it."""
+    value = environ.get("DOCKER_HOST")
+    if not value:
+        return f"unix://{DEFAULT_SOCKET}"
+    try:
+        return parse_engine_url(value)
+    except ReferenceProblem as exc:
+        raise UserError(f"DOCKER_HOST: {exc}") from None
 
 
 def unreachable_reason(where: str, exc: Exception, waited_s: float = PING_TIMEOUT_S) -> str:
@@ -65,7 +74,15 @@ class EngineReplied(OperationError):
 
     def __init__(self, status: int, message: str):
         self.status = status
-        super().__init__(f"the Docker engine failed: {status} {message}")
+        # the engine's own words, bounded and escaped: an answer is no place for a terminal's escapes
+        super().__init__(f"the Docker engine failed: {status} {excerpt(str(message), 300)}")
+
+
+def _an_image(entry) -> bool:
+    """The fields of an image that callers read have the types the Engine API gives them."""
+    return (isinstance(entry, dict) and isinstance(entry.get("Id"), str)
+            and all(isinstance(entry.get(key), (list, type(None))) for key in ("RepoTags", "RepoDigests"))
+            and isinstance(entry.get("Labels") or entry.get("Config") or {}, dict))
 
 
 class _UnixConnection(http.client.HTTPConnection):
@@ -122,10 +139,20 @@ class LocalEngine:
     def images(self, filters: dict | None = None) -> list[dict]:
         query = {"filters": json.dumps({k: v if isinstance(v, list) else [v] for k, v in filters.items()})} \
             if filters else {}
-        return self._json("GET", "/images/json", query)
+        answer = self._json("GET", "/images/json", query)
+        if not isinstance(answer, list) or not all(_an_image(entry) for entry in answer):
+            raise self._wrong_shape("GET /images/json", "a list of images")
+        return answer
 
     def inspect_image(self, image: str) -> dict:
-        return self._json("GET", f"/images/{quote(image, safe='/:@')}/json")
+        answer = self._json("GET", f"/images/{quote(image, safe='/:@')}/json")
+        if not _an_image(answer):
+            raise self._wrong_shape("GET /images/NAME/json", "an image")
+        return answer
+
+    def _wrong_shape(self, call: str, expected: str) -> EngineUnavailable:
+        return EngineUnavailable(f"the Docker engine at {self.where} answered {call} with JSON that is not "
+                                 f"{expected}: this is not a Docker engine, or not one this version knows")
 
     def tag(self, image: str, repository: str, tag: str | None = None, force: bool = False) -> bool:
         query = {"repo": repository, **({"tag": tag} if tag else {})}
@@ -162,7 +189,13 @@ class LocalEngine:
                                     "that is not JSON: this is not a Docker engine") from None
 
     def _call(self, method: str, target: str, timeout: float) -> _Response:
+        """One request and its whole answer within `timeout` seconds: the socket's own timeout
+        bounds each read, so an engine that trickles its answer a byte at a time is cut by a timer at
+        the deadline of the whole call."""
         connection = _UnixConnection(self.socket_path, timeout)
+        cut = threading.Timer(timeout, _shut, (connection,))
+        cut.daemon = True
+        cut.start()
         try:
             connection.request(method, target, headers={"Content-Type": "application/json"} if method == "POST"
                                else {})
@@ -171,9 +204,25 @@ class LocalEngine:
             if len(body) > MAX_ANSWER_BYTES:
                 raise EngineUnavailable(f"the Docker engine at {self.where} answered {method} {target.split('?')[0]} "
                                         f"with more than {MAX_ANSWER_BYTES} bytes: this is not a Docker engine")
+            if not cut.is_alive():  # the deadline fell while the answer was still coming
+                raise TimeoutError(f"timed out: no whole answer within {timeout:g}s")
             return _Response(response.status, response.headers, body)
+        except (OSError, http.client.HTTPException):
+            if not cut.is_alive():
+                raise TimeoutError(f"timed out: no whole answer within {timeout:g}s") from None
+            raise
         finally:
+            cut.cancel()
             connection.close()
+
+
+def _shut(connection: http.client.HTTPConnection) -> None:
+    sock = connection.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
+        except OSError:
+            pass
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,10 @@ HASH_CHARS = 12
 _LABEL_KEY_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
 
 
+MAX_LABEL_KEY = 128
+MAX_LABEL_VALUE = 1024  # a CI run's URL or id; a label is metadata, not a payload
+
+
 def parse_labels(items: list[str]) -> tuple[tuple[str, str], ...]:
     """`--label KEY=VALUE` values. Extra labels do not enter the context hash: an image built by
     another CI run (another run label) is still reused."""
@@ -30,9 +34,11 @@ def parse_labels(items: list[str]) -> tuple[tuple[str, str], ...]:
     for item in items:
         key, sep, value = item.partition("=")
         control = any(ord(c) < 32 or ord(c) == 127 for c in item)
-        if not sep or not _LABEL_KEY_RE.fullmatch(key) or key == CONTEXT_HASH_LABEL or control:
+        if (not sep or not _LABEL_KEY_RE.fullmatch(key) or key == CONTEXT_HASH_LABEL or control
+                or len(key) > MAX_LABEL_KEY or len(value) > MAX_LABEL_VALUE):
             raise UserError(f"--label {excerpt(item)}: expected KEY=VALUE with a lower-case dotted key "
-                            f"(not {CONTEXT_HASH_LABEL}) and no control characters")
+                            f"(not {CONTEXT_HASH_LABEL}; at most {MAX_LABEL_KEY} characters), a value of at most "
+                            f"{MAX_LABEL_VALUE} characters and no control characters")
         labels.append((key, value))
     return tuple(labels)
 

@@ -13,7 +13,7 @@ from typing import Annotated
 from pydantic import AfterValidator
 from pydantic_core import PydanticCustomError
 
-from ngcbuild.core.references import ImageRef, ReferenceProblem
+from ngcbuild.core.references import CREDENTIALS_HELP, ImageRef, ReferenceProblem
 
 # Every pattern of this module, by type name: tests/unit/test_linear_patterns.py feeds each long
 # hostile strings with a time bound. No pattern may nest quantifiers over characters that overlap
@@ -21,14 +21,20 @@ from ngcbuild.core.references import ImageRef, ReferenceProblem
 PATTERNS: dict[str, re.Pattern] = {}
 
 
-def _pattern_type(name: str, pattern: str, expected: str):
+def _pattern_type(name: str, pattern: str, expected: str, longest: int = 1000):
+    """A string type: `pattern` and at most `longest` characters (a label value, a line of release
+    notes; a longer one is a mistake or an attack on what renders it)."""
     compiled = re.compile(pattern)
     PATTERNS[name] = compiled
 
     def check(value: str) -> str:
+        # the pattern first (linear in time, see above): a long value of the wrong form is named as such
         if not compiled.fullmatch(value):
             raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                       {"value": _shown(value), "expected": expected})
+        if len(value) > longest:
+            raise PydanticCustomError("ngcbuild_pattern", "{value} is longer than {longest} characters",
+                                      {"value": _shown(value), "longest": longest})
         return value
 
     check.__name__ = f"check_{name}"
@@ -69,11 +75,11 @@ LabelKey = _pattern_type("label", r"[a-z0-9]+([._-][a-z0-9]+)*", "a label key in
 # Values that end up inside ENV/LABEL lines and shell words: no quotes, $, backslash, backtick,
 # semicolons, pipes or control characters.
 SafeValue = _pattern_type("value", r"[A-Za-z0-9 ._+:/=,@%()^-]*",
-                          "a plain value (letters, digits, spaces and . _ + : / = , @ % ( ) ^ -)")
+                          "a plain value (letters, digits, spaces and . _ + : / = , @ % ( ) ^ -)", longest=500)
 # Prose that only reaches documentation and labels: anything printable on one line except the
 # characters that would end a quoted Dockerfile word or start an expansion.
 Text = _pattern_type("text", r"[^\x00-\x1f\x7f\"$`\\]*",
-                     "one line of text without quotes, $, backticks or backslashes")
+                     "one line of text without quotes, $, backticks or backslashes", longest=2000)
 AbsPath = _pattern_type("path", r"(/[A-Za-z0-9._+-]+)+/?", "an absolute path (letters, digits, . _ + -)")
 Url = _pattern_type("url", r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+-]*)*/?",
                     "an http(s) URL without query, quotes or spaces")
@@ -82,7 +88,9 @@ Url = _pattern_type("url", r"https?://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%+-
 def _check_image(value: str) -> str:
     try:
         ImageRef.parse(value, need_tag=True)
-    except ReferenceProblem:
+    except ReferenceProblem as exc:
+        if str(exc) == CREDENTIALS_HELP:  # the value holds a password: say so, never show it
+            raise PydanticCustomError("ngcbuild_credentials", "{help}", {"help": CREDENTIALS_HELP}) from None
         raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                   {"value": _shown(value), "expected": "an image reference with a tag "
                                    "(registry/name:tag)"}) from None
@@ -103,4 +111,4 @@ ArchList = _pattern_type("arch_list", r"[0-9]+\.[0-9]+(\+PTX)?( [0-9]+\.[0-9]+(\
 BuildOption = _pattern_type("option", r"--[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9._,;+/-]*)?",
                             "an option such as --cpp_ext or --with-cuda=/usr/local/cuda")
 # Prose for release notes only (never reaches a Dockerfile or a shell): one line, any printable text.
-Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text")
+Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text", longest=4000)

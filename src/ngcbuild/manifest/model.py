@@ -255,7 +255,8 @@ class BuildSpec(Strict):
     # The platform `invoke build` builds when none is asked for.
     platform: Platform = "linux/amd64"
     # Every platform `invoke publish` puts in the multi-arch tag (empty: `platform` alone).
-    platforms: list[Platform] = Field(default_factory=list)
+    # given, it names at least one (an empty list is a mistake, not "the default")
+    platforms: list[Platform] = Field(default_factory=list, min_length=1)
 
     @property
     def published_platforms(self) -> tuple[str, ...]:

@@ -33,7 +33,8 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from ngcbuild.core.errors import ManifestError, OperationError
+from ngcbuild.core.errors import ManifestError, OperationError, excerpt
+from ngcbuild.core.references import shown_url
 from ngcbuild.manifest import apt_index
 from ngcbuild.manifest.loader import LoadedRelease
 from ngcbuild.manifest.wheel_tags import WheelMetadataError, declared_tags, platforms_of
@@ -258,7 +259,8 @@ class Web:
             except urllib.error.HTTPError:
                 self._reachable[host] = None
             except (urllib.error.URLError, OSError) as exc:
-                self._reachable[host] = f"{host} is unreachable from here ({getattr(exc, 'reason', exc)})"
+                self._reachable[host] = (f"{shown_url(host)} is unreachable from here "
+                                         f"({excerpt(str(getattr(exc, 'reason', exc)), 200)})")
         return self._reachable[host]
 
 
@@ -297,7 +299,8 @@ def pip_resolve(pins: list[str], index: str, target: Target, web: Web) -> tuple[
             keys = [canonicalize_name(p.split("==")[0]) for p in remaining]
             if name is None or name not in keys:
                 tail = result.stderr.strip().splitlines()[-1:] or ["no message"]
-                raise OperationError(f"pip could not check the pins against {index}: {tail[0]}")
+                raise OperationError(f"pip could not check the pins against {shown_url(index)}: "
+                                     f"{excerpt(tail[0], 200)}")
             unmatched[name] = "no distribution pip can install"
             remaining = [p for p, key in zip(remaining, keys, strict=True) if key != name]
     return {}, unmatched
@@ -310,10 +313,14 @@ def index_files(index: str, name: str, web: Web) -> list[str]:
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return []
-        raise OperationError(f"{index}: {name}: HTTP {exc.code}") from None
+        raise OperationError(f"{shown_url(index)}: {name}: HTTP {exc.code}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise OperationError(f"{index}: {name}: {exc}") from None
-    return [f["filename"] for f in data.get("files", []) if not f.get("yanked")]
+        raise OperationError(f"{shown_url(index)}: {name}: {excerpt(str(exc), 200)}") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("filename"), str)
+                                              for f in files):
+        raise OperationError(f"{shown_url(index)}: {name}: the answer is not a PEP 691 project page")
+    return [f["filename"] for f in files if not f.get("yanked")]
 
 
 # --- the checks --------------------------------------------------------------------------------
@@ -363,15 +370,20 @@ def _pip_rows(loaded: LoadedRelease, target: Target, web: Web) -> list[Row]:
             break
         why = web.unreachable(index)
         if why:
-            unreachable.append(f"{index} ({why})")
+            unreachable.append(f"{shown_url(index)} ({why})")
             continue
-        resolved, unmatched = pip_resolve([str(p) for p in left.values()], index, target, web)
+        try:
+            resolved, unmatched = pip_resolve([str(p) for p in left.values()], index, target, web)
+        except OperationError as exc:  # it answered 500 or garbage: its pins are not verified, with why
+            unreachable.append(f"{shown_url(index)} ({exc})")
+            continue
         for key, (_version, filename, requires_python, url) in resolved.items():
             pin = left.pop(key, None)
             if pin is None:
                 continue
             if supports_python(requires_python, target.python):
-                rows.append(Row("pip", pin.name, pin.version, target.platform, VERIFIED, f"{filename} from {index}"))
+                rows.append(Row("pip", pin.name, pin.version, target.platform, VERIFIED,
+                                f"{filename} from {shown_url(index)}"))
             else:
                 rows.append(Row("pip", pin.name, pin.version, target.platform, FAILED,
                                 f"{filename} requires Python {requires_python}, not {target.python}"))
@@ -380,7 +392,10 @@ def _pip_rows(loaded: LoadedRelease, target: Target, web: Web) -> list[Row]:
                 rows.append(tag_row)
         for key in unmatched:
             pin = left[key]
-            last_reason[key] = explain_missing(key, pin.version, index_files(index, key, web), target)
+            try:
+                last_reason[key] = explain_missing(key, pin.version, index_files(index, key, web), target)
+            except OperationError as exc:
+                last_reason[key] = (NOT_VERIFIED, str(exc))
     for key, pin in left.items():
         status, reason = last_reason.get(key, (NOT_VERIFIED, "no index was reachable"))
         if unreachable:

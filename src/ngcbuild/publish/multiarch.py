@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import docker
 
-from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.errors import OperationError
 from ngcbuild.core.names import check_release_name
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
@@ -32,7 +33,7 @@ from ngcbuild.engine.registry_client import (
 )
 from ngcbuild.engine.reuse import arch_of, platform_tag
 from ngcbuild.publish.platform_records import gather, load_records
-from ngcbuild.publish.push import push_with_retries, record_tag
+from ngcbuild.publish.push import push_with_retries, record_tag, registry_tags
 from ngcbuild.render.context import render_release
 
 
@@ -91,27 +92,31 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     repository_path = release.image.repository
     repository = f"{host}/{repository_path}"
     entries = []
-    for platform in release.build.published_platforms:
-        built = record["platforms"][platform]
-        image = _checked_image(client, name, platform, built["image_id"])
-        own = platform_tag(release.tag, platform)
-        # the per-platform tag, and the hash tags (skip-by-hash looks for them in the registry)
-        tags = [own] + [t for t in (record_tag(ref, directory) for ref in built["tags"]) if t != release.tag]
-        digest = None
-        for tag in dict.fromkeys(tags):
-            client.tag(image["Id"], repository, tag, force=True)
-            say(f"pushing {repository}:{tag} ({platform})")
-            stream = push_with_retries(client, repository, tag, auth, out, sleep)
-            served = registry.digest(repository_path, tag)
-            if served != stream.digest:
-                raise PublishRefused(f"{repository}:{tag}: pushed {stream.digest} but the registry serves {served}")
-            if tag == own:
-                digest = stream.digest
-        manifest = registry.manifest(repository_path, digest)
-        if manifest is None or manifest.is_list:
-            raise PublishRefused(f"{repository}@{digest}: the registry does not serve the image manifest just pushed")
-        entries.append({"platform": platform, "digest": digest, "size": len(manifest.body),
-                        "media_type": manifest.media_type})
+    # a failure anywhere below takes back every engine tag this publish added or moved (as push does)
+    with ExitStack() as taken_back:
+        for platform in release.build.published_platforms:
+            built = record["platforms"][platform]
+            image = _checked_image(client, name, platform, built["image_id"])
+            tag_for_push = taken_back.enter_context(registry_tags(client, image["Id"], out))
+            own = platform_tag(release.tag, platform)
+            # the per-platform tag, and the hash tags (skip-by-hash looks for them in the registry)
+            tags = [own] + [t for t in (record_tag(ref, directory) for ref in built["tags"]) if t != release.tag]
+            digest = None
+            for tag in dict.fromkeys(tags):
+                tag_for_push(repository, tag)
+                say(f"pushing {repository}:{tag} ({platform})")
+                stream = push_with_retries(client, repository, tag, auth, out, sleep)
+                served = registry.digest(repository_path, tag)
+                if served != stream.digest:
+                    raise PublishRefused(f"{repository}:{tag}: pushed {stream.digest} but the registry serves {served}")
+                if tag == own:
+                    digest = stream.digest
+            manifest = registry.manifest(repository_path, digest)
+            if manifest is None or manifest.is_list:
+                raise PublishRefused(f"{repository}@{digest}: the registry does not serve the image manifest "
+                                     "just pushed")
+            entries.append({"platform": platform, "digest": digest, "size": len(manifest.body),
+                            "media_type": manifest.media_type})
     return _write_list(registry, release, record, entries, directory, host, say)
 
 
@@ -119,12 +124,13 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
     """The release workflow's publish: each platform was built, smoke-tested and pushed by a job of
     its own; from their records (`records_dir`), tag each platform's pushed manifest `R-py3-<arch>`
     and write the list. Nothing is pushed from this machine's engine."""
-    host = host.rstrip("/")
-    if not host or "/" in host:
-        raise UserError(f"--registry {host!r}: expected HOST[:PORT] such as localhost:5000")
+    # every argument and every record checked before anything is rendered: a refusal leaves no build/R/
+    host = registry_host(host)
+    auth = credentials()
+    check_release_name(name)
+    records = load_records(records_dir)
     rendered = render_release(project, name)
     release = rendered.plan.release
-    records = load_records(records_dir)
     record, pushed = gather(records, name, release.build.published_platforms, rendered.context_hash, host)
 
     say = printer(out)
@@ -135,7 +141,7 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
         say(f"{name} has one platform ({release.build.platform}): no list to write; its record, smoke run and "
             f"pushes are in {rendered.directory / 'record.json'}")
         return record
-    registry = Registry(host, credentials())
+    registry = Registry(host, auth)
     repository_path = release.image.repository
     entries = []
     for platform, (ref, digest) in sorted(pushed.items()):

@@ -11,33 +11,95 @@ can check every platform of the list, not one.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
+from ngcbuild.core.files import nesting, read_text
 from ngcbuild.core.references import ImageRef, ReferenceProblem
-from ngcbuild.engine.record import RECORD
+from ngcbuild.engine.record import MAX_BYTES, RECORD
 
 
 class PlatformMissing(OperationError):
     pass
 
 
+MAX_RECORDS = 64  # platform jobs of one release: a handful; more is not a records folder
+MAX_DEPTH = 4  # folders below DIR: one per downloaded artifact
+MAX_NESTING = 32  # a record is a few levels deep; deeper JSON is not one
+
+
 def load_records(directory: Path) -> list[tuple[Path, dict]]:
-    """Every record.json under `directory` (one folder per downloaded artifact)."""
+    """Every record.json in `directory` or a folder below it (one per downloaded artifact), each read
+    through the project's one reader (a regular file inside DIR after links, bounded, never a FIFO or
+    device) and checked field by field: a bad one is a ManifestError naming the file and the key."""
     if not directory.is_dir():
-        raise UserError(f"--records {directory}: no such directory")
+        raise UserError(f"--records {shown_path(directory)}: no such directory")
     found = []
-    for path in sorted(directory.rglob(RECORD)):
+    for path in _record_files(directory):
+        text = read_text(path, MAX_BYTES, "a build record (JSON object)", "no such file", within=directory)
         try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise UserError(f"{path}: not a readable build record ({exc})") from None
-        if not isinstance(record, dict) or not isinstance(record.get("platform"), str):
-            raise UserError(f"{path}: not a build record (no `platform`)")
-        found.append((path, record))
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ManifestError(path, "", f"not valid JSON ({exc.msg} at line {exc.lineno}); "
+                                          "expected a build record") from None
+        except RecursionError:
+            raise ManifestError(path, "", "nested too deeply; expected a build record") from None
+        found.append((path, _checked(path, record)))
     if not found:
-        raise UserError(f"--records {directory}: no {RECORD} under it (download the platform jobs' artifacts there)")
+        raise UserError(f"--records {shown_path(directory)}: no {RECORD} under it "
+                        "(download the platform jobs' artifacts there)")
     return found
+
+
+def _record_files(directory: Path) -> list[Path]:
+    """record.json files at most MAX_DEPTH folders down; linked folders are not entered."""
+    found = []
+    for root, folders, files in os.walk(directory, onerror=None, followlinks=False):
+        depth = len(Path(root).relative_to(directory).parts)
+        if depth >= MAX_DEPTH:
+            folders[:] = []
+        folders.sort()
+        if RECORD in files:
+            found.append(Path(root) / RECORD)
+            if len(found) > MAX_RECORDS:
+                raise UserError(f"--records {shown_path(directory)}: more than {MAX_RECORDS} {RECORD} files; "
+                                "expected one per platform job")
+    return sorted(found)
+
+
+_STRINGS = ("platform", "release", "image_id", "context_sha256")
+
+
+def _checked(path: Path, record) -> dict:
+    """`record` when every field gather() reads has the type it must; else a ManifestError."""
+    if not isinstance(record, dict):
+        raise ManifestError(path, "", f"expected a JSON object (a build record), got {type(record).__name__}")
+    if nesting(record, MAX_NESTING) > MAX_NESTING:
+        raise ManifestError(path, "", f"nested more than {MAX_NESTING} levels; expected a build record")
+    for key in _STRINGS:
+        if not isinstance(record.get(key), str):
+            raise ManifestError(path, key, "expected a string" + ("" if key in record else " (the key is missing)"))
+    tags = record.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ManifestError(path, "tags", "expected a list of strings")
+    pushed = record.get("pushed") or {}
+    if not isinstance(pushed, dict):
+        raise ManifestError(path, "pushed", "expected an object: reference -> {registry, digest}")
+    for ref, entry in pushed.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("registry"), str)
+                and isinstance(entry.get("digest"), str)):
+            raise ManifestError(path, f"pushed.{excerpt(ref, 60)}", "expected {registry: string, digest: string}")
+    smoke = record.get("smoke")
+    if smoke is not None:
+        if not isinstance(smoke, dict):
+            raise ManifestError(path, "smoke", "expected an object (the smoke run's record)")
+        for key in ("failed", "errors", "exit_code"):
+            if key in smoke and (type(smoke[key]) is not int):
+                raise ManifestError(path, f"smoke.{key}", "expected a whole number")
+        if "image_id" in smoke and not isinstance(smoke["image_id"], str):
+            raise ManifestError(path, "smoke.image_id", "expected a string")
+    return record
 
 
 def smoke_failure(smoke: dict | None, image_id: str) -> str | None:

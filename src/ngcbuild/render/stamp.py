@@ -13,14 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ngcbuild.core.names import ImageNames
+from ngcbuild.core.errors import NgcbuildError, shown_path
+from ngcbuild.core.files import nesting, read_text
+from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.project import Project
+from ngcbuild.core.references import ImageRef
 
 if TYPE_CHECKING:  # the unchanged-release path imports this module and must not load pydantic
     from ngcbuild.manifest.loader import LoadedRelease
@@ -28,6 +32,7 @@ if TYPE_CHECKING:  # the unchanged-release path imports this module and must not
 STAMP = ".rendered.json"
 _CODE = Path(__file__).resolve().parents[1]  # the whole ngcbuild package
 MAX_INPUT_BYTES = 16 << 20
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -81,28 +86,75 @@ def write_stamp(project: Project, directory: Path, files: list[str], base: str |
         raise
 
 
-def current_stamp(project: Project, name: str, base: str | None) -> Stamp | None:
-    """The stamp of build/<name>/ when every input is as it was rendered; None otherwise."""
+MAX_STAMP_BYTES = 1 << 20
+MAX_INPUTS = 256  # a manifest chain and a constraints file: a handful; more is no stamp render wrote
+MAX_NESTING = 8  # the stamp is two levels deep
+
+
+def current_stamp(project: Project, name: str, base: str | None, out=None) -> Stamp | None:
+    """The stamp of build/<name>/ when every input is as it was rendered; None otherwise (the full
+    path decides). A stamp that is not what write_stamp writes (too big, too deep, too many or
+    repeated inputs, names that are no names) is ignored with a note on `out`."""
     path = project.out(name) / STAMP
-    try:
-        if not path.is_file() or path.is_symlink() or path.stat().st_size > 1 << 20:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        files = data["inputs"]
-        if (data["base"] != base or not isinstance(files, list)
-                or not all(isinstance(f, str) and _inside(project, f) for f in files)):
-            return None
-        if data["inputs_sha256"] != inputs_digest(project, files, base):
-            return None
-        names = ImageNames.from_json(data["names"])
-        context_hash = data["context_sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # unreadable or changed: the full path decides
-    if names.release != name or not isinstance(context_hash, str):
+    if not os.path.lexists(path):
         return None
-    return Stamp(context_hash, names)
+    try:
+        data = _checked(project, name, path)
+    except _Tampered as exc:
+        if out is not None:
+            print(f"note: {shown_path(path)} is not a stamp ngcbuild wrote ({exc}); rendering again", file=out)
+        return None
+    if data["base"] != base:
+        return None
+    try:
+        if data["inputs_sha256"] != inputs_digest(project, data["inputs"], base):
+            return None
+    except (OSError, ValueError):
+        return None  # an input is gone or changed kind: the full path decides
+    return Stamp(data["context_sha256"], data["names"])
+
+
+class _Tampered(Exception):
+    pass
+
+
+def _checked(project: Project, name: str, path: Path) -> dict:
+    """The stamp's fields, each of the type and form write_stamp gives it, or _Tampered saying why."""
+    try:
+        text = read_text(path, MAX_STAMP_BYTES, "a render stamp (JSON object)", "no stamp", within=project.build)
+        data = json.loads(text)
+    except NgcbuildError as exc:
+        raise _Tampered(str(exc).split(": ", 1)[-1][:200]) from None
+    except RecursionError:
+        raise _Tampered("nested too deeply") from None
+    except ValueError as exc:
+        raise _Tampered(f"not JSON: {str(exc)[:100]}") from None
+    if not isinstance(data, dict) or nesting(data, MAX_NESTING) > MAX_NESTING:
+        raise _Tampered("not a JSON object of two levels")
+    files = data.get("inputs")
+    if not isinstance(files, list) or not 0 < len(files) <= MAX_INPUTS or len(set(map(str, files))) != len(files):
+        raise _Tampered(f"`inputs` must be a list of 1 to {MAX_INPUTS} different files")
+    if not all(isinstance(f, str) and len(f) < 4096 and _inside(project, f) for f in files):
+        raise _Tampered("`inputs` names a file that is not in the project")
+    if not (data.get("base") is None or isinstance(data.get("base"), str)):
+        raise _Tampered("`base` must be a string or null")
+    for key in ("inputs_sha256", "context_sha256"):
+        if not (isinstance(data.get(key), str) and _SHA256.fullmatch(data[key])):
+            raise _Tampered(f"`{key}` must be a sha256 in hex")
+    try:
+        names = ImageNames.from_json(data.get("names"))
+        check_release_name(names.release)
+        ImageRef.parse(f"{names.repository_path}:{names.tag}", need_tag=True)
+        ImageRef.parse(names.base_image)
+    except (KeyError, TypeError, ValueError, AttributeError, NgcbuildError):
+        raise _Tampered("`names` are not the names of an image") from None
+    if names.release != name:
+        raise _Tampered("`names` are of another release")
+    return {**data, "names": names}
 
 
 def _inside(project: Project, rel: str) -> bool:
+    if "\0" in rel:
+        return False
     path = (project.root / rel).resolve()
     return path.is_relative_to(project.root) and path.is_file()

@@ -1,0 +1,112 @@
+"""The engine on the local socket answering badly: trickling, the wrong shape, a hostile error body.
+A real unix socket served by a thread of this test (no engine needed)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from ngcbuild.core.errors import EngineUnavailable
+from ngcbuild.engine import local_engine
+from ngcbuild.engine.local_engine import EngineReplied, LocalEngine
+
+PING = b"HTTP/1.1 200 OK\r\nAPI-Version: 1.41\r\nContent-Length: 2\r\n\r\nOK"
+
+
+class FakeEngine:
+    """Answers a ping, then every other request with `answer(request) -> bytes` (or trickles)."""
+
+    def __init__(self, path, body: bytes = b"", status: int = 200, trickle: bool = False):
+        self.body, self.status, self.trickle, self.stop = body, status, trickle, threading.Event()
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen(8)
+        self.path = str(path)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn):
+        with conn:
+            request = conn.recv(65536)
+            if b"/_ping" in request:
+                conn.sendall(PING)
+                return
+            head = f"HTTP/1.1 {self.status} X\r\nContent-Type: application/json\r\n"
+            if self.trickle:
+                conn.sendall((head + "Content-Length: 1000000\r\n\r\n").encode())
+                for _ in range(600):  # a byte every 50 ms for half a minute: each read is quick, the call never ends
+                    if self.stop.is_set():
+                        return
+                    try:
+                        conn.sendall(b" ")
+                    except OSError:
+                        return
+                    time.sleep(0.05)
+                return
+            conn.sendall((head + f"Content-Length: {len(self.body)}\r\n\r\n").encode() + self.body)
+
+    def close(self):
+        self.stop.set()
+        self.server.close()
+
+
+@pytest.fixture
+def short_socket(tmp_path_factory):
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="ngc-eng-")
+    yield f"{folder}/e.sock"
+
+
+def test_an_engine_that_trickles_its_answer_is_cut_at_the_calls_deadline(short_socket, monkeypatch):
+    monkeypatch.setattr(local_engine, "CALL_TIMEOUT_S", 1)
+    engine = FakeEngine(short_socket, trickle=True)
+    try:
+        with pytest.raises(EngineUnavailable) as caught:
+            LocalEngine(short_socket).images()
+    finally:
+        engine.close()
+    assert "no answer within 1s" in str(caught.value)
+
+
+@pytest.mark.parametrize("body", [b"{}", b'"images"', b"[1, 2]", b'[{"Id": 7}]', b'[{"Id": "x", "RepoTags": "a"}]'],
+                         ids=["object", "string", "numbers", "id-a-number", "tags-a-string"])
+def test_a_list_of_images_of_the_wrong_shape_is_one_message(short_socket, body):
+    engine = FakeEngine(short_socket, body=body)
+    try:
+        with pytest.raises(EngineUnavailable, match="not a list of images"):
+            LocalEngine(short_socket).images()
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("body", [b"[]", b'{"Id": null}', b'{"Id": "x", "RepoTags": {}}'])
+def test_an_inspect_of_the_wrong_shape_is_one_message(short_socket, body):
+    engine = FakeEngine(short_socket, body=body)
+    try:
+        with pytest.raises(EngineUnavailable, match="not an image"):
+            LocalEngine(short_socket).inspect_image("x")
+    finally:
+        engine.close()
+
+
+def test_an_engines_error_body_is_bounded_and_escaped(short_socket):
+    body = ('{"message": "' + "\\u001b[31m\\r\\nforged line " * 500 + '"}').encode()
+    engine = FakeEngine(short_socket, body=body, status=500)
+    try:
+        with pytest.raises(EngineReplied) as caught:
+            LocalEngine(short_socket).inspect_image("x")
+    finally:
+        engine.close()
+    text = str(caught.value)
+    assert "\x1b" not in text and "\n" not in text and "\r" not in text and len(text) < 500
