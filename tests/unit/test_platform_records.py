@@ -92,3 +92,18 @@ def test_a_pushed_reference_that_is_no_image_reference_refuses_naming_the_record
     message = str(error.value)
     assert "linux/arm64: " in message and "build-rel-arm64/record.json: a pushed reference is no image" in message
     assert ":pw@" not in message  # a credential typed into a reference is never echoed
+
+
+def test_each_platform_is_held_to_the_context_rendered_from_its_own_base(tmp_path):
+    """A platform built FROM a mirror of the base (an arm64 base bootstrapped under its own name)
+    has another FROM line, so another context: its record is checked against that one."""
+    arm = {**_record("linux/arm64"), "context_sha256": "a" * 64, "base_image": "debian:bookworm-slim-arm64"}
+    records = _write(tmp_path / "a", _record("linux/amd64"), arm)
+
+    def context_of(record):
+        return "a" * 64 if record.get("base_image") == "debian:bookworm-slim-arm64" else "c" * 64
+
+    gathered, pushed = gather(records, "rel", PLATFORMS, context_of, HOST)
+    assert set(pushed) == set(PLATFORMS)
+    with pytest.raises(PlatformMissing, match="linux/arm64: .* is of context aaaaaaaaaaaa, not cccccccccccc"):
+        gather(records, "rel", PLATFORMS, "c" * 64, HOST)

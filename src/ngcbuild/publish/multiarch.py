@@ -32,9 +32,10 @@ from ngcbuild.engine.registry_client import (
     credentials,
 )
 from ngcbuild.engine.reuse import arch_of, platform_tag
+from ngcbuild.manifest.loader import load_release
 from ngcbuild.publish.platform_records import gather, load_records
 from ngcbuild.publish.push import push_with_retries, record_tag, registry_tags
-from ngcbuild.render.context import render_release
+from ngcbuild.render.context import render_files, render_loaded, render_release
 
 
 class PublishRefused(OperationError):
@@ -129,9 +130,19 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
     auth = credentials()
     check_release_name(name)
     records = load_records(records_dir)
-    rendered = render_release(project, name)
+    loaded = load_release(project, name)
+    rendered = render_loaded(project, loaded)
     release = rendered.plan.release
-    record, pushed = gather(records, name, release.build.published_platforms, rendered.context_hash, host)
+
+    def context_of(record: dict) -> str:
+        """The context the record's platform must have been built from: the release as rendered
+        now, FROM the base image that platform's build used."""
+        base = record.get("base_image")
+        if not isinstance(base, str) or base == rendered.plan.base_image:
+            return rendered.context_hash
+        return render_files(project, loaded, base=base).context_hash
+
+    record, pushed = gather(records, name, release.build.published_platforms, context_of, host)
 
     say = printer(out)
 

@@ -117,7 +117,10 @@ def smoke_failure(smoke: dict | None, image_id: str) -> str | None:
 def gather(records: list[tuple[Path, dict]], name: str, platforms: tuple[str, ...], context_hash: str,
            host: str) -> tuple[dict, dict[str, tuple[str, str]]]:
     """(the gathered record, platform -> (pushed ref, digest) in `host`). Refuses, naming every
-    platform and why, unless each listed platform was built from this context, smoke-tested and pushed."""
+    platform and why, unless each listed platform was built from this context, smoke-tested and pushed.
+    `context_hash` is the hash, or a function giving it for a record: a platform built FROM a mirror
+    of the base (its record's `base_image`, e.g. an arm64 base bootstrapped here) renders another
+    FROM line, so its context is the release rendered FROM that mirror."""
     by_platform: dict[str, tuple[Path, dict]] = {}
     for path, record in records:
         if record.get("release") != name:
@@ -132,9 +135,10 @@ def gather(records: list[tuple[Path, dict]], name: str, platforms: tuple[str, ..
             problems.append(f"{platform}: no record (its build job did not finish)")
             continue
         path, record = by_platform[platform]
-        if record.get("context_sha256") != context_hash:
+        expected = context_hash(record) if callable(context_hash) else context_hash
+        if record.get("context_sha256") != expected:
             problems.append(f"{platform}: {path} is of context {str(record.get('context_sha256'))[:12]}, "
-                            f"not {context_hash[:12]}")
+                            f"not {expected[:12]}")
             continue
         why = smoke_failure(record.get("smoke"), record["image_id"])
         if why:
