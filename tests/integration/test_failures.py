@@ -65,11 +65,16 @@ def test_no_engine_is_a_clear_message(scratch):
 
 
 def test_other_platform_without_its_base_is_a_clear_error(engine, dev_build, scratch):
-    # The amd64 base image is here; it must not stand in for arm64 (this engine cannot run arm64).
+    # The amd64 base image is here; it must not stand in for arm64. dev lists amd64 only: without
+    # --force-platform the build is refused before anything happens (exit 2, the list named).
     scratch.copy_release("dev")
     before = containers(engine)
-    result = scratch.invoke("build", "--release", "dev", "--platform", "linux/arm64", "--force")
+    refused = scratch.invoke("build", "--release", "dev", "--platform", "linux/arm64", "--force")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "build.platforms: lists linux/amd64, not --platform linux/arm64" in refused.stderr
+    result = scratch.invoke("build", "--release", "dev", "--platform", "linux/arm64", "--force", "--force-platform")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "base image debian:bookworm-slim for linux/arm64 is not here and cannot be pulled" in result.stderr
+    assert "invoke base --release dev --platform linux/arm64` makes debian:bookworm-slim-arm64" in result.stderr
     assert "Traceback" not in result.stderr
     assert containers(engine) == before
