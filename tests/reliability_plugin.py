@@ -44,6 +44,10 @@ class ReliabilityFigures:
         self.outcomes: dict[str, str] = {}
         self.duration = 0.0
         self.verdict: tuple[str, bool] | None = None  # (line for the terminal, figures ok)
+        # What this session's own tests recorded (the `figures` fixture hands each record here too):
+        # the report is made from these, so a file replaced or emptied during the run (seen once in CI,
+        # cause not found) cannot drop figures.
+        self.recorded: list[dict] = []
 
     # --- while the session runs ----------------------------------------------------------------
 
@@ -108,7 +112,7 @@ class ReliabilityFigures:
 
         from ngcbuild.core.outputs import write_text
 
-        records = read_records(self.records)
+        records = self.recorded or read_records(self.records)
         counts = {name: sum(o == name for o in self.outcomes.values()) for name in ("passed", "failed", "skipped")}
         summary = summarize(records, counts, self.duration)
         text = render(summary, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))

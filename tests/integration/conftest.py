@@ -115,7 +115,9 @@ class KeptTags:
                 with contextlib.suppress(docker.errors.NotFound):  # removed meanwhile by its owner
                     self.engine.tag(image, repository, name, force=True)
         for image in made:
-            with contextlib.suppress(docker.errors.NotFound):
+            # NotFound: removed meanwhile; 409 Conflict: another image is built on it (someone else's
+            # thin image on top, a later build's layers), so it is needed and stays.
+            with contextlib.suppress(docker.errors.APIError):
                 if not self.engine.inspect_image(image)["RepoTags"]:
                     self.engine.remove_image(image)  # with its untagged parents: the build's layers
 
