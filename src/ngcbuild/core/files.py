@@ -50,6 +50,19 @@ def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) 
         raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
 
 
+def parse_json(path: Path, text: str, error, hint: str):
+    """`text` (read from `path`) as JSON; invalid or too deeply nested JSON raises `error(path, "",
+    problem + hint)`: ManifestError for a user's file, RecordDamaged for our own record."""
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(path, "", f"not valid JSON ({exc.msg} at line {exc.lineno}); {hint}") from None
+    except RecursionError:
+        raise error(path, "", f"nested too deeply; {hint}") from None
+
+
 def nesting(value, limit: int, depth: int = 0) -> int:
     """How deep a parsed JSON value nests, counted no further than just past `limit` (a record or
     stamp of the right shape is a few levels deep; the depth says it is not one)."""

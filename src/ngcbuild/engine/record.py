@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ngcbuild.core.atomic_dir import release_lock
 from ngcbuild.core.errors import ManifestError, RecordDamaged, UserError, excerpt
-from ngcbuild.core.files import exists, read_text
+from ngcbuild.core.files import exists, parse_json, read_text
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.outputs import make_dir, storing
 
@@ -95,13 +95,7 @@ def read_record(directory: Path) -> dict:
                          within=directory.parent.parent)
     except ManifestError as exc:  # a link out of the project, a FIFO, a folder, too large, not UTF-8
         raise RecordDamaged(path, "", f"{exc.expected}; rebuild to rewrite it") from None
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordDamaged(path, "", f"not valid JSON ({exc.msg} at line {exc.lineno}); "
-                                      "rebuild to rewrite it") from None
-    except RecursionError:
-        raise RecordDamaged(path, "", "nested too deeply; rebuild to rewrite it") from None
+    record = parse_json(path, text, RecordDamaged, "rebuild to rewrite it")
     if not isinstance(record, dict):
         raise RecordDamaged(path, "", f"expected a JSON object, got {type(record).__name__}; rebuild to rewrite it")
     return record

@@ -10,12 +10,11 @@ can check every platform of the list, not one.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
-from ngcbuild.core.files import nesting, read_text
+from ngcbuild.core.files import nesting, parse_json, read_text
 from ngcbuild.core.references import ImageRef, ReferenceProblem
 from ngcbuild.engine.record import MAX_BYTES, RECORD
 
@@ -38,13 +37,7 @@ def load_records(directory: Path) -> list[tuple[Path, dict]]:
     found = []
     for path in _record_files(directory):
         text = read_text(path, MAX_BYTES, "a build record (JSON object)", "no such file", within=directory)
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ManifestError(path, "", f"not valid JSON ({exc.msg} at line {exc.lineno}); "
-                                          "expected a build record") from None
-        except RecursionError:
-            raise ManifestError(path, "", "nested too deeply; expected a build record") from None
+        record = parse_json(path, text, ManifestError, "expected a build record")
         found.append((path, _checked(path, record)))
     if not found:
         raise UserError(f"--records {shown_path(directory)}: no {RECORD} under it "
