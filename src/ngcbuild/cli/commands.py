@@ -206,6 +206,12 @@ def sbom(release: str, image=None) -> dict:
     return write_sbom(project(), release, image=image, out=sys.stdout)
 
 
+def audit(release: str) -> dict:
+    from ngcbuild.publish.audit import audit_release
+
+    return audit_release(project(), release, out=sys.stdout)
+
+
 def promote(release: str, source: str, target: str) -> dict:
     from ngcbuild.publish.promote import promote_release
 

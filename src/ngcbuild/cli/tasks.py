@@ -94,6 +94,13 @@ def sbom(c, release, image=None):
     commands.sbom(release, image=image)
 
 
+@command(help={"release": "release name"})
+def audit(c, release):
+    """Check the Python distributions of R's SBOM against PyPI's advisory data; report build/R/audit.json;
+    exit 1 on an advisory the manifest's security.allow does not allow, an expired one, or too little checked."""
+    commands.audit(release)
+
+
 @command(help={"release": "release name", "from_": "registry HOST[:PORT] to copy from",
             "to": "registry HOST[:PORT] to copy to"})
 def promote(c, release, from_, to):

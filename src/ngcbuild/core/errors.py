@@ -6,6 +6,8 @@ build step (exit status 1); `RecordDamaged` is a build/R/record.json that cannot
 a message and an exit status.
 """
 
+import os
+
 
 class NgcbuildError(Exception):
     exit_code = 1
@@ -60,6 +62,16 @@ class RecordDamaged(OperationError):
         where = f"{key}: " if key else ""
         self.path, self.key = shown_path(path), key
         super().__init__(f"record.json is damaged: {self.path}: {where}{problem}")
+
+
+class OutputDamaged(OperationError):
+    """Another file an earlier step of ours wrote in build/R/ (sbom.cdx.json, audit.json) cannot be
+    read or lacks what a step needs: exit 1, as a damaged record."""
+
+    def __init__(self, path, key: str, problem: str):
+        where = f"{key}: " if key else ""
+        self.path, self.key = shown_path(path), key
+        super().__init__(f"{os.path.basename(str(path))} is damaged: {self.path}: {where}{problem}")
 
 
 class EngineUnavailable(OperationError):

@@ -84,6 +84,12 @@ def _check(node: yaml.Node, path: tuple[str, ...], count: list[int]) -> None:
     if len(path) > MAX_DEPTH:
         raise YamlProblem(".".join(path[:3]) + "...",
                           f"values are nested too deeply; expected at most {MAX_DEPTH} levels")
+    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:timestamp":
+        try:  # YAML reads 2026-13-45 as a date and the constructor fails with a bare ValueError
+            yaml.constructor.SafeConstructor().construct_yaml_timestamp(node)
+        except ValueError as exc:
+            raise YamlProblem(".".join(path), f"{node.value[:40]!r} is not a date ({exc}); expected a day "
+                                              "YYYY-MM-DD such as 2026-12-31") from None
     if isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             _check(item, (*path, str(index)), count)

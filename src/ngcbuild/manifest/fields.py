@@ -8,9 +8,10 @@ what was expected; the manifest loader puts the file and key path in front of it
 from __future__ import annotations
 
 import re
+from datetime import date, datetime
 from typing import Annotated
 
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 
 from ngcbuild.core.references import CREDENTIALS_HELP, ImageRef, ReferenceProblem
@@ -112,3 +113,28 @@ BuildOption = _pattern_type("option", r"--[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9._,;
                             "an option such as --cpp_ext or --with-cuda=/usr/local/cuda")
 # Prose for release notes only (never reaches a Dockerfile or a shell): one line, any printable text.
 Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text", longest=4000)
+# An advisory's id as PyPI's advisory data and OSV name them (PYSEC-2017-94, GHSA-cq27-v7xp-c356,
+# CVE-2013-7459): an upper-case prefix, then dash-separated words. Never option-like (--x).
+AdvisoryId = _pattern_type("advisory", r"[A-Z][A-Z0-9]*(-[A-Za-z0-9]+)+",
+                           "an advisory id such as PYSEC-2017-94, GHSA-cq27-v7xp-c356 or CVE-2013-7459",
+                           longest=100)
+_DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _check_day(value):
+    """A calendar day: YAML's unquoted 2026-12-31 (a date) or the same quoted; never a time of day."""
+    if isinstance(value, datetime):
+        raise PydanticCustomError("ngcbuild_date", "{value} is a time; expected a day YYYY-MM-DD",
+                                  {"value": _shown(value.isoformat())})
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str) and _DATE_RE.fullmatch(value):
+        try:
+            return date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise PydanticCustomError("ngcbuild_date", "{value} is not a date; expected a day YYYY-MM-DD such as 2026-12-31",
+                              {"value": _shown(value)})
+
+
+Day = Annotated[date, BeforeValidator(_check_day)]

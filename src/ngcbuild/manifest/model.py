@@ -14,12 +14,14 @@ from pydantic_core import PydanticCustomError
 
 from ngcbuild.manifest.fields import (
     AbsPath,
+    AdvisoryId,
     ArchList,
     BuildNumber,
     BuildOption,
     Capability,
     ComponentName,
     ComputeCapability,
+    Day,
     Digest,
     EnvName,
     GitRef,
@@ -365,6 +367,47 @@ class Notes(Strict):
     not_in_image: list[FactItem] = Field(default_factory=list)
 
 
+class AllowedAdvisory(Strict):
+    """A known advisory the release ships with on purpose: why, and until when (`invoke audit`)."""
+
+    id: AdvisoryId  # the advisory's id or one of its aliases (CVE-..., GHSA-...)
+    reason: Prose
+    # The last day the exception holds: from the day after, the audit fails until it is renewed or the
+    # distribution is fixed (an exception nobody looks at again is not a policy).
+    expires: Day
+
+
+def _min_checked(value):
+    if value == "all" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise PydanticCustomError("ngcbuild_min_checked", "{value} is not a count; expected a whole number >= 0 or all",
+                              {"value": repr(value)[:80]})
+
+
+MinChecked = Annotated[int | str, BeforeValidator(_min_checked)]
+MAX_ALLOWED = 200  # exceptions: a longer list is no policy anyone reviews
+
+
+class SecuritySpec(Strict):
+    """What `invoke audit` lets through (the report of the image's known vulnerabilities)."""
+
+    allow: list[AllowedAdvisory] = Field(default_factory=list, max_length=MAX_ALLOWED)
+    # The fewest of the image's Python distributions the audit must have checked (against an advisory
+    # source that answered) to pass, or "all": fewer is the verdict "not checked" (exit 1), never clean.
+    # 0 accepts an audit that checked nothing, explicitly.
+    min_checked: MinChecked = 1
+
+    @model_validator(mode="after")
+    def _each_advisory_once(self):
+        seen = set()
+        for entry in self.allow:
+            if entry.id.casefold() in seen:
+                raise PydanticCustomError("ngcbuild_duplicate", "{id} is allowed twice; expected each advisory once",
+                                          {"id": entry.id})
+            seen.add(entry.id.casefold())
+        return self
+
+
 class Release(Strict):
     release: str  # filled in from the file name by the loader
     status: Literal["buildable", "archived"] = "buildable"
@@ -391,6 +434,7 @@ class Release(Strict):
     expose: list[Annotated[int, Field(ge=1, le=65535)]] = Field(default_factory=list)
     labels: dict[LabelKey, Text] = Field(default_factory=dict)
     notes: Notes = Field(default_factory=Notes)
+    security: SecuritySpec = Field(default_factory=SecuritySpec)
 
     @model_validator(mode="after")
     def _buildable_needs_build_facts(self):

@@ -1,0 +1,240 @@
+"""`invoke audit --release R`: the known vulnerabilities of R's image, from its SBOM, judged by R's policy.
+
+Every Python distribution of build/R/sbom.cdx.json (`invoke sbom`) is checked against PyPI's advisory
+data (publish/advisories.py: pip-audit, then PyPI's project JSON for a latest version). Everything else
+the SBOM lists (Debian packages, CUDA libraries installed by apt among them, the OS) has no advisory
+source here and is listed as NOT CHECKED, as is a distribution PyPI could not answer for: never clean.
+
+The manifest's `security` decides the verdict: an advisory no `security.allow` entry names fails, an
+allow entry past its `expires` day fails, and fewer checked distributions than `security.min_checked`
+(default 1) is the verdict "not checked"; each of these exits 1, after the report
+(build/R/audit.json) is written and the table printed. An allow entry that names no advisory found is
+reported, not a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections import Counter
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from packageurl import PackageURL
+from packaging.utils import canonicalize_name
+
+from ngcbuild.core.errors import ManifestError, OperationError, OutputDamaged, UserError, excerpt
+from ngcbuild.core.files import exists, nesting, parse_json, read_text
+from ngcbuild.core.outputs import write_bytes
+from ngcbuild.core.project import Project
+from ngcbuild.engine.record import read_record, utc_timestamp, write_record
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.manifest.model import SecuritySpec
+from ngcbuild.publish.advisories import CHECKED, NOT_CHECKED, Finding, PypiAdvisories
+from ngcbuild.publish.sbom import SBOM
+
+AUDIT = "audit.json"
+MAX_SBOM = 64 * 1024 * 1024
+MAX_DEPTH = 32  # a CycloneDX document of ours nests about 6 levels
+PASSED, FAILED = "passed", "failed"
+# What a name and a version of the SBOM may look like to reach PyPI's URL, the report and the table.
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")
+_VERSION = re.compile(r"[A-Za-z0-9!+._-]{1,100}")
+NOT_CHECKED_WHY = {
+    "deb": "a Debian package (CUDA libraries installed by apt among them): PyPI's advisory data does not "
+           "cover it and Debian's security tracker is not read by this audit",
+    "operating-system": "the operating system: no advisory source here",
+}
+
+
+class AuditFailed(OperationError):
+    """An advisory not allowed, an expired exception, or too little checked: exit status 1."""
+
+
+def sbom_contents(path: Path, within: Path) -> tuple[list[tuple[str, str]], list[dict], str | None, str]:
+    """From the SBOM: the Python distributions (name, version) to check, each once; the other
+    components (what cannot be checked here), the image id the document describes, and its text."""
+    if not exists(path):
+        raise UserError(f"{path}: no SBOM; run `invoke sbom --release {path.parent.name}` first")
+    try:
+        text = read_text(path, MAX_SBOM, "a CycloneDX SBOM (JSON)", "no SBOM", within=within)
+    except ManifestError as exc:  # a link out of the project, a FIFO, a folder, too large, not UTF-8
+        raise OutputDamaged(path, "", f"{exc.expected}; run `invoke sbom` to rewrite it") from None
+    doc = parse_json(path, text, OutputDamaged, "run `invoke sbom` to rewrite it")
+    if not isinstance(doc, dict) or not isinstance(doc.get("components"), list) or nesting(doc, MAX_DEPTH) > MAX_DEPTH:
+        raise OutputDamaged(path, "components", "expected a CycloneDX document (an object with a list of "
+                                                "components); run `invoke sbom` to rewrite it")
+    python: dict[tuple[str, str], tuple[str, str]] = {}
+    others = []
+    for index, component in enumerate(doc["components"]):
+        if not isinstance(component, dict):
+            raise OutputDamaged(path, f"components.{index}", f"expected an object, got {excerpt(component)}")
+        kind, name, version = _identity(path, index, component)
+        if kind == "pypi":
+            python.setdefault((canonicalize_name(name), version), (name, version))
+        elif not str(component.get("bom-ref", "")).startswith("manifest:"):
+            # the manifest's own entries describe what a pin says; the image's entries are what is there
+            others.append({"kind": kind, "name": name, "version": version,
+                           "reason": NOT_CHECKED_WHY.get(kind, "no package URL an advisory source here knows")})
+    properties = ((doc.get("metadata") or {}).get("component") or {}).get("properties") or []
+    image = next((p.get("value") for p in properties if isinstance(p, dict) and p.get("name") == "ngcbuild:image-id"),
+                 None)
+    if image is not None and not isinstance(image, str):
+        raise OutputDamaged(path, "metadata.component.properties", f"the image id is {excerpt(image)}")
+    return sorted(python.values(), key=lambda d: canonicalize_name(d[0])), others, image, text
+
+
+def _identity(path: Path, index: int, component: dict) -> tuple[str, str, str]:
+    """(purl type or the component type, name, version), every string checked: the SBOM is ours, but
+    what it says reaches a URL, the report and the table."""
+    purl, name, version = component.get("purl"), component.get("name"), component.get("version", "")
+    if not isinstance(name, str) or not isinstance(version, str) or (purl is not None and not isinstance(purl, str)):
+        raise OutputDamaged(path, f"components.{index}", "expected a name, a version and a purl that are strings")
+    if purl is None:
+        kind = component.get("type") if component.get("type") == "operating-system" else "other"
+        return kind, _printable(name), _printable(version)
+    try:
+        parsed = PackageURL.from_string(purl)
+    except ValueError:
+        raise OutputDamaged(path, f"components.{index}.purl", f"{excerpt(purl)} is not a package URL") from None
+    if parsed.type == "pypi" and not (_NAME.fullmatch(parsed.name or "") and _VERSION.fullmatch(parsed.version or "")):
+        raise OutputDamaged(path, f"components.{index}.purl",
+                            f"{excerpt(purl)} does not name a Python distribution and its version")
+    return _printable(parsed.type), _printable(parsed.name), _printable(parsed.version or "")
+
+
+def _printable(text: str) -> str:
+    return "".join(c for c in text if c.isprintable() and c != "|")[:100]
+
+
+def judge(findings: list[Finding], policy: SecuritySpec, today: date) -> dict:
+    """The verdict of `policy` on the findings: what each advisory's fate is, what each allow entry
+    did, the problems that fail the audit, and the counts. A pure function (tests give it findings)."""
+    problems, fates = [], {}
+    used = set()
+    for finding in findings:
+        for advisory in finding.advisories:
+            entry = next((e for e in policy.allow if e.id.casefold() in advisory.names()), None)
+            where = f"{finding.name} {finding.version}: {advisory.id}"
+            if entry is None:
+                fates[(finding.name, advisory.id)] = "not allowed"
+                problems.append(f"{where} is not allowed (fixed in: {', '.join(advisory.fixed_in) or 'no release'})")
+                continue
+            used.add(entry.id)
+            if entry.expires < today:
+                fates[(finding.name, advisory.id)] = f"allowed until {entry.expires}: EXPIRED"
+            else:
+                fates[(finding.name, advisory.id)] = f"allowed until {entry.expires}: {entry.reason}"
+    allow = []
+    for entry in policy.allow:
+        expired = entry.expires < today
+        status = "expired" if expired else "used" if entry.id in used else "unused"
+        if expired:
+            problems.append(f"security.allow {entry.id} expired on {entry.expires}: renew it with a reason, or "
+                            "update the distribution and remove it")
+        allow.append({"id": entry.id, "expires": entry.expires.isoformat(), "reason": entry.reason, "status": status})
+    checked = [f for f in findings if f.status == CHECKED]
+    needed = len(findings) if policy.min_checked == "all" else policy.min_checked
+    counts = {
+        "python_distributions": len(findings),
+        "checked": len(checked),
+        "checked_by": dict(sorted(Counter(f.source for f in checked).items())),
+        "not_checked": len(findings) - len(checked),
+        "advisories": sum(len(f.advisories) for f in findings),
+        "not_allowed": sum(1 for fate in fates.values() if fate == "not allowed"),
+        "allowed": sum(1 for fate in fates.values() if fate.startswith("allowed")),
+    }
+    verdict = FAILED if problems else NOT_CHECKED if len(checked) < needed else PASSED
+    if verdict == NOT_CHECKED:
+        problems.append(f"only {len(checked)} of {len(findings)} Python distributions could be checked; "
+                        f"security.min_checked is {policy.min_checked}: the image is not shown clean")
+    return {"verdict": verdict, "problems": problems, "fates": fates, "allow": allow, "counts": counts,
+            "min_checked": policy.min_checked}
+
+
+def report(release: str, image: str | None, sbom_path: str, sbom_sha256: str, findings: list[Finding],
+           others: list[dict], judged: dict, now: str) -> dict:
+    """The JSON report (build/R/audit.json)."""
+    distributions = []
+    for finding in findings:
+        data = finding.as_json()
+        for advisory in data.get("advisories", []):
+            advisory["policy"] = judged["fates"][(finding.name, advisory["id"])]
+        distributions.append(data)
+    kinds = Counter(o["kind"] for o in others)
+    return {
+        "release": release,
+        "image_id": image,
+        "sbom": {"path": sbom_path, "sha256": sbom_sha256},
+        "audited_at": now,
+        "sources": ["pip-audit's PyPI service (https://pypi.org/pypi/NAME/VERSION/json)",
+                    "PyPI's project JSON (https://pypi.org/pypi/NAME/json) for a latest version"],
+        "verdict": judged["verdict"],
+        "problems": judged["problems"],
+        "counts": {**judged["counts"], "other_components_not_checked": dict(sorted(kinds.items()))},
+        "policy": {"min_checked": judged["min_checked"], "allow": judged["allow"]},
+        "distributions": distributions,
+        "not_checked_components": others,
+    }
+
+
+def table(data: dict) -> str:
+    """The report as the table `invoke audit` prints."""
+    counts = data["counts"]
+    lines = [f"audit {data['release']}: image {str(data['image_id'])[:19]}, SBOM sha256 {data['sbom']['sha256'][:12]}",
+             "", "| distribution | version | status | source | advisories |", "|---|---|---|---|---|"]
+    for d in data["distributions"]:
+        if d["status"] == CHECKED:
+            found = "; ".join(f"{a['id']} ({', '.join(a['aliases'][:3]) or 'no alias'}; fixed in "
+                              f"{', '.join(a['fixed_in']) or 'no release'}): {a['policy']}" for a in d["advisories"])
+            lines.append(f"| {d['name']} | {d['version']} | checked | {d['source']} | {found or 'none known'} |")
+        else:
+            lines.append(f"| {d['name']} | {d['version']} | NOT CHECKED | - | {d['reason']} |")
+    lines.append("")
+    for kind, n in counts["other_components_not_checked"].items():
+        why = next(o["reason"] for o in data["not_checked_components"] if o["kind"] == kind)
+        lines.append(f"NOT CHECKED: {n} {kind} component{'s' if n != 1 else ''} ({why})")
+    for entry in data["policy"]["allow"]:
+        if entry["status"] == "unused":
+            lines.append(f"security.allow {entry['id']}: no such advisory among the checked distributions")
+    by = ", ".join(f"{n} by {source}" for source, n in counts["checked_by"].items()) or "none"
+    lines.append(f"verdict: {data['verdict']}: {counts['checked']} of {counts['python_distributions']} Python "
+                 f"distributions checked ({by}), {counts['not_checked']} not checked; {counts['advisories']} "
+                 f"advisories, {counts['allowed']} allowed, {counts['not_allowed']} not allowed")
+    lines += [f"  - {p}" for p in data["problems"]]
+    return "\n".join(lines) + "\n"
+
+
+def audit_release(project: Project, name: str, source=None, today: date | None = None, out=sys.stdout) -> dict:
+    """Check R's image, write build/R/audit.json and the record's `audit`, print the table; raise
+    AuditFailed (after all that) when the policy says so."""
+    loaded = load_release(project, name)
+    directory = project.out(name)
+    record = read_record(directory)
+    path = directory / SBOM
+    distributions, others, image, text = sbom_contents(path, project.root)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    recorded = record.get("sbom") if isinstance(record.get("sbom"), dict) else {}
+    if recorded.get("sha256") != digest:
+        raise UserError(f"{path}: not the SBOM `invoke sbom` recorded in record.json (sha256 {digest[:12]}, the "
+                        f"record says {str(recorded.get('sha256'))[:12]}); run `invoke sbom --release {name}`")
+    if image is not None and record.get("image_id") not in (None, image):
+        raise UserError(f"{path} describes image {image[:19]}, the build record's image is "
+                        f"{str(record.get('image_id'))[:19]}; run `invoke sbom --release {name}` first")
+    findings = (source or PypiAdvisories()).check_all(distributions)
+    judged = judge(findings, loaded.release.security, today or datetime.now(timezone.utc).date())
+    result = report(name, image, str(path.relative_to(project.root)), digest, findings, others, judged,
+                    utc_timestamp())
+    body = (json.dumps(result, indent=2) + "\n").encode()
+    written = write_bytes(directory / AUDIT, body)
+    record["audit"] = {"path": str(written.relative_to(project.root)), "sha256": hashlib.sha256(body).hexdigest(),
+                       "verdict": result["verdict"], "sbom_sha256": digest, "counts": result["counts"]}
+    write_record(directory, record)
+    out.write(table(result))
+    out.flush()
+    if result["verdict"] != PASSED:
+        raise AuditFailed(f"audit {name}: {result['verdict']} ({len(result['problems'])} problem"
+                          f"{'s' if len(result['problems']) != 1 else ''}, see the table); report {written}")
+    return result
