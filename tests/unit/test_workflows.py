@@ -109,6 +109,10 @@ def test_release_workflow_rules():
     assert build["runs-on"] == "${{ matrix.runner }}"
     runs = " ".join(step.get("run", "") for step in build["steps"])
     assert "invoke smoke" in runs and "--require-gpu" in runs and "invoke sbom" in runs
+    # the audit reads the SBOM and must pass before anything is pushed
+    order = [next(i for i, s in enumerate(build["steps"]) if word in s.get("run", ""))
+             for word in ("invoke smoke", "invoke sbom", "invoke audit", "invoke push")]
+    assert order == sorted(order), order
     # the staging registry is the shared layer cache of every build job; long-lived runners are pruned
     assert '--cache-from "$STAGING_REGISTRY" --cache-to "$STAGING_REGISTRY"' in runs
     prune = [s for s in build["steps"] if "invoke prune" in s.get("run", "")]
