@@ -26,6 +26,7 @@ from ngcbuild.docs.facts import (
     used_provenances,
 )
 from ngcbuild.docs.markdown import document_environment
+from ngcbuild.docs.vulnerabilities import Vulnerabilities, read_report
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.model import DriverRequirements, Example, GpuRequirements, Release
@@ -81,9 +82,14 @@ class NotesContext:
     amp_apex: bool
     apex_amp_finding: str | None  # where the pinned APEX lacks the Apex AMP NVIDIA's text promises
     footnotes: tuple[str, ...]  # provenances to explain, in a fixed order
+    # Known vulnerabilities: said of a buildable release's image only (an archived one has no image of
+    # ours); from its build/R/audit.json, or None when no audit has run (the notes say so).
+    audited_image: bool = False
+    vulnerabilities: Vulnerabilities | None = None
 
 
-def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
+def notes_context(series: Series, name: str, catalog: Catalog,
+                  vulnerabilities: Vulnerabilities | None = None) -> NotesContext:
     loaded = series.get(name)
     release = loaded.release
     pytorch = release.components.get("pytorch")
@@ -152,11 +158,15 @@ def notes_context(series: Series, name: str, catalog: Catalog) -> NotesContext:
         amp_apex=_has_apex(release),
         apex_amp_finding=release.components["apex"].lacks.get("amp") if "apex" in release.components else None,
         footnotes=tuple(p for p in ("secondary", "chosen", "drafted") if p in used),
+        audited_image=release.status == "buildable",
+        vulnerabilities=vulnerabilities if release.status == "buildable" else None,
     )
 
 
 def render_notes(series: Series, name: str, project: Project) -> str:
-    context = notes_context(series, name, Catalog.load(project))
+    buildable = series.get(name).release.status == "buildable"
+    report = read_report(project.out(name), project.root) if buildable else None
+    context = notes_context(series, name, Catalog.load(project), report)
     return document_environment(project).get_template(TEMPLATE).render(notes=context)
 
 
