@@ -176,7 +176,13 @@ class PypiAdvisories:
             spec, results = service.query(ResolvedDependency(name=name, version=parsed))
         except AnswerTooLarge as exc:
             return Finding(name, version, NOT_CHECKED, reason=f"PyPI's per-version answer {exc}")
-        except (ServiceError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        except ServiceError as exc:
+            if isinstance(exc.__cause__, requests.HTTPError):  # pip-audit wraps a non-404 error status
+                status = getattr(exc.__cause__.response, "status_code", "?")
+                return Finding(name, version, NOT_CHECKED, reason=f"PyPI could not be asked (HTTP {status})")
+            return Finding(name, version, NOT_CHECKED,
+                           reason=f"PyPI's per-version answer could not be read ({_short(exc) or 'ServiceError'})")
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             # before RequestException: requests' JSONDecodeError is both
             return Finding(name, version, NOT_CHECKED,
                            reason=f"PyPI's per-version answer could not be read ({_short(exc) or type(exc).__name__})")

@@ -1,0 +1,334 @@
+"""`invoke audit`'s logic with recorded PyPI answers: the policy (allowed, not allowed, expired,
+unused, too little checked), the two ways PyPI is asked and the fallback between them, the SBOM's
+reading, the report and the table, and the notes' section. The real PyPI and the real image are
+tests/integration/test_audit.py's."""
+
+import json
+from datetime import date
+from pathlib import Path
+
+import pytest
+import requests
+
+from ngcbuild.core.errors import OutputDamaged, UserError
+from ngcbuild.core.project import Project
+from ngcbuild.docs.vulnerabilities import read_report
+from ngcbuild.manifest.model import SecuritySpec
+from ngcbuild.publish import advisories as adv
+from ngcbuild.publish.advisories import CHECKED, NOT_CHECKED, PIP_AUDIT, PROJECT_JSON, Finding, PypiAdvisories
+from ngcbuild.publish.audit import FAILED, PASSED, judge, report, sbom_contents, table
+
+from ..conftest import REPO
+
+RECORDED = REPO / "tests" / "data" / "audit" / "pycrypto-project.json"  # PyPI's answer, 2026-11-24
+TODAY = date(2026, 11, 24)
+
+
+def pycrypto() -> Finding:
+    return adv.from_project_json("pycrypto", "2.6.1", RECORDED.read_bytes(), "404")
+
+
+def policy(*allow, min_checked=1) -> SecuritySpec:
+    return SecuritySpec.model_validate({"allow": [dict(zip(("id", "reason", "expires"), a)) for a in allow],
+                                        "min_checked": min_checked})
+
+
+def clean(name="tqdm", version="4.70.1") -> Finding:
+    return Finding(name, version, CHECKED, PROJECT_JSON)
+
+
+def unchecked(name="numpy", version="2.4.6") -> Finding:
+    return Finding(name, version, NOT_CHECKED, reason="the project JSON describes only the latest version, 2.5.5")
+
+
+# --- PyPI's answers ---------------------------------------------------------------------------------
+
+def test_the_recorded_answer_gives_each_vulnerability_once_with_its_aliases():
+    finding = pycrypto()
+    assert finding.status == CHECKED and finding.source == PROJECT_JSON
+    # PyPI lists each twice (its PYSEC id and its GHSA id, each the other's alias): merged
+    assert [a.id for a in finding.advisories] == ["PYSEC-2017-94", "PYSEC-2018-97"]
+    first = finding.advisories[0]
+    assert set(first.aliases) == {"CVE-2013-7459", "GHSA-cq27-v7xp-c356"} and first.fixed_in == ()
+    assert first.link == "https://osv.dev/vulnerability/PYSEC-2017-94" and "ALGnew" in first.summary
+
+
+def test_the_project_json_speaks_only_for_the_latest_version():
+    older = adv.from_project_json("pycrypto", "2.6", RECORDED.read_bytes(), "404")
+    assert older.status == NOT_CHECKED and older.advisories == ()
+    assert "describes only the latest version, 2.6.1, not 2.6" in older.reason
+    # a local build of the latest version (2.13.0+cpu of 2.13.0) is that version's source
+    local = adv.from_project_json("pycrypto", "2.6.1+cpu", RECORDED.read_bytes(), "404")
+    assert local.status == CHECKED and len(local.advisories) == 2
+
+
+@pytest.mark.parametrize("body, why", [
+    (b"<html>proxy error</html>", "could not be read"),
+    (b'{"info": {}}', "could not be read"),
+    (b'{"info": {"version": 7}}', "could not be read"),
+    (b'{"info": {"version": "2.6.1"}, "vulnerabilities": {"id": "x"}}', "not a list"),
+    (b'{"info": {"version": "2.6.1"}, "vulnerabilities": [{"aliases": []}]}', "has no id"),
+    (b'{"info": {"version": "2.6.1"}, "vulnerabilities": [{"id": "A-1", "fixed_in": "1.0"}]}', "lists of strings"),
+    (b"[" * 100_000 + b"]" * 100_000, "could not be read"),
+])
+def test_an_answer_that_cannot_be_read_leaves_the_distribution_not_checked(body, why):
+    finding = adv.from_project_json("pycrypto", "2.6.1", body, "404")
+    assert finding.status == NOT_CHECKED and why in finding.reason
+
+
+def test_a_withdrawn_advisory_is_left_out():
+    data = json.loads(RECORDED.read_text())
+    for entry in data["vulnerabilities"]:
+        if "2018" in entry["id"] or "2018" in " ".join(entry["aliases"]):
+            entry["withdrawn"] = "2026-01-01T00:00:00Z"
+    finding = adv.from_project_json("pycrypto", "2.6.1", json.dumps(data).encode(), "404")
+    assert [a.id for a in finding.advisories] == ["PYSEC-2017-94"]
+
+
+class RecordedSession:
+    """Answers recorded per URL (a status and a body, or an exception to raise): the pure logic of
+    which source answers for which distribution. Real PyPI: tests/integration/test_audit.py."""
+
+    def __init__(self, answers: dict):
+        self.answers, self.asked = answers, []
+
+    def get(self, url, timeout=None, **kwargs):
+        self.asked.append(url)
+        status, body = self.answers.get(url, (404, b"{}"))
+        if isinstance(status, Exception):
+            raise status
+        response = requests.Response()
+        response.status_code, response._content, response.url = status, body, url
+        return response
+
+
+def version_answer(vulnerabilities: list) -> bytes:
+    return json.dumps({"info": {"version": "2.6.1"}, "vulnerabilities": vulnerabilities}).encode()
+
+
+def test_pip_audit_answers_first_and_the_project_json_only_for_what_it_skipped():
+    recorded = json.loads(RECORDED.read_text())["vulnerabilities"]
+    session = RecordedSession({
+        "https://pypi.org/pypi/pycrypto/2.6.1/json": (200, version_answer(recorded)),  # an ordinary machine
+        "https://pypi.org/pypi/tqdm/json": (200, b'{"info": {"version": "4.70.1"}, "vulnerabilities": []}'),
+        "https://pypi.org/pypi/numpy/json": (200, b'{"info": {"version": "2.5.5"}, "vulnerabilities": []}'),
+    })
+    found = PypiAdvisories(session=session).check_all([("pycrypto", "2.6.1"), ("tqdm", "4.70.1"), ("numpy", "2.4.6")])
+    assert [(f.name, f.status, f.source) for f in found] == [
+        ("pycrypto", CHECKED, PIP_AUDIT), ("tqdm", CHECKED, PROJECT_JSON), ("numpy", NOT_CHECKED, None)]
+    assert [a.id for a in found[0].advisories] == ["PYSEC-2017-94", "PYSEC-2018-97"]
+    assert "https://pypi.org/pypi/pycrypto/json" not in session.asked  # pip-audit answered for it
+    assert "pip-audit skipped it" in found[2].reason and "2.5.5, not 2.4.6" in found[2].reason
+
+
+@pytest.mark.parametrize("answers, why", [
+    ({"https://pypi.org/pypi/x/1.0/json": (requests.ConnectionError("proxy refused"), b"")}, "could not be asked"),
+    ({"https://pypi.org/pypi/x/1.0/json": (503, b"busy")}, "could not be asked"),
+    ({"https://pypi.org/pypi/x/1.0/json": (200, b"not json")}, "could not be read"),
+    ({"https://pypi.org/pypi/x/1.0/json": (200, b'{"vulnerabilities": [{"id": "A-1"}]}')}, "could not be read"),
+    ({"https://pypi.org/pypi/x/json": (requests.ReadTimeout("slow"), b"")}, "could not be fetched"),
+    ({"https://pypi.org/pypi/x/json": (500, b"")}, "answered HTTP 500"),
+    ({}, "not on PyPI"),
+])
+def test_pypi_failing_leaves_the_distribution_not_checked_never_clean(answers, why):
+    finding = PypiAdvisories(session=RecordedSession(answers)).check("x", "1.0")
+    assert finding.status == NOT_CHECKED and finding.advisories == () and why in finding.reason
+
+
+def test_a_version_pypi_cannot_key_is_not_checked():
+    finding = PypiAdvisories(session=RecordedSession({})).check("x", "not a version")
+    assert finding.status == NOT_CHECKED and "PEP 440" in finding.reason
+
+
+def test_past_the_deadline_nothing_more_is_asked():
+    session = RecordedSession({})
+    finding = PypiAdvisories(session=session, deadline_s=0).check("x", "1.0", ends=0)
+    assert finding.status == NOT_CHECKED and "deadline" in finding.reason and session.asked == []
+
+
+def test_the_session_refuses_an_answer_over_its_bound():
+    """The hook reads the body itself, before requests does: a body over the bound is never kept."""
+    import io
+
+    from urllib3.response import HTTPResponse
+
+    session = adv.bounded_session(1000)
+    hook = session.hooks["response"][0]
+    for body, headers in [(b"x" * 1001, {}), (b"x" * 10, {"Content-Length": "5000000"})]:
+        response = requests.Response()
+        response.raw = HTTPResponse(body=io.BytesIO(body), headers=headers, preload_content=False)
+        response.headers.update(headers)
+        with pytest.raises(adv.AnswerTooLarge):
+            hook(response)
+    response = requests.Response()
+    response.raw = HTTPResponse(body=io.BytesIO(b'{"a": 1}'), preload_content=False)
+    assert hook(response).json() == {"a": 1}
+
+
+# --- the policy -------------------------------------------------------------------------------------
+
+def test_an_advisory_nobody_allowed_fails():
+    judged = judge([pycrypto(), clean()], policy(), TODAY)
+    assert judged["verdict"] == FAILED and judged["counts"]["not_allowed"] == 2
+    assert any("pycrypto 2.6.1: PYSEC-2017-94 is not allowed" in p for p in judged["problems"])
+
+
+def test_allowing_each_advisory_by_id_or_alias_passes():
+    judged = judge([pycrypto(), clean()], policy(("PYSEC-2017-94", "not reachable: no ALGnew caller", "2026-12-31"),
+                                                 ("CVE-2018-6594", "ElGamal unused", TODAY)), TODAY)
+    assert judged["verdict"] == PASSED and judged["problems"] == []
+    assert judged["counts"]["allowed"] == 2 and judged["counts"]["not_allowed"] == 0
+    assert judged["fates"][("pycrypto", "PYSEC-2018-97")] == "allowed until 2026-11-24: ElGamal unused"
+    assert {a["status"] for a in judged["allow"]} == {"used"}
+
+
+def test_an_expired_exception_fails_used_or_not():
+    used = judge([pycrypto()], policy(("PYSEC-2017-94", "r", "2026-11-23"), ("PYSEC-2018-97", "r", "2027-01-01")), TODAY)
+    assert used["verdict"] == FAILED
+    assert used["problems"] == ["security.allow PYSEC-2017-94 expired on 2026-11-23: renew it with a reason, or "
+                                "update the distribution and remove it"]
+    assert used["fates"][("pycrypto", "PYSEC-2017-94")] == "allowed until 2026-11-23: EXPIRED"
+    unused = judge([clean()], policy(("GHSA-aaaa-bbbb-cccc", "r", "2020-01-01")), TODAY)
+    assert unused["verdict"] == FAILED and unused["allow"][0]["status"] == "expired"
+
+
+def test_an_exception_for_an_advisory_not_found_is_reported_not_failed():
+    judged = judge([clean()], policy(("PYSEC-2099-1", "kept for a pin we dropped", "2027-01-01")), TODAY)
+    assert judged["verdict"] == PASSED and judged["allow"][0]["status"] == "unused"
+    data = report("dev", "sha256:" + "a" * 64, "build/dev/sbom.cdx.json", "0" * 64, [clean()], [], judged, "now")
+    assert "security.allow PYSEC-2099-1: no such advisory among the checked distributions" in table(data)
+
+
+@pytest.mark.parametrize("findings, min_checked, verdict", [
+    ([unchecked(), unchecked("torch")], 1, "not checked"),  # nothing checked is never clean
+    ([], 1, "not checked"),
+    ([unchecked(), clean()], 1, PASSED),
+    ([unchecked(), clean()], "all", "not checked"),
+    ([unchecked(), clean()], 2, "not checked"),
+    ([unchecked()], 0, PASSED),  # accepted explicitly
+    ([unchecked(), pycrypto()], 5, FAILED),  # an advisory outranks the coverage
+])
+def test_too_little_checked_is_the_verdict_not_checked(findings, min_checked, verdict):
+    judged = judge(findings, policy(min_checked=min_checked), TODAY)
+    assert judged["verdict"] == verdict
+    if verdict == "not checked":
+        assert "could be checked" in judged["problems"][-1]
+
+
+def test_the_report_says_per_distribution_who_checked_it_or_why_not():
+    findings = [pycrypto(), clean(), unchecked()]
+    judged = judge(findings, policy(("PYSEC-2017-94", "r", "2027-01-01")), TODAY)
+    others = [{"kind": "deb", "name": "libc6", "version": "2.36-9", "reason": "a Debian package"}]
+    data = report("dev", "sha256:" + "a" * 64, "build/dev/sbom.cdx.json", "0" * 64, findings, others, judged, "now")
+    assert data["verdict"] == FAILED  # PYSEC-2018-97 is not allowed
+    assert data["counts"] == {"python_distributions": 3, "checked": 2, "checked_by": {PROJECT_JSON: 2},
+                              "not_checked": 1, "advisories": 2, "not_allowed": 1, "allowed": 1,
+                              "other_components_not_checked": {"deb": 1}}
+    by_name = {d["name"]: d for d in data["distributions"]}
+    assert [a["policy"] for a in by_name["pycrypto"]["advisories"]] == ["allowed until 2027-01-01: r", "not allowed"]
+    assert by_name["numpy"] == {"name": "numpy", "version": "2.4.6", "status": NOT_CHECKED,
+                                "reason": unchecked().reason}
+    shown = table(data)
+    assert "| numpy | 2.4.6 | NOT CHECKED | - |" in shown
+    assert "NOT CHECKED: 1 deb component (a Debian package)" in shown
+    assert "verdict: failed: 2 of 3 Python distributions checked" in shown
+    json.dumps(data)  # the report is JSON as it is
+
+
+# --- the SBOM ---------------------------------------------------------------------------------------
+
+def sbom(tmp_path: Path, components, image="sha256:" + "b" * 64) -> Path:
+    path = tmp_path / "build" / "dev" / "sbom.cdx.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"bomFormat": "CycloneDX", "components": components, "metadata": {
+        "component": {"properties": [{"name": "ngcbuild:image-id", "value": image}]}}}))
+    return path
+
+
+def test_the_sbom_gives_each_distribution_once_and_lists_the_rest_as_not_checked(tmp_path):
+    path = sbom(tmp_path, [
+        {"bom-ref": "manifest:pytorch", "name": "PyTorch", "version": "2.13.0+cpu", "purl": "pkg:pypi/torch@2.13.0%2Bcpu"},
+        {"bom-ref": "manifest:cuda", "name": "CUDA", "version": "12.8"},
+        {"bom-ref": "os", "type": "operating-system", "name": "debian", "version": "12"},
+        {"bom-ref": "pypi:torch@2.13.0+cpu", "name": "torch", "version": "2.13.0+cpu", "purl": "pkg:pypi/torch@2.13.0%2Bcpu"},
+        {"bom-ref": "pypi:Jinja2@3.1.6", "name": "Jinja2", "version": "3.1.6", "purl": "pkg:pypi/jinja2@3.1.6"},
+        {"bom-ref": "deb:libcublas", "name": "libcublas-12-8", "version": "12.8.4.1-1",
+         "purl": "pkg:deb/ubuntu/libcublas-12-8@12.8.4.1-1?arch=amd64"},
+    ])
+    distributions, others, image, _ = sbom_contents(path, tmp_path)
+    assert distributions == [("jinja2", "3.1.6"), ("torch", "2.13.0+cpu")]
+    assert [(o["kind"], o["name"]) for o in others] == [("operating-system", "debian"), ("deb", "libcublas-12-8")]
+    assert "CUDA libraries installed by apt" in others[1]["reason"]
+    assert image == "sha256:" + "b" * 64
+
+
+@pytest.mark.parametrize("components, key", [
+    ([{"name": "x", "version": "1", "purl": "pkg:pypi/x@1%0A--index-url%3Devil"}], "components.0.purl"),
+    ([{"name": "x", "version": "1", "purl": "not a purl"}], "components.0.purl"),
+    ([{"name": 7, "version": "1"}], "components.0"),
+    (["x"], "components.0"),
+    ({"a": 1}, "components"),
+])
+def test_a_damaged_sbom_is_named_with_its_key(tmp_path, components, key):
+    path = sbom(tmp_path, components)
+    with pytest.raises(OutputDamaged, match=f"sbom.cdx.json is damaged: .*{key}"):
+        sbom_contents(path, tmp_path)
+
+
+def test_no_sbom_says_which_step_makes_it(tmp_path):
+    with pytest.raises(UserError, match="invoke sbom --release dev"):
+        sbom_contents(tmp_path / "build" / "dev" / "sbom.cdx.json", tmp_path)
+
+
+# --- the notes' section -----------------------------------------------------------------------------
+
+def written_report(tmp_path: Path, data) -> Path:
+    directory = tmp_path / "build" / "dev"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "audit.json").write_text(data if isinstance(data, str) else json.dumps(data))
+    return directory
+
+
+def a_report() -> dict:
+    findings = [pycrypto(), clean(), unchecked()]
+    judged = judge(findings, policy(("PYSEC-2017-94", "r", "2027-01-01")), TODAY)
+    return report("dev", "sha256:" + "a" * 64, "build/dev/sbom.cdx.json", "0" * 64, findings,
+                  [{"kind": "deb", "name": "libc6", "version": "2.36", "reason": "a Debian package"}], judged, "then")
+
+
+def test_the_notes_read_what_the_audit_wrote(tmp_path):
+    found = read_report(written_report(tmp_path, a_report()), tmp_path)
+    assert found.verdict == FAILED and found.checked == 2 and found.python_distributions == 3
+    assert [(a.distribution, a.id, a.policy) for a in found.advisories] == [
+        ("pycrypto 2.6.1", "PYSEC-2017-94", "allowed until 2027-01-01: r"), ("pycrypto 2.6.1", "PYSEC-2018-97", "not allowed")]
+    assert found.not_checked == (("numpy 2.4.6", unchecked().reason),) and found.other_not_checked == (("deb", 1),)
+    assert read_report(tmp_path / "build" / "cuda-dev", tmp_path) is None
+
+
+@pytest.mark.parametrize("change, key", [
+    (lambda d: d.update(verdict="fine"), "verdict"),
+    (lambda d: d["counts"].update(checked="2"), "counts.checked"),
+    (lambda d: d["distributions"][0]["advisories"][0].update(aliases="CVE-1"), "distributions.0.advisories.0.aliases"),
+    (lambda d: d["distributions"].append(None), "distributions.3"),
+    (lambda d: d.pop("counts"), "counts"),
+])
+def test_a_damaged_report_stops_the_notes_with_its_key(tmp_path, change, key):
+    data = a_report()
+    change(data)
+    with pytest.raises(OutputDamaged, match=f"audit.json is damaged: .*{key}.*invoke audit --release dev"):
+        read_report(written_report(tmp_path, data), tmp_path)
+
+
+def test_the_notes_section_lists_advisories_and_what_was_not_checked(scratch):
+    from ngcbuild.docs.notes import render_notes
+    from ngcbuild.manifest.series import Series
+
+    scratch.copy_release("dev")
+    project = Project.at(scratch.root)
+    notes = render_notes(Series.load(project), "dev", project)
+    assert "## Known Vulnerabilities\n\nNo vulnerability report exists for this image" in notes
+    written_report(scratch.root, a_report())
+    notes = render_notes(Series.load(project), "dev", project)
+    assert "verdict **failed**. 2 of 3 Python distributions were checked" in notes
+    assert "- pycrypto 2.6.1: [PYSEC-2018-97](https://osv.dev/vulnerability/PYSEC-2018-97)" in notes
+    assert "- numpy 2.4.6: " in notes and "- 1 deb component (Debian packages" in notes
