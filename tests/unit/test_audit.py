@@ -29,7 +29,7 @@ def pycrypto() -> Finding:
 
 
 def policy(*allow, min_checked=1) -> SecuritySpec:
-    return SecuritySpec.model_validate({"allow": [dict(zip(("id", "reason", "expires"), a)) for a in allow],
+    return SecuritySpec.model_validate({"allow": [dict(zip(("id", "reason", "expires"), a, strict=True)) for a in allow],
                                         "min_checked": min_checked})
 
 

@@ -71,7 +71,8 @@ def read_report(directory: Path, within: Path) -> Vulnerabilities | None:
     for i, d in enumerate(need(data.get("distributions"), list, "distributions", "a list")):
         key = f"distributions.{i}"
         need(d, dict, key, "an object")
-        name = f"{need(d.get('name'), str, key + '.name', 'a name')} {need(d.get('version'), str, key + '.version', 'a version')}"
+        name = " ".join((need(d.get("name"), str, key + ".name", "a name"),
+                         need(d.get("version"), str, key + ".version", "a version")))
         if need(d.get("status"), str, key + ".status", "checked or not checked") != "checked":
             not_checked.append((name, need(d.get("reason", ""), str, key + ".reason", "a sentence")))
             continue
