@@ -412,6 +412,7 @@ def cases() -> list[HostileCase]:
     engine_address_cases(add)
     stamp_cases(add)
     validation_cases(add)
+    audit_cases(add)
     return c
 
 
@@ -433,6 +434,91 @@ def validation_cases(add) -> None:
                         dev, mentions=("--threshold",), after=nothing_built))
     add(HostileCase("label-value-over-long", klass, ("build", "--release", "dev", "--label", "ci.run=" + "r" * 5000),
                     dev, after=nothing_built, mentions=("--label",)))
+
+
+def security(text: str):
+    """dev's manifest with a `security:` block (appended: the manifest has none)."""
+    def step(project, outside):
+        path = project.root / MANIFEST
+        path.write_text(path.read_text() + "security:\n" + text)
+    return step
+
+
+AN_SBOM = ('{"bomFormat": "CycloneDX", "components": [{"name": "tqdm", "version": "4.70.1", '
+           '"purl": "pkg:pypi/tqdm@4.70.1"}]}')
+
+
+def sbom_file(text: str):
+    return write("build/dev/sbom.cdx.json", text)
+
+
+def sbom_linked_out(project, outside):
+    (project.root / "build" / "dev").mkdir(parents=True, exist_ok=True)
+    os.symlink(secret_file(outside), project.root / "build" / "dev" / "sbom.cdx.json")
+
+
+def audit_linked_out(project, outside):
+    (project.root / "build" / "dev").mkdir(parents=True, exist_ok=True)
+    os.symlink(secret_file(outside), project.root / "build" / "dev" / "audit.json")
+
+
+def audit_cases(add) -> None:
+    """`invoke audit`: the manifest's security policy, validated as every key; the SBOM it reads and the
+    report the notes read, both our outputs (damaged: exit 1, never a traceback, never network)."""
+    klass = "security audit"
+    argv = ("audit", "--release", "dev")
+    entry = "  allow:\n    - {id: PYSEC-2017-94, reason: no caller, expires: %s}\n"
+    for name, text, mention in [
+        ("security-allow-not-a-list", "  allow: PYSEC-2017-94\n", "security.allow"),
+        ("security-allow-option-id", "  allow:\n    - {id: '--index-url=http://evil', reason: r, expires: 2027-01-01}\n",
+         "advisory id"),
+        ("security-allow-id-newline", "  allow:\n    - {id: \"PYSEC-1\\n--x\", reason: r, expires: 2027-01-01}\n",
+         "security.allow.0.id"),
+        ("security-allow-month-13", entry % "2026-13-45", "not a date"),
+        ("security-allow-feb-30-quoted", entry % "'2026-02-30'", "not a date"),
+        ("security-allow-a-time", entry % "2026-12-31 10:00:00", "is a time"),
+        ("security-allow-a-number", entry % "20261231", "not a date"),
+        ("security-allow-a-word", entry % "never", "not a date"),
+        ("security-allow-no-reason", "  allow:\n    - {id: PYSEC-2017-94, expires: 2027-01-01}\n", "reason"),
+        ("security-allow-unknown-key", "  allow:\n    - {id: PYSEC-1, reason: r, expires: 2027-01-01, severity: low}\n",
+         "unknown key"),
+        ("security-allow-twice", "  allow:\n" + "    - {id: PYSEC-1, reason: r, expires: 2027-01-01}\n" * 2, "twice"),
+        ("security-allow-huge-list", "  allow:\n" + "".join(f"    - {{id: PYSEC-{i}, reason: r, expires: 2027-01-01}}\n"
+                                                              for i in range(1, 2001)), "security.allow"),
+        ("security-allow-reason-over-long", "  allow:\n    - {id: PYSEC-1, reason: " + "x" * 5000
+         + ", expires: 2027-01-01}\n", "reason"),
+        ("security-min-checked-negative", "  min_checked: -1\n", "min_checked"),
+        ("security-min-checked-word", "  min_checked: most\n", "min_checked"),
+        ("security-unknown-key", "  deny: [PYSEC-1]\n", "unknown key"),
+    ]:
+        add(HostileCase(name, klass, argv, setup_all(dev, security(text)), mentions=(mention,), after=nothing_built))
+    damaged = setup_all_checks(no_file("build/dev/audit.json"))
+    for name, step, status, mention in [
+        ("sbom-missing", record(GOOD_RECORD), 2, "invoke sbom"),
+        ("sbom-link-outside", sbom_linked_out, 1, "outside"),
+        ("sbom-fifo", replace_with_fifo("build/dev/sbom.cdx.json"), 1, "FIFO"),
+        ("sbom-a-folder", replace_with_dir("build/dev/sbom.cdx.json"), 1, "directory"),
+        ("sbom-not-json", sbom_file("{ not json"), 1, "sbom.cdx.json is damaged"),
+        ("sbom-not-utf8", lambda p, o: (p.root / "build/dev/sbom.cdx.json").write_bytes(b'{"components": "\xff"}'), 1,
+         "UTF-8"),
+        ("sbom-deep-json", sbom_file("[" * 5000 + "]" * 5000), 1, "sbom.cdx.json is damaged"),
+        ("sbom-purl-injection", sbom_file(AN_SBOM.replace("@4.70.1", "@4.70.1%0A--extra-index-url%3Devil")), 1,
+         "components.0.purl"),
+        ("sbom-not-recorded", sbom_file(AN_SBOM), 2, "not the SBOM"),
+    ]:
+        add(HostileCase(name, klass, argv, setup_all(dev, record(GOOD_RECORD), step), exit_status=status,
+                        mentions=(mention,), absent=(SECRET,), after=damaged))
+    notes = ("notes", "--release", "dev")
+    for name, step, mention in [
+        ("audit-report-not-json", write("build/dev/audit.json", '{"verdict": '), "audit.json is damaged"),
+        ("audit-report-link-outside", audit_linked_out, "outside"),
+        ("audit-report-fifo", setup_all(write("build/dev/audit.json", "{}"), replace_with_fifo("build/dev/audit.json")),
+         "FIFO"),
+        ("audit-report-verdict-a-number", write("build/dev/audit.json", '{"verdict": 1, "counts": {}}'), "verdict"),
+        ("audit-report-a-list", write("build/dev/audit.json", "[]"), "audit.json is damaged"),
+    ]:
+        add(HostileCase(name, klass, notes, setup_all(dev, step), exit_status=1, mentions=(mention,), absent=(SECRET,),
+                        after=no_file("build/dev/release-notes.md")))
 
 
 def stamp(text: str):

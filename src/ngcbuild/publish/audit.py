@@ -218,8 +218,9 @@ def audit_release(project: Project, name: str, source=None, today: date | None =
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     recorded = record.get("sbom") if isinstance(record.get("sbom"), dict) else {}
     if recorded.get("sha256") != digest:
+        says = f"says {str(recorded['sha256'])[:12]}" if recorded.get("sha256") else "has none"
         raise UserError(f"{path}: not the SBOM `invoke sbom` recorded in record.json (sha256 {digest[:12]}, the "
-                        f"record says {str(recorded.get('sha256'))[:12]}); run `invoke sbom --release {name}`")
+                        f"record {says}); run `invoke sbom --release {name}`")
     if image is not None and record.get("image_id") not in (None, image):
         raise UserError(f"{path} describes image {image[:19]}, the build record's image is "
                         f"{str(record.get('image_id'))[:19]}; run `invoke sbom --release {name}` first")
