@@ -41,3 +41,12 @@ def test_deep_or_recursive_nesting_is_refused(text):
 def test_nul_and_merge_keys_are_refused():
     assert "U+0000" in problem("a: b\x00c\n").message
     assert "merge keys" in problem("x: &x {a: 1}\ny:\n  <<: *x\n").message
+
+
+def test_a_date_that_is_no_day_is_named_with_its_key():
+    """YAML reads 2026-13-45 as a timestamp, and its constructor fails with a bare ValueError."""
+    with pytest.raises(safeyaml.YamlProblem) as caught:
+        safeyaml.load("security:\n  allow:\n    - {id: PYSEC-1, expires: 2026-13-45}\n")
+    assert caught.value.key == "security.allow.0.expires"
+    assert caught.value.message.startswith("'2026-13-45' is not a date (month must be in 1..12)")
+    assert safeyaml.load("expires: 2026-12-31")["expires"].isoformat() == "2026-12-31"
