@@ -332,3 +332,33 @@ def test_the_notes_section_lists_advisories_and_what_was_not_checked(scratch):
     assert "verdict **failed**. 2 of 3 Python distributions were checked" in notes
     assert "- pycrypto 2.6.1: [PYSEC-2018-97](https://osv.dev/vulnerability/PYSEC-2018-97)" in notes
     assert "- numpy 2.4.6: " in notes and "- 1 deb component (Debian packages" in notes
+
+
+class Unreachable:
+    """A source for which PyPI answered nothing (the proxy down)."""
+
+    def check_all(self, distributions):
+        return [Finding(n, v, NOT_CHECKED, reason="PyPI could not be asked (proxy refused)") for n, v in distributions]
+
+
+def test_when_nothing_could_be_checked_the_report_says_so_and_the_audit_fails(scratch):
+    import hashlib
+    import io
+
+    from ngcbuild.publish.audit import AuditFailed, audit_release
+
+    scratch.copy_release("dev")
+    text = json.dumps({"components": [{"name": "tqdm", "version": "4.70.1", "purl": "pkg:pypi/tqdm@4.70.1"}]})
+    directory = scratch.root / "build" / "dev"
+    directory.mkdir(parents=True)
+    (directory / "sbom.cdx.json").write_text(text)
+    (directory / "record.json").write_text(json.dumps({"sbom": {"sha256": hashlib.sha256(text.encode()).hexdigest()}}))
+    out = io.StringIO()
+    with pytest.raises(AuditFailed, match="audit dev: not checked"):
+        audit_release(Project.at(scratch.root), "dev", source=Unreachable(), today=TODAY, out=out)
+    data = json.loads((directory / "audit.json").read_text())
+    assert data["verdict"] == "not checked" and data["counts"]["checked"] == 0
+    assert "| tqdm | 4.70.1 | NOT CHECKED | - | PyPI could not be asked (proxy refused) |" in out.getvalue()
+    record = json.loads((directory / "record.json").read_text())
+    assert record["audit"]["verdict"] == "not checked"
+    assert record["audit"]["sha256"] == hashlib.sha256((directory / "audit.json").read_bytes()).hexdigest()
