@@ -121,6 +121,13 @@ def test_release_workflow_end_to_end(act, engine, staging, release_registry, tmp
     for job in ("plan", "build dev (linux/amd64)", "publish dev"):
         assert ended(log, job, "succeeded"), job
     assert "smoke without --require-gpu" in log  # the rehearsal's choice is visible in the run
+    # the build job audited the SBOM it made (before its push) and uploaded the report
+    built_record = artifact_json(REPO, run, "build-dev-amd64", "record.json")  # the common folder is not kept
+    audit = artifact_json(REPO, run, "build-dev-amd64", "audit.json")
+    assert audit["release"] == "dev" and audit["image_id"] == built_record["image_id"]
+    assert audit["sbom"]["sha256"] == built_record["sbom"]["sha256"]
+    assert built_record["audit"]["verdict"] == audit["verdict"] == "passed"  # else the job would have failed
+    assert re.search(r"verdict: passed: [0-9]+ of [0-9]+ Python distributions checked", log)
 
     # the release registry holds what publish made, promoted by digest from staging: the multi-arch list,
     # or, for a release of one platform (dev: publish writes no list for one), that platform's image
