@@ -740,6 +740,13 @@ def entry_point_cases(add) -> None:
         ("invoke-number-word", ("prune", "--keep", "many"), "--keep"),
     ]:
         add(HostileCase(name, klass, argv, dev, mentions=(mention,), absent=("No idea", "Flag <"), after=nothing_built))
+    # invoke-only options the installed `ngcbuild` must refuse before invoke acts on them
+    for name, argv, mention in [
+        ("ngcbuild-completion-script", ("--print-completion-script", "bash"), "--print-completion-script"),
+        ("ngcbuild-debug", ("--debug", "--list"), "--debug"),
+    ]:
+        add(HostileCase(name, klass, argv, dev, mentions=(mention,), hides=("complete -F", "invoke.program"),
+                        program="ngcbuild"))
     add(HostileCase("invoke-bare-lists-tasks", klass, (), dev, exit_status=0,
                     shows=("render", "publish", "--list"), hides=INVOKE_ONLY))
     add(HostileCase("invoke-list", klass, ("--list",), dev, exit_status=0, shows=("verify",), hides=INVOKE_ONLY))
