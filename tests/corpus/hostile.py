@@ -56,6 +56,7 @@ class HostileCase:
     extra_env: dict = field(default_factory=dict)
     shows: tuple[str, ...] = ()  # fragments stdout must contain (help, lists)
     hides: tuple[str, ...] = ()  # fragments stdout must not contain
+    program: str = "invoke"  # or "ngcbuild", where invoke's own code fails before it loads tasks.py
 
 
 def dev_project(project: ScratchProject) -> None:
@@ -412,8 +413,99 @@ def cases() -> list[HostileCase]:
     engine_address_cases(add)
     stamp_cases(add)
     validation_cases(add)
+    chain_path_inherit_cases(add)
     audit_cases(add)
     return c
+
+
+def extends_chain(length: int, first: str = "link"):
+    """manifests/link1.yaml extends link2 ... extends linkN, a copy of dev (its constraints as link1's)."""
+    def step(project, outside):
+        folder = project.root / "manifests"
+        for number in range(1, length):
+            (folder / f"{first}{number}.yaml").write_text(f"extends: {first}{number + 1}\n")
+        shutil.copy(REPO / MANIFEST, folder / f"{first}{length}.yaml")
+        shutil.copy(REPO / CONSTRAINTS, project.root / "constraints" / f"{first}1.txt")
+    return step
+
+
+def extends_diamonds(levels: int):
+    """manifests/wide1.yaml extends [parts/w2a, parts/w2b], each of which extends [parts/w3a, parts/w3b]
+    ... down to two copies of debian-bookworm: 2**levels paths to the bottom, each file small."""
+    def step(project, outside):
+        parts = project.root / "manifests" / "parts"
+        for level in range(2, levels):
+            for side in "ab":
+                (parts / f"w{level}{side}.yaml").write_text(f"extends: [parts/w{level + 1}a, parts/w{level + 1}b]\n")
+        for side in "ab":
+            shutil.copy(parts / "debian-bookworm.yaml", parts / f"w{levels}{side}.yaml")
+        text = (REPO / MANIFEST).read_text().replace("extends: parts/debian-bookworm", "extends: [parts/w2a, parts/w2b]")
+        (project.root / "manifests" / "wide1.yaml").write_text(text)
+        shutil.copy(REPO / CONSTRAINTS, project.root / "constraints" / "wide1.txt")
+    return step
+
+
+def link_loop(rel: str):
+    def step(project, outside):
+        os.symlink(Path(rel).name, project.root / rel)
+    return step
+
+
+def chain_path_inherit_cases(add) -> None:
+    """The rest of round three's validation gaps: an `extends:` chain far longer than any real one,
+    paths the system cannot look up (a name over NAME_MAX, a path over PATH_MAX, a loop of links),
+    and `inherit:` of the wrong type wherever a manifest may hold it."""
+    klass = "validation gaps"
+    # every reader of releases goes through the one loader: the chain is refused in the release's words
+    for name, argv, length in [
+        ("extends-chain-long-render", ("render", "--release", "link1"), 150),
+        ("extends-chain-runaway-notes", ("notes", "--release", "link1"), 1500),
+        ("extends-chain-runaway-matrix", ("matrix",), 1500),
+        ("extends-chain-runaway-diff", ("diff", "dev", "link1"), 1500),
+        ("extends-chain-runaway-verify", ("verify", "--release", "link1"), 1500),
+    ]:
+        add(HostileCase(name, klass, argv, setup_all(dev, extends_chain(length)), after=nothing_built,
+                        mentions=("link1.yaml: extends:", "link1 -> link2", "at most")))
+    add(HostileCase("extends-chain-diamonds", klass, ("render", "--release", "wide1"),
+                    setup_all(dev, extends_diamonds(40)), after=nothing_built,
+                    mentions=("wide1.yaml: extends:", "at most")))
+    add(HostileCase("extends-name-over-name-max", klass, ("render", "--release", "dev"),
+                    setup_all(dev, edit(MANIFEST, "extends: parts/debian-bookworm", "extends: parts/" + "n" * 300)),
+                    after=nothing_built, mentions=("dev.yaml: extends:", "255")))
+    add(HostileCase("extends-path-over-path-max", klass, ("notes", "--release", "dev"),
+                    setup_all(dev, edit(MANIFEST, "extends: parts/debian-bookworm", "extends: " + "deep/" * 900 + "x")),
+                    after=nothing_built, mentions=("dev.yaml: extends:", "longer than")))
+    add(HostileCase("extends-link-loop", klass, ("render", "--release", "dev"),
+                    setup_all(dev, link_loop("manifests/parts/loop.yaml"),
+                              edit(MANIFEST, "extends: parts/debian-bookworm", "extends: [parts/debian-bookworm, parts/loop]")),
+                    after=nothing_built, mentions=("loop.yaml", "links")))
+    # a project whose own path leaves no room for its files, or is itself over PATH_MAX: the machine's
+    # trouble (exit 1), said as such, not a template or a manifest that is "not found"
+    add(HostileCase("project-path-no-room", klass, ("render", "--release", "dev"), dev, exit_status=1,
+                    extra_env={"_NGCBUILD_DEEP": "4040"}, mentions=("longer than",),
+                    absent=("not found", "TemplateNotFound")))
+    # over PATH_MAX invoke's own loader fails listing the folder for tasks.py (a traceback in invoke,
+    # before any file of ours runs): the installed `ngcbuild` is the way in
+    add(HostileCase("project-path-over-path-max", klass, ("render", "--release", "dev"), dev, exit_status=1,
+                    extra_env={"_NGCBUILD_DEEP": "4200"}, mentions=("the project's folder", "longer than"),
+                    program="ngcbuild"))
+    # inherit: wherever a manifest may hold it, a list of release-specific keys or nothing
+    for name, value in [("number", "5"), ("zero", "0"), ("string", "notes"), ("mapping", "{summary: true}"),
+                        ("null", "null"), ("empty-string", "''"), ("false", "false")]:
+        add(HostileCase(f"inherit-{name}-over-a-part", klass, ("render", "--release", "dev"),
+                        setup_all(dev, edit(MANIFEST, "origin: public-wheels", f"origin: public-wheels\ninherit: {value}")),
+                        after=nothing_built, mentions=("dev.yaml: inherit:", "expected a list")))
+    add(HostileCase("inherit-unknown-key-over-a-part", klass, ("notes", "--release", "dev"),
+                    setup_all(dev, edit(MANIFEST, "origin: public-wheels", "origin: public-wheels\ninherit: [os.name]")),
+                    after=nothing_built, mentions=("dev.yaml: inherit:", "os.name")))
+    add(HostileCase("inherit-zero-in-a-part", klass, ("render", "--release", "dev"),
+                    setup_all(dev, edit("manifests/parts/debian-bookworm.yaml", "\nbase:", "\ninherit: 0\nbase:")),
+                    after=nothing_built, mentions=("debian-bookworm.yaml: inherit:",)))
+    add(HostileCase("inherit-number-below-an-nvidia-release", klass, ("render", "--release", "next"),
+                    setup_all(dev, lambda p, o: p.copy_release("25.12"),
+                              write("manifests/next.yaml", "extends: '25.12'\nsummary: next\nbuild:\n  number: '1'\n"
+                                                           "inherit: 7\n")),
+                    after=nothing_built, mentions=("next.yaml: inherit:", "expected a list")))
 
 
 def validation_cases(add) -> None:
@@ -734,6 +826,13 @@ def entry_point_cases(add) -> None:
         ("invoke-number-word", ("prune", "--keep", "many"), "--keep"),
     ]:
         add(HostileCase(name, klass, argv, dev, mentions=(mention,), absent=("No idea", "Flag <"), after=nothing_built))
+    # invoke-only options the installed `ngcbuild` must refuse before invoke acts on them
+    for name, argv, mention in [
+        ("ngcbuild-completion-script", ("--print-completion-script", "bash"), "--print-completion-script"),
+        ("ngcbuild-debug", ("--debug", "--list"), "--debug"),
+    ]:
+        add(HostileCase(name, klass, argv, dev, mentions=(mention,), hides=("complete -F", "invoke.program"),
+                        program="ngcbuild"))
     add(HostileCase("invoke-bare-lists-tasks", klass, (), dev, exit_status=0,
                     shows=("render", "publish", "--list"), hides=INVOKE_ONLY))
     add(HostileCase("invoke-list", klass, ("--list",), dev, exit_status=0, shows=("verify",), hides=INVOKE_ONLY))
@@ -750,16 +849,18 @@ def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome
     case.setup(project, outside)
     argv = [a.replace("OUTSIDE", str(outside)) for a in case.argv]
     env = {**os.environ, "DOCKER_HOST": f"unix://{engine_socket}", **case.extra_env}
-    # the checkout under test, not whichever copy of ngcbuild is installed
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)
+    # the checkout under test, not whichever copy of ngcbuild is installed; NGCBUILD_CODE_UNDER_TEST
+    # names another checkout's src/ (the same cases and judge against older code: a "before" figure)
+    code = os.environ.get("NGCBUILD_CODE_UNDER_TEST") or str(REPO / "src")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (code, os.environ.get("PYTHONPATH", "")) if p)
     env.pop("_NGCBUILD_DEEP", None)
     env.pop("PIP_FIND_LINKS", None)
     for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
         env.pop(var, None)
-    command = [*PY, "-m", "invoke", *argv]
+    command = [*PY, "-m", case.program, *argv]
     cwd = project.root
     if case.extra_env.get("_NGCBUILD_DEEP"):
-        project, cwd, command = _deepen(project, command)
+        project, cwd, command = _deepen(project, command, int(case.extra_env["_NGCBUILD_DEEP"]))
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIME_BOUND_S, env=env,
                               stdin=subprocess.DEVNULL)
@@ -773,12 +874,13 @@ def _text(data) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
-def _deepen(project: ScratchProject, command: list[str]):
-    """Move the project under a path just short of PATH_MAX (4096), so that invoke still finds
-    tasks.py but the files deeper in the project (templates, build/R/...) have paths too long to open.
+def _deepen(project: ScratchProject, command: list[str], total: int):
+    """Move the project under a path of `total` characters: 1 stands for 4040, just short of PATH_MAX
+    (4096), so that invoke still finds tasks.py but the files deeper in the project (templates,
+    build/R/...) have paths too long to open; over 4096, the project's own path is too long.
     The command runs through a shell that enters the path one step at a time."""
     base = project.root.parent
-    wanted = 4040 - len(str(base)) - len("/project")
+    wanted = (4040 if total == 1 else total) - len(str(base)) - len("/project")
     segments = [("d" * 200)] * (wanted // 201)
     segments.append("e" * (wanted - 201 * len(segments) - 1))
     fd = os.open(base, os.O_RDONLY)

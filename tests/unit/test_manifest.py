@@ -114,6 +114,59 @@ def test_missing_parent(scratch):
     assert "r1.yaml: extends: parent 'parts/nope' not found" in message
 
 
+def chain(scratch, length):
+    """r1 extends link2 ... extends linkN, which is GOOD without its top lines."""
+    for number in range(2, length):
+        scratch.manifest(f"link{number}", f"extends: link{number + 1}\n")
+    scratch.manifest(f"link{length}", GOOD.replace("summary: a test release\n", ""))
+    return "extends: link2\nsummary: a test release\n"
+
+
+def test_an_extends_chain_of_the_bound_loads_and_one_more_is_refused_in_the_releases_words(scratch):
+    from ngcbuild.manifest.loader import MAX_EXTENDS
+
+    # r1, link2 ... linkN, parts/debian-bookworm: N + 1 files
+    assert len(load(scratch, chain(scratch, MAX_EXTENDS - 1)).chain) == MAX_EXTENDS
+    message = error(scratch, chain(scratch, MAX_EXTENDS))
+    assert f"/manifests/r1.yaml: extends: the chain r1 -> link2 -> link3 -> ... -> link{MAX_EXTENDS} -> " \
+           f"parts/debian-bookworm is more than {MAX_EXTENDS} manifests long" in message, message
+    assert f"expected at most {MAX_EXTENDS}" in message
+
+
+def test_a_runaway_chain_is_refused_not_blamed_on_a_file_deep_in_it(scratch):
+    message = error(scratch, chain(scratch, 1500))
+    assert "/manifests/r1.yaml: extends: the chain r1 -> link2 -> link3 -> ... -> link100 -> link101 is" in message
+    assert "nested too deeply" not in message
+
+
+def test_parts_reached_by_many_paths_are_counted_each_time_and_bounded(scratch):
+    # 2**40 paths to the bottom: refused after about a hundred merges, not after 2**40
+    for level in range(2, 40):
+        for side in "ab":
+            scratch.manifest(f"w{level}{side}", f"extends: [w{level + 1}a, w{level + 1}b]\n")
+    for side in "ab":
+        scratch.manifest(f"w40{side}", "extends: parts/debian-bookworm\n")
+    message = error(scratch, GOOD.replace("parts/debian-bookworm", "[w2a, w2b]"))
+    assert "/manifests/r1.yaml: extends: merges more than 100 manifests" in message, message
+
+
+@pytest.mark.parametrize("parent, reason", [
+    ("parts/" + "n" * 300, "a name in the path is 305 bytes, longer than the 255 the file system allows"),
+    ("deep/" * 900 + "x", "longer than the 4095 the system allows"),
+])
+def test_a_parent_the_system_cannot_look_up_is_not_called_missing(scratch, parent, reason):
+    message = error(scratch, GOOD.replace("parts/debian-bookworm", parent))
+    assert "/manifests/r1.yaml: extends: parent '" in message, message
+    assert "cannot be looked up: " in message and reason in message and "not found" not in message
+    assert len(message) < 400
+
+
+def test_a_parent_that_is_a_loop_of_links_says_so(scratch):
+    (scratch.root / "manifests" / "parts" / "loop.yaml").symlink_to("loop.yaml")
+    message = error(scratch, GOOD.replace("parts/debian-bookworm", "parts/loop"))
+    assert "parts/loop.yaml: cannot be read (too many levels of symbolic links (a loop of links))" in message
+
+
 def test_missing_constraints_file(scratch):
     message = error(scratch, GOOD, constraints=None)
     assert "constraints/r1.txt: constraints file not found" in message
@@ -194,6 +247,32 @@ def test_inherit_keeps_the_parents_text_on_purpose_and_names_only_its_keys(scrat
     scratch.manifest("26.01", f"extends: '25.12'\nsummary: x\nbuild:\n  number: '1'\ninherit: [{keys[1:-1]}, os.name]\n")
     with pytest.raises(ManifestError, match=r"26.01.yaml: inherit: os.name: not release-specific text of '25.12'"):
         load_release(Project.at(scratch.root), "26.01")
+
+
+@pytest.mark.parametrize("value, shown", [("5", "5"), ("0", "0"), ("notes", "'notes'"), ("{summary: true}", "a mapping"),
+                                          ("null", "null"), ("''", "''"), ("false", "false"), ("[summary, 2]", "a list")])
+@pytest.mark.parametrize("where", ["over a part", "in a part", "below an NVIDIA release", "without extends"])
+def test_inherit_of_the_wrong_type_is_refused_wherever_it_stands(scratch, value, shown, where):
+    expected = f"inherit: expected a list of keys such as [notes.announcements, banner.license], got {shown}"
+    if where == "over a part":
+        message, file = error(scratch, GOOD + f"inherit: {value}\n"), "r1.yaml"
+    elif where == "in a part":
+        part = scratch.root / "manifests" / "parts" / "debian-bookworm.yaml"
+        part.write_text(part.read_text() + f"inherit: {value}\n")
+        message, file = error(scratch, GOOD), "parts/debian-bookworm.yaml"
+    elif where == "below an NVIDIA release":
+        scratch.copy_release("25.12")
+        message, file = error(scratch, f"extends: '25.12'\nsummary: x\nbuild:\n  number: '1'\ninherit: {value}\n"), "r1.yaml"
+    else:
+        message, file = error(scratch, GOOD.split("\n", 1)[1] + f"inherit: {value}\n"), "r1.yaml"
+    assert message.endswith(f"/manifests/{file}: {expected}"), message
+
+
+def test_inherit_over_shared_parts_only_is_refused_with_its_keys(scratch):
+    message = error(scratch, GOOD + "inherit: [summary]\n")
+    assert message.endswith("/manifests/r1.yaml: inherit: summary: only a release that extends another release inherits its "
+                       "text; this one extends only shared parts ('parts/debian-bookworm')")
+    assert load(scratch, GOOD + "inherit: []\n").release.summary == "a test release"
 
 
 def test_parts_are_not_releases_and_need_no_inherit(scratch):

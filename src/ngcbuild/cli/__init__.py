@@ -42,10 +42,14 @@ class _Program(Program):
 
     def parse_core(self, argv):
         with _usage_errors():
-            super().parse_core(argv)
+            # refused before invoke acts on any of them (--print-completion-script prints and exits,
+            # --debug logs): parse once to look, then let invoke parse again
+            self.normalize_argv(argv)
+            self.parse_core_args()
             for argument in self.core[0].args.values():
                 if argument.name not in OUR_CORE_OPTIONS and argument.got_value:
                     raise ParseError(f"No idea what '--{argument.name}' is!")
+            super().parse_core(argv)
 
     def parse_tasks(self):
         with _usage_errors():

@@ -78,8 +78,51 @@ def _folder(path: Path) -> str:
 
 
 def exists(path: Path) -> bool:
-    """Something is at `path` (a dangling link or a FIFO too): the reader, not a 'no such file', says what."""
-    return os.path.lexists(path)
+    """Something is at `path` (a dangling link or a FIFO too): the reader, not a 'no such file', says what.
+    A path the system cannot look up (too long, a loop of links) is no 'missing file': UnusablePath."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise UnusablePath(path, unusable_reason(path, exc)) from None
+    except ValueError:  # a NUL byte, or a character no file name can hold (a lone surrogate)
+        raise UnusablePath(path, "the path holds a character no file name can hold") from None
+    return True
+
+
+class UnusablePath(OperationError):
+    """The system cannot look `path` up: a name or the whole path longer than it allows, a loop of
+    links. Exit 1 where the project's own place is the cause; a loader that took the path from a
+    file names that file and key instead (exit 2). `reason` says which limit, in numbers."""
+
+    def __init__(self, path, reason: str):
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"{short_path(path)}: {reason}")
+
+
+def unusable_reason(path, exc: OSError) -> str:
+    """Why the system refused to look `path` up, with the limit it hit (NAME_MAX, PATH_MAX)."""
+    if exc.errno == errno.ENAMETOOLONG:
+        whole = os.path.abspath(path)
+        longest = max(Path(whole).parts, key=len)
+        name_max = _limit("PC_NAME_MAX", 255)
+        if len(longest.encode()) > name_max:
+            return (f"a name in the path is {len(longest.encode())} bytes, longer than the {name_max} "
+                    "the file system allows")
+        # PATH_MAX counts the terminating NUL: the longest path the system takes is one byte less
+        return (f"the path is {len(whole.encode())} bytes, longer than the {_limit('PC_PATH_MAX', 4096) - 1} "
+                "the system allows")
+    if exc.errno == errno.ELOOP:
+        return "too many levels of symbolic links (a loop of links)"
+    return _reason(exc)
+
+
+def _limit(name: str, default: int) -> int:
+    try:
+        return os.pathconf("/", name)
+    except (OSError, ValueError):
+        return default
 
 
 def _read_at_most(fd: int, size: int) -> bytes:
@@ -109,8 +152,8 @@ def _unreadable(path: Path, exc: OSError, what: str) -> Exception:
     """A file the system cannot give us: the machine's trouble (exit 1) when the path is too long or
     the disk fails, the input's (exit 2) otherwise (a loop of links, no permission)."""
     if exc.errno in _MACHINE_TROUBLE:
-        return OperationError(f"{short_path(path)}: cannot be read ({_reason(exc)})")
-    return ManifestError(path, "", f"cannot be read ({_reason(exc)}); expected {what}")
+        return OperationError(f"{short_path(path)}: cannot be read ({unusable_reason(path, exc)})")
+    return ManifestError(path, "", f"cannot be read ({unusable_reason(path, exc)}); expected {what}")
 
 
 _MACHINE_TROUBLE = {errno.ENAMETOOLONG, errno.EIO, errno.ENOMEM, errno.EMFILE, errno.ENFILE}

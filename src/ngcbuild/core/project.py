@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ngcbuild.core.errors import UserError
+from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.files import unusable_reason
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,14 @@ class Project:
         templates/image/ (so a command run from any subfolder works on the whole project)."""
         start = start.resolve()
         for folder in (start, *start.parents):
-            if (folder / "manifests").is_dir() and (folder / "templates" / "image").is_dir():
+            try:
+                found = (folder / "manifests").is_dir() and (folder / "templates" / "image").is_dir()
+            except OSError as exc:  # a folder too deep to look into: say so, not "no project here"
+                where = f"{str(folder)[:40]}...{str(folder)[-40:]}" if len(str(folder)) > 100 else str(folder)
+                raise OperationError(f"the project's folder {where} cannot be looked into "
+                                     f"({unusable_reason(folder / 'manifests', exc)}); "
+                                     "move the project to a shorter path") from None
+            if found:
                 return cls(folder)
         raise UserError(f"{start}: not inside an ngcbuild project (no folder here or above holds "
                         "manifests/ and templates/image/)")

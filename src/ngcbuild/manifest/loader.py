@@ -16,8 +16,9 @@ from pydantic import BaseModel, ValidationError
 
 from ngcbuild.core import safeyaml
 from ngcbuild.core.errors import ManifestError, UserError, excerpt, shown_path
-from ngcbuild.core.files import exists, read_text
+from ngcbuild.core.files import UnusablePath, exists, read_text
 from ngcbuild.core.names import RELEASE_NAME_RE, check_release_name
+from ngcbuild.core.outputs import short_path
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Constraints, load_constraints
@@ -27,6 +28,12 @@ from ngcbuild.manifest.needs import check_needs
 from ngcbuild.manifest.promises import check_promises
 
 MAX_MANIFEST_BYTES = 1_000_000
+# The most manifests one release may merge, and the longest `extends` chain: real ones are a few links
+# (a release, the release before it, a part or two). A chain of monthly releases, each extending the
+# one before, reaches 100 after eight years; past that, extend a part instead of the whole line. The
+# bound also keeps the loader's recursion far from Python's limit, and a "diamond" of parts (each
+# extending the same two below) from merging 2**depth files.
+MAX_EXTENDS = 100
 
 
 @dataclass(frozen=True)
@@ -97,9 +104,16 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
     if path in seen:
         cycle = " -> ".join(p.name for p in (*seen, path))
         raise ManifestError(seen[-1], "extends", f"cycle: {cycle}")
+    if len(seen) >= MAX_EXTENDS:
+        raise ManifestError(seen[0], "extends", f"the chain {_names(project, (*seen, path))} is more than "
+                                                f"{MAX_EXTENDS} manifests long; expected at most {MAX_EXTENDS} "
+                                                "(extend a shared part under manifests/parts/ instead)")
     data = _read_yaml(project, path)
     parents = data.pop("extends", None)
     inherit = data.pop("inherit", [])
+    if not isinstance(inherit, list) or not all(isinstance(k, str) for k in inherit):
+        raise ManifestError(path, "inherit", "expected a list of keys such as [notes.announcements, banner.license], "
+                                             f"got {_yaml_word(inherit)}")
     if parents is None:
         if inherit:
             raise ManifestError(path, "inherit", "only a release that extends another release inherits its text")
@@ -114,21 +128,53 @@ def _resolve(project: Project, path: Path, seen: tuple[Path, ...]) -> tuple[dict
                             f"expected a manifest name or a list of names (e.g. parts/debian){hint}")
     merged: dict = {}
     chain: tuple[Path, ...] = ()
+    releases: dict[str, dict] = {}  # the parents that are releases (not parts/), by name
     for parent in parents:
         # normalised, not resolved: a link is the reader's to judge (and must stay inside the project)
         parent_path = Path(os.path.normpath((project.manifests / f"{parent}.yaml").absolute()))
         if Path(os.path.normpath(project.manifests.absolute())) not in parent_path.parents:
             raise ManifestError(path, "extends", f"{excerpt(parent)} is outside {shown_path(project.manifests)}")
-        if not exists(parent_path):
+        try:
+            found = exists(parent_path)
+        except UnusablePath as exc:  # a name too long for the system: the value's fault, not a missing file
             raise ManifestError(path, "extends",
-                                f"parent {excerpt(parent)} not found ({shown_path(parent_path)} does not exist)")
+                                f"parent {excerpt(parent)} cannot be looked up: {exc.reason}") from None
+        if not found:
+            raise ManifestError(path, "extends",
+                                f"parent {excerpt(parent)} not found ({short_path(parent_path)} does not exist)")
         parent_data, parent_chain = _resolve(project, parent_path, (*seen, path))
-        # NVIDIA's releases (not parts/, not ngcbuild's own public-wheels ones) carry text of their own.
-        if parent_path.parent == project.manifests.resolve() and parent_data.get("origin", "nvidia") == "nvidia":
-            _check_inherited_text(path, parent, parent_data, data, inherit)
+        if parent_path.parent == project.manifests.resolve():
+            releases[parent] = parent_data
         merged = deep_merge(merged, parent_data)
         chain += parent_chain
+        if len(chain) >= MAX_EXTENDS:  # with this file, over the bound: stop before the next parent doubles it
+            raise ManifestError(seen[0] if seen else path, "extends",
+                                f"merges more than {MAX_EXTENDS} manifests (a part reached by several paths counts "
+                                f"each time; the last: {_names(project, chain[-3:])}); expected at most {MAX_EXTENDS}")
+    if inherit and not releases:
+        raise ManifestError(path, "inherit", f"{', '.join(excerpt(k).strip(chr(39)) for k in inherit)}: only a release "
+                                             "that extends another release inherits its text; this one extends "
+                                             f"only shared parts ({', '.join(map(excerpt, parents))})")
+    _check_inherited_text(path, releases, data, inherit)
     return deep_merge(merged, data), (*chain, path)
+
+
+def _yaml_word(value) -> str:
+    """null, true and false as the manifest wrote them; anything else as _show does."""
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else _show(value)
+
+
+def _names(project: Project, chain: tuple[Path, ...]) -> str:
+    """`dev -> parts/debian-bookworm`, long chains cut in the middle, each name as `extends:` writes it."""
+    def name(path: Path) -> str:
+        try:
+            return path.relative_to(project.manifests).with_suffix("").as_posix()
+        except ValueError:
+            return path.stem
+    shown = [name(p) for p in chain]
+    if len(shown) > 6:
+        shown = [*shown[:3], "...", *shown[-2:]]
+    return " -> ".join(excerpt(n, 40).strip("'") for n in shown)
 
 
 # What belongs to one NVIDIA release and must not pass silently to the next: its summary ("based on"),
@@ -165,20 +211,27 @@ def _present(data: dict, dotted: str) -> bool:
     return isinstance(data, dict) and last in data
 
 
-def _check_inherited_text(path: Path, parent: str, parent_data: dict, data: dict, inherit) -> None:
-    if not isinstance(inherit, list) or not all(isinstance(k, str) for k in inherit):
-        raise ManifestError(path, "inherit", "expected a list of keys such as [notes.announcements, banner.license]")
-    specific = _release_specific_keys(parent_data)
-    unknown = [k for k in inherit if k not in specific]
+def _check_inherited_text(path: Path, releases: dict[str, dict], data: dict, inherit: list[str]) -> None:
+    """`inherit` names release-specific text of the parent releases; NVIDIA's releases (not ngcbuild's
+    own public-wheels ones) carry text of their own, which a child restates or inherits on purpose."""
+    if not releases:
+        return
+    specific = {parent: _release_specific_keys(parent_data) for parent, parent_data in releases.items()}
+    known = [k for keys in specific.values() for k in keys]
+    unknown = [excerpt(k).strip("'") for k in inherit if k not in known]
     if unknown:
-        raise ManifestError(path, "inherit", f"{', '.join(unknown)}: not release-specific text of {parent!r}; "
-                                             f"expected some of: {', '.join(specific)}")
-    silent = [k for k in specific if k not in inherit and not _present(data, k)]
-    if silent:
-        raise ManifestError(path, "extends",
-                            f"release {parent!r} has release-specific text this manifest neither restates nor "
-                            f"inherits: {', '.join(silent)}; restate each, or list it under inherit: to keep "
-                            f"{parent}'s text on purpose")
+        names = ", ".join(repr(p) for p in releases)
+        raise ManifestError(path, "inherit", f"{', '.join(unknown)}: not release-specific text of {names}; "
+                                             f"expected some of: {', '.join(dict.fromkeys(known)) or 'none'}")
+    for parent, parent_data in releases.items():
+        if parent_data.get("origin", "nvidia") != "nvidia":
+            continue
+        silent = [k for k in specific[parent] if k not in inherit and not _present(data, k)]
+        if silent:
+            raise ManifestError(path, "extends",
+                                f"release {parent!r} has release-specific text this manifest neither restates nor "
+                                f"inherits: {', '.join(silent)}; restate each, or list it under inherit: to keep "
+                                f"{parent}'s text on purpose")
 
 
 def deep_merge(base: dict, override: dict) -> dict:
