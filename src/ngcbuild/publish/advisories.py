@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -36,6 +36,7 @@ SUMMARY_CHARS = 300
 PIP_AUDIT = "pip-audit (PyPI per-version JSON)"
 PROJECT_JSON = "PyPI project JSON (latest version)"
 CHECKED, NOT_CHECKED = "checked", "not checked"
+UNUSED_CACHE = Path("/nonexistent/ngcbuild-audit-cache")
 
 
 class AnswerTooLarge(Exception):
@@ -136,7 +137,6 @@ class PypiAdvisories:
     deadline_s: float = DEADLINE_S
     timeout_s: float = TIMEOUT_S
     session: object = None
-    _scratch: Path | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.session is None:
@@ -144,13 +144,9 @@ class PypiAdvisories:
 
     def check_all(self, distributions: list[tuple[str, str]]) -> list[Finding]:
         """A Finding for each (name, version), in the order given."""
-        import tempfile
-
         ends = time.monotonic() + self.deadline_s
-        with tempfile.TemporaryDirectory(prefix="ngcbuild-audit-") as scratch:
-            self._scratch = Path(scratch)  # pip-audit's HTTP cache dir, unused: our session replaces its own
-            with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-                return list(pool.map(lambda d: self.check(d[0], d[1], ends), distributions))
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            return list(pool.map(lambda d: self.check(d[0], d[1], ends), distributions))
 
     def check(self, name: str, version: str, ends: float | None = None) -> Finding:
         if ends is not None and time.monotonic() > ends:
@@ -170,8 +166,10 @@ class PypiAdvisories:
         except InvalidVersion:
             return Finding(name, version, NOT_CHECKED, reason=f"{version[:60]!r} is not a PEP 440 version, "
                                                               "which PyPI's advisory data is keyed by")
-        service = PyPIService(cache_dir=self._scratch, timeout=self.timeout_s)
-        service.session = self.session  # ours: retries with backoff, answers bounded in size
+        # A cache folder named so that pip-audit neither asks pip for its own nor makes one: its caching
+        # session (which would write there) is replaced by ours (retries with backoff, answers bounded).
+        service = PyPIService(cache_dir=UNUSED_CACHE, timeout=self.timeout_s)
+        service.session = self.session
         try:
             spec, results = service.query(ResolvedDependency(name=name, version=parsed))
         except AnswerTooLarge as exc:
