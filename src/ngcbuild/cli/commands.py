@@ -213,9 +213,9 @@ def promote(release: str, source: str, target: str, trusted_keys=None) -> dict:
 
 
 def keygen(out=None) -> None:
-    from ngcbuild.publish.signing import keygen as make_keys
+    from ngcbuild.publish.signing import make_key_pair
 
-    private, public, key_id = make_keys(project().root, out)
+    private, public, key_id = make_key_pair(project().root, out)
     print(f"wrote {shown_path(private)} (private, mode 0600: keep it secret) and {shown_path(public)} (public: give "
           f"it to whoever checks your images); key {key_id}")
 

@@ -93,6 +93,7 @@ def documents_of(project: Project, name: str, record: dict) -> list[tuple[str, b
 
 
 def attest_release(project: Project, name: str, host: str, key: str | None, out=sys.stdout) -> dict:
+    from ngcbuild.engine.image_build import git_revision
     from ngcbuild.manifest.loader import load_release
 
     host = registry_host(host)
@@ -119,7 +120,8 @@ def attest_release(project: Project, name: str, host: str, key: str | None, out=
             raise OperationError(f"{host}/{repository}@{digest} is no longer in the registry; push it again")
         payload = json.dumps(provenance.statement(
             subject_name=f"{host}/{repository}", digest=digest, release=name, record=record, files=files,
-            base=base, byproducts=byproducts, registry=host, now=utc_timestamp()), indent=2, sort_keys=True).encode()
+            base=base, byproducts=byproducts, registry=host, checkout=git_revision(project), now=utc_timestamp()),
+            indent=2, sort_keys=True).encode()
         envelope = sign(payload, private)
         made = attachments.push(registry, repository, subject, [
             ("provenance", envelope, {attachments.PREDICATE_ANNOTATION: provenance.PREDICATE_TYPE}),

@@ -75,13 +75,17 @@ def ngcbuild_version() -> str:
 
 
 def statement(*, subject_name: str, digest: str, release: str, record: dict, files: list[dict],
-              base: dict, byproducts: list[dict], registry: str, environ=os.environ, now: str) -> dict:
-    """The statement (a JSON object) for the image manifest `digest` pushed as `subject_name`."""
+              base: dict, byproducts: list[dict], registry: str, checkout: str | None, environ=os.environ,
+              now: str) -> dict:
+    """The statement (a JSON object) for the image manifest `digest` pushed as `subject_name`.
+    The commit is the one the build recorded; a reused image's record has none, and then it is the
+    attesting checkout's (whose files the stamp proved to be those of the image's render)."""
     smoke = record.get("smoke") or {}
     dependencies = [*files, base]
-    if record.get("source_revision"):
-        dependencies.append({"uri": "git+checkout", "digest": {"gitCommit": record["source_revision"]},
-                             "name": "ngcbuild checkout"})
+    commit, whose = (record["source_revision"], "build") if record.get("source_revision") else (checkout, "attest")
+    if commit:
+        dependencies.append({"uri": "git+checkout", "digest": {"gitCommit": commit}, "name": "ngcbuild checkout",
+                             "annotations": {"recorded_by": whose}})
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": subject_name, "digest": {"sha256": digest.removeprefix("sha256:")}}],

@@ -61,7 +61,7 @@ def checked_path(value, flag: str) -> Path:
     return Path(value)
 
 
-def keygen(root: Path, out: str | None) -> tuple[Path, Path, str]:
+def make_key_pair(root: Path, out: str | None) -> tuple[Path, Path, str]:
     """A new Ed25519 key pair for trying signing out: PATH (private, mode 0600) and PATH.pub, inside
     the project; an existing key is never overwritten."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
