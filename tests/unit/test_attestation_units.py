@@ -19,6 +19,7 @@ from ngcbuild.publish.signing import (
     key_id,
     load_signing_key,
     load_trusted_keys,
+    make_key_pair,
     open_envelope,
     pae,
     sign,
