@@ -81,7 +81,7 @@ def push(registry: Registry, repository: str, subject: Manifest, documents: list
         registry.put_manifest(repository, digest_of(body), body, OCI_MANIFEST)
         made.append(Attachment(kind, data, body, digest_of(body)))
     kinds = {a.kind for a in made}
-    kept = [entry for entry in _index_entries(registry, repository, subject.digest)
+    kept = [entry for entry in _index_entries(registry, repository, subject.digest, strict=False)
             if (entry.get("annotations") or {}).get(KIND_ANNOTATION) not in kinds]
     _put_index(registry, repository, subject.digest, kept + [_descriptor(a) for a in made])
     return made
@@ -98,7 +98,9 @@ def _put_index(registry: Registry, repository: str, digest: str, entries: list[d
     registry.put_manifest(repository, referrers_tag(digest), body, OCI_INDEX)
 
 
-def _index_entries(registry: Registry, repository: str, digest: str) -> list[dict]:
+def _index_entries(registry: Registry, repository: str, digest: str, strict: bool = True) -> list[dict]:
+    """The entries of the referrers index of `digest`. One that cannot be read is refused when
+    verifying (`strict`), and replaced when writing ours."""
     index = registry.manifest(repository, referrers_tag(digest))
     if index is None:
         return []
@@ -107,6 +109,8 @@ def _index_entries(registry: Registry, repository: str, digest: str) -> list[dic
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             raise TypeError
     except (ValueError, KeyError, TypeError, RecursionError):
+        if not strict:
+            return []
         raise AttestationRejected(f"{registry.host}/{repository}:{referrers_tag(digest)}: not an OCI index of "
                                   "artifacts (altered or truncated)") from None
     return entries
@@ -171,6 +175,6 @@ def copy(target: Registry, repository: str, digest: str, attachments: dict[str, 
         target.put_blob(repository, attachment.data)
         target.put_manifest(repository, attachment.digest, attachment.manifest, OCI_MANIFEST)
     kinds = set(attachments)
-    kept = [entry for entry in _index_entries(target, repository, digest)
+    kept = [entry for entry in _index_entries(target, repository, digest, strict=False)
             if (entry.get("annotations") or {}).get(KIND_ANNOTATION) not in kinds]
     _put_index(target, repository, digest, kept + [_descriptor(a) for a in attachments.values()])

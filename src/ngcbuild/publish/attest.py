@@ -57,18 +57,25 @@ def pushed_digests(record: dict, host: str, directory: Path) -> dict[str, list[s
     return found
 
 
-def rendered_from_current_files(project: Project, name: str, record: dict) -> None:
-    """The statement lists the files as they are now: only true when build/R/ was rendered from them
-    and the image is of that render's context."""
+def rendered_from_current_files(project: Project, loaded, record: dict) -> None:
+    """The statement lists the files as they are now: only true when they render to exactly the
+    context the image was built from. The render stamp says so at once when nothing changed since
+    the render; otherwise the release is rendered in memory (nothing written) and its context hash
+    compared (a change to ngcbuild's code elsewhere leaves the context, and the statement, true)."""
+    from ngcbuild.render.context import render_files
     from ngcbuild.render.stamp import current_stamp
 
+    name, built = loaded.release.release, record.get("context_sha256")
     for base in (None, record.get("base_image")):
         stamp = current_stamp(project, name, base)
-        if stamp is not None and stamp.context_hash == record.get("context_sha256"):
+        if stamp is not None and stamp.context_hash == built:
             return
-    raise UserError(f"the files of {name} (manifest chain, constraints, image templates, ngcbuild's code) changed "
-                    f"since its image was built, so a provenance of them would not be true; rebuild and push "
-                    f"(`invoke build --release {name}`) before attesting")
+    for base in (None, record.get("base_image")):
+        if render_files(project, loaded, base=base).context_hash == built:
+            return
+    raise UserError(f"the files of {name} (manifest chain, constraints, image templates) changed since its image "
+                    f"was built (context {str(built)[:12]}), so a provenance of them would not be true; rebuild "
+                    f"and push (`invoke build --release {name}`) before attesting")
 
 
 def read_document(project: Project, path: Path, what: str) -> bytes:
@@ -106,7 +113,7 @@ def attest_release(project: Project, name: str, host: str, key: str | None, out=
     if not digests:
         raise UserError(f"nothing of {name} was pushed to {host}; push it first (`invoke push --release {name} "
                         f"--registry {host}`)")
-    rendered_from_current_files(project, name, record)
+    rendered_from_current_files(project, loaded, record)
     documents = documents_of(project, name, record)
     files = provenance.materials(project, loaded)
     base = provenance.base_image(record.get("base_image") or loaded.release.base.image)
