@@ -143,6 +143,7 @@ def test_the_statement_is_in_toto_v1_with_slsa_provenance_v1():
     base = {"uri": "docker://debian:bookworm-slim", "name": "base image", "digest": {"sha256": "b" * 64}}
     made = provenance.statement(subject_name="h:5000/nvidia/pytorch", digest="sha256:" + "e" * 64, release="dev",
                                 record=record, files=files, base=base, registry="h:5000", checkout="f" * 40,
+                                attached=["provenance", "sbom"],
                                 byproducts=[{"name": "sbom.cdx.json", "digest": {"sha256": "a" * 64}}],
                                 environ={"NGCBUILD_BUILDER_ID": "https://ci.example/runner"}, now="now")
     assert made["_type"] == "https://in-toto.io/Statement/v1"
@@ -152,12 +153,14 @@ def test_the_statement_is_in_toto_v1_with_slsa_provenance_v1():
     assert definition["resolvedDependencies"][:2] == [*files, base]
     assert definition["resolvedDependencies"][2]["digest"] == {"gitCommit": "f" * 40}
     assert definition["resolvedDependencies"][2]["annotations"] == {"recorded_by": "attest"}
+    assert definition["internalParameters"]["attached"] == ["provenance", "sbom"]
     assert run["builder"]["id"] == "https://ci.example/runner"
     smoke, sbom = run["byproducts"]
     assert smoke["annotations"]["verdict"] == "passed" and sbom["digest"] == {"sha256": "a" * 64}
     failed = provenance.statement(subject_name="x", digest="sha256:" + "e" * 64, release="dev",
                                   record={**record, "smoke": {**record["smoke"], "failed": 1, "exit_code": 1}},
-                                  files=[], base=base, registry="h", checkout=None, byproducts=[], environ={}, now="n")
+                                  files=[], base=base, registry="h", checkout=None, byproducts=[], attached=["provenance"],
+                                  environ={}, now="n")
     assert failed["predicate"]["runDetails"]["byproducts"][0]["annotations"]["verdict"] == "failed"
 
 

@@ -127,7 +127,8 @@ def attest_release(project: Project, name: str, host: str, key: str | None, out=
             raise OperationError(f"{host}/{repository}@{digest} is no longer in the registry; push it again")
         payload = json.dumps(provenance.statement(
             subject_name=f"{host}/{repository}", digest=digest, release=name, record=record, files=files,
-            base=base, byproducts=byproducts, registry=host, checkout=git_revision(project), now=utc_timestamp()),
+            base=base, byproducts=byproducts, registry=host, checkout=git_revision(project),
+            attached=["provenance", *[kind for kind, _, _ in documents]], now=utc_timestamp()),
             indent=2, sort_keys=True).encode()
         envelope = sign(payload, private)
         made = attachments.push(registry, repository, subject, [

@@ -75,8 +75,8 @@ def ngcbuild_version() -> str:
 
 
 def statement(*, subject_name: str, digest: str, release: str, record: dict, files: list[dict],
-              base: dict, byproducts: list[dict], registry: str, checkout: str | None, environ=os.environ,
-              now: str) -> dict:
+              base: dict, byproducts: list[dict], registry: str, checkout: str | None, attached: list[str],
+              environ=os.environ, now: str) -> dict:
     """The statement (a JSON object) for the image manifest `digest` pushed as `subject_name`.
     The commit is the one the build recorded; a reused image's record has none, and then it is the
     attesting checkout's (whose files the stamp proved to be those of the image's render)."""
@@ -97,7 +97,9 @@ def statement(*, subject_name: str, digest: str, release: str, record: dict, fil
                                        "base_image": record.get("base_image")},
                 "internalParameters": {"context_sha256": record.get("context_sha256"),
                                        "image_id": record.get("image_id"), "reused": bool(record.get("reused")),
-                                       "ngcbuild_version": ngcbuild_version()},
+                                       "ngcbuild_version": ngcbuild_version(),
+                                       # the documents attached beside the image with this statement
+                                       "attached": attached},
                 "resolvedDependencies": dependencies,
             },
             "runDetails": {
