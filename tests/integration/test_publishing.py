@@ -228,7 +228,7 @@ def test_promote_copies_the_smoked_image_by_digest(dev_smoke, registry, private_
     digest = record["pushed"][f"{registry}/nvidia/pytorch:dev-py3"]["digest"]
     keys = REPO / "build" / f"promote-test-{uuid.uuid4().hex[:8]}"
     try:
-        for args in (("keygen", "--out", str(keys / "signing.key")),
+        for args in (("sbom", "--release", "dev"), ("keygen", "--out", str(keys / "signing.key")),
                      ("attest", "--release", "dev", "--registry", registry, "--key", str(keys / "signing.key"))):
             made = run_invoke(*args)
             assert made.returncode == 0, made.stdout + made.stderr
