@@ -408,6 +408,7 @@ def cases() -> list[HostileCase]:
                     mentions=("my release.yaml",), absent=("--release",)))
 
     entry_point_cases(add)
+    attestation_cases(add)
     docs_cases(add)
     records_cases(add)
     engine_address_cases(add)
@@ -838,6 +839,95 @@ def entry_point_cases(add) -> None:
     add(HostileCase("invoke-list", klass, ("--list",), dev, exit_status=0, shows=("verify",), hides=INVOKE_ONLY))
     add(HostileCase("invoke-task-help", klass, ("render", "--help"), dev, exit_status=0, shows=("--release",),
                     hides=INVOKE_ONLY))
+
+
+def a_key(rel: str, mode: int = 0o600, public: bool = False):
+    """An Ed25519 key made for the case at `rel` (the private key, or its public half)."""
+    def step(project, outside):
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
+
+        key = Ed25519PrivateKey.generate()
+        path = project.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo) if public
+                         else key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+        os.chmod(path, mode)
+    return step
+
+
+def link_to_secret(rel: str):
+    def step(project, outside):
+        path = project.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(secret_file(outside), path)
+    return step
+
+
+def outside_has_no(name: str):
+    def check(project: ScratchProject, outside: Path) -> str | None:
+        return f"{name} was written outside the project" if (outside / name).exists() else None
+    return check
+
+
+def key_unchanged(project: ScratchProject, outside: Path) -> str | None:
+    path = project.root / "keys" / "signing.key"
+    return None if path.read_text() == "kept\n" else "keygen replaced an existing key"
+
+
+def attestation_cases(add) -> None:
+    """The surfaces of signed provenance: keygen's output, the signing key, the trusted keys, --image.
+    Each is refused before any file is written, any registry asked or the engine contacted."""
+    klass = "keys and attestations"
+    attest = ("attest", "--release", "dev", "--registry", "localhost:5000", "--key", "keys/signing.key")
+    verify = ("verify-attestation", "--image", "localhost:5000/nvidia/pytorch:dev-py3", "--trusted-key")
+    promote = ("promote", "--release", "dev", "--from", "localhost:5000", "--to", "localhost:5001")
+    for name, argv, setup, mentions, after, env in [
+        ("keygen-out-outside", ("keygen", "--out", "OUTSIDE/k.key"), dev, ("inside the project",),
+         outside_has_no("k.key"), {}),
+        ("keygen-keys-link-out", ("keygen",), setup_all(dev, lambda p, o: os.symlink(o, p.root / "keys")),
+         ("inside the project",), outside_has_no("signing.key"), {}),
+        ("keygen-out-option-like", ("keygen", "--out=--release"), dev, ("expected the path of a key file",),
+         nothing_built, {}),
+        ("keygen-never-overwrites", ("keygen",), setup_all(dev, write("keys/signing.key", "kept\n")),
+         ("never overwrites",), key_unchanged, {}),
+        ("attest-key-world-readable", attest, setup_all(dev, a_key("keys/signing.key", 0o644)),
+         ("chmod 600",), nothing_built, {}),
+        ("attest-key-group-readable", attest, setup_all(dev, a_key("keys/signing.key", 0o640)),
+         ("readable by others",), nothing_built, {}),
+        ("attest-key-link-outside", attest, setup_all(dev, link_to_secret("keys/signing.key")),
+         ("outside",), nothing_built, {}),
+        ("attest-key-fifo", attest, setup_all(dev, lambda p, o: (p.root / "keys").mkdir(),
+                                              replace_with_fifo("keys/signing.key")),
+         ("FIFO",), nothing_built, {}),
+        ("attest-key-not-a-key", attest, setup_all(dev, write("keys/signing.key", f"token={SECRET}\n"),
+                                                   lambda p, o: os.chmod(p.root / "keys/signing.key", 0o600)),
+         ("not a PEM private key",), nothing_built, {}),
+        ("attest-key-env-option-like", attest[:-2], dev, ("NGCBUILD_SIGNING_KEY_FILE",), nothing_built,
+         {"NGCBUILD_SIGNING_KEY_FILE": "--release"}),
+        ("attest-no-key", attest[:-2], dev, ("no signing key",), nothing_built, {}),
+        ("attest-registry-credentials", ("attest", "--release", "dev", "--registry", f"u:{SECRET}@localhost:5000"),
+         setup_all(dev, a_key("keys/signing.key")), ("NGCBUILD_REGISTRY_USER",), nothing_built, {}),
+        ("verify-image-credentials", ("verify-attestation", "--image",
+                                      f"u:{SECRET}@localhost:5000/nvidia/pytorch:dev-py3", "--trusted-key", "k.pub"),
+         setup_all(dev, a_key("k.pub", 0o644, public=True)), ("NGCBUILD_REGISTRY_USER",), nothing_built, {}),
+        ("verify-image-option-like", ("verify-attestation", "--image=--trusted-key"), dev, ("--image",),
+         nothing_built, {}),
+        ("verify-image-without-host", ("verify-attestation", "--image", "nvidia/pytorch:dev-py3", "--trusted-key",
+                                       "k.pub"), setup_all(dev, a_key("k.pub", 0o644, public=True)),
+         ("registry host",), nothing_built, {}),
+        ("verify-trusted-key-is-private", (*verify, "k.key"), setup_all(dev, a_key("k.key")),
+         ("holds a private key",), nothing_built, {}),
+        ("verify-trusted-key-link-outside", (*verify, "k.pub"), setup_all(dev, link_to_secret("k.pub")),
+         ("outside",), nothing_built, {}),
+        ("promote-no-trusted-key", promote, setup_all(dev, record("{}")), ("no trusted key",), None, {}),
+        ("promote-trusted-key-not-pem", (*promote, "--trusted-key", "k.pub"),
+         setup_all(dev, record("{}"), write("k.pub", f"token={SECRET}\n")), ("not a PEM public key",), None, {}),
+        ("promote-trusted-env-option-like", promote, setup_all(dev, record("{}")), ("NGCBUILD_TRUSTED_KEYS",),
+         None, {"NGCBUILD_TRUSTED_KEYS": "--to"}),
+    ]:
+        extra = {"after": after} if after else {}
+        add(HostileCase(name, klass, argv, setup, mentions=mentions, absent=(SECRET,), extra_env=env, **extra))
 
 
 def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome, ScratchProject, Path]:

@@ -221,12 +221,21 @@ def private_registry(tmp_path):
 
 
 def test_promote_copies_the_smoked_image_by_digest(dev_smoke, registry, private_registry):
+    """(Its attestations: test_attestation.py, against private registries.)"""
     pushed = run_invoke("push", "--release", "dev", "--registry", registry)
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
     record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
     digest = record["pushed"][f"{registry}/nvidia/pytorch:dev-py3"]["digest"]
-
-    result = run_invoke("promote", "--release", "dev", "--from", registry, "--to", private_registry)
+    keys = REPO / "build" / f"promote-test-{uuid.uuid4().hex[:8]}"
+    try:
+        for args in (("sbom", "--release", "dev"), ("keygen", "--out", str(keys / "signing.key")),
+                     ("attest", "--release", "dev", "--registry", registry, "--key", str(keys / "signing.key"))):
+            made = run_invoke(*args)
+            assert made.returncode == 0, made.stdout + made.stderr
+        result = run_invoke("promote", "--release", "dev", "--from", registry, "--to", private_registry,
+                            "--trusted-key", str(keys / "signing.key.pub"))
+    finally:
+        shutil.rmtree(keys, ignore_errors=True)
     assert result.returncode == 0, result.stdout + result.stderr
     inspected = subprocess.run(["skopeo", "inspect", "--tls-verify=false",
                                 f"docker://{private_registry}/nvidia/pytorch:dev-py3"],
@@ -248,7 +257,9 @@ def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, pri
     record["pushed"] = {f"{registry}/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "0" * 64}}
     record["smoke"] = {"image_id": record["image_id"], "passed": 10, "failed": 2, "errors": 0, "exit_code": 1}
     (project / "build" / "dev" / "record.json").write_text(json.dumps(record))
+    made = run_command("invoke", "keygen", cwd=project, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
     result = run_command("invoke", "promote", "--release", "dev", "--from", registry, "--to", private_registry,
-                         cwd=project, timeout=120)
+                         "--trusted-key", "keys/signing.key.pub", cwd=project, timeout=120)
     assert result.returncode == 1
     assert "the smoke suite of dev failed (2 failed" in result.stderr

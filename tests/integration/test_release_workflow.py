@@ -84,9 +84,25 @@ def release_registry():
         served.close()
 
 
+def signing_keys() -> tuple[str, str]:
+    """A key pair made for the run, each PEM in base64 on one line (as the workflow's secrets hold them)."""
+    import base64
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    public = key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    return base64.b64encode(private).decode(), base64.b64encode(public).decode()
+
+
 def secret_file(directory: Path, password: str) -> Path:
+    """The release registry's credentials and the attestation keys, as act's --secret-file."""
+    private, public = signing_keys()
     path = directory / "secrets.env"
-    path.write_text(f"RELEASE_REGISTRY_USER={USER}\nRELEASE_REGISTRY_PASSWORD={password}\n")
+    path.write_text(f"RELEASE_REGISTRY_USER={USER}\nRELEASE_REGISTRY_PASSWORD={password}\n"
+                    f"ATTESTATION_SIGNING_KEY={private}\nATTESTATION_PUBLIC_KEY={public}\n")
     path.chmod(0o600)
     return path
 
@@ -153,6 +169,15 @@ def test_release_workflow_end_to_end(act, engine, staging, release_registry, tmp
         assert smoke["exit_code"] == 0 and smoke["failed"] == 0 and smoke["passed"] > 0, platform
         assert smoke["image_id"] == record["platforms"][platform]["image_id"], platform
     assert record["promoted"][f"{served.address}/{REPOSITORY}:dev-py3"]["digest"] == promoted.digest
+    # promotion checked each platform image's signed provenance and copied it (with the SBOM) beside it
+    signing_key = next(line for line in (tmp_path / "secrets.env").read_text().splitlines()
+                       if line.startswith("ATTESTATION_SIGNING_KEY="))
+    assert signing_key.partition("=")[2] not in log
+    attested = record["promoted"][f"{served.address}/{REPOSITORY}:dev-py3"]["attestations"]
+    assert set(attested) == set(platforms.values())
+    for digest in platforms.values():
+        assert attested[digest]["attached"] == ["provenance", "sbom"], digest
+        assert release.manifest(REPOSITORY, digest.replace(":", "-")) is not None, digest
 
     # the run built its own image (under its label), tagged it only under the staging name (never a tag
     # another test's image carries), and removed it

@@ -126,9 +126,15 @@ def test_release_workflow_rules():
     assert '${RELEASES:+--releases "$RELEASES"}' in jobs["plan"]["steps"][-1]["run"]
     uploads = [s for job in jobs.values() for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
     assert uploads and all(s.get("if") == "always()" for s in uploads)
-    # only the publish job sees the release secret, and only from main or a tag
+    # only the publish job sees the release secret, and only from main or a tag; the build jobs see the
+    # signing key only, in the step that signs, which removes its file however the step ends
     for name, job in jobs.items():
-        assert ("secrets." in yaml.safe_dump(job)) == (name == "publish"), name
+        assert ("secrets.RELEASE_REGISTRY" in yaml.safe_dump(job)) == (name == "publish"), name
+        assert ("secrets.ATTESTATION_SIGNING_KEY" in yaml.safe_dump(job)) == (name == "build"), name
+    signing = [s for s in build["steps"] if "secrets." in yaml.safe_dump(s)]
+    assert len(signing) == 1 and "invoke attest" in signing[0]["run"] and "trap 'rm -f" in signing[0]["run"]
+    assert runs.index("invoke push") < runs.index("invoke attest")
+    assert "--trusted-key" in next(s["run"] for s in jobs["publish"]["steps"] if "invoke promote" in s.get("run", ""))
     assert "refs/heads/main" in jobs["publish"]["if"] and "refs/tags/" in jobs["publish"]["if"]
     cleanup = [s for job in (build, jobs["publish"]) for s in job["steps"] if "image rm" in s.get("run", "")]
     assert len(cleanup) == 2 and all(s["if"] == "always()" and "label=$RUN_LABEL" in s["run"] for s in cleanup)

@@ -212,10 +212,31 @@ def audit(release: str) -> dict:
     return audit_release(project(), release, out=sys.stdout)
 
 
-def promote(release: str, source: str, target: str) -> dict:
+def promote(release: str, source: str, target: str, trusted_keys=None) -> dict:
     from ngcbuild.publish.promote import promote_release
 
-    return promote_release(project(), release, source, target, out=sys.stdout)
+    return promote_release(project(), release, source, target, trusted_options=trusted_keys, out=sys.stdout)
+
+
+def keygen(out=None) -> None:
+    from ngcbuild.publish.signing import make_key_pair
+
+    private, public, key_id = make_key_pair(project().root, out)
+    print(f"wrote {shown_path(private)} (private, mode 0600: keep it secret) and {shown_path(public)} (public: give "
+          f"it to whoever checks your images); key {key_id}")
+
+
+def attest(release: str, registry: str, key=None) -> dict:
+    from ngcbuild.publish.attest import attest_release
+
+    return attest_release(project(), release, registry, key, out=sys.stdout)
+
+
+def verify_attestation(image: str, trusted_keys=None) -> list:
+    """Outside a project (a consumer), key files are read from the current folder."""
+    from ngcbuild.publish.attest import key_root, verify_command
+
+    return verify_command(key_root(project), image, trusted_keys, out=sys.stdout)
 
 
 def changed_jobs(base=None, releases=None) -> dict:

@@ -101,11 +101,37 @@ def audit(c, release):
     commands.audit(release)
 
 
+TRUSTED_KEY_HELP = ("public key FILE (PEM Ed25519) whose signatures are trusted (repeatable; default: the files in "
+                    "$NGCBUILD_TRUSTED_KEYS, separated by :)")
+
+
 @command(help={"release": "release name", "from_": "registry HOST[:PORT] to copy from",
-            "to": "registry HOST[:PORT] to copy to"})
-def promote(c, release, from_, to):
-    """Copy R's pushed image by digest to another registry (only after a passing smoke run); verify it."""
-    commands.promote(release, source=from_, target=to)
+            "to": "registry HOST[:PORT] to copy to", "trusted_key": TRUSTED_KEY_HELP}, iterable=["trusted_key"])
+def promote(c, release, from_, to, trusted_key=None):
+    """Copy R's pushed image by digest to another registry (only after a passing smoke run and a verified
+    attestation), with its attestations; verify it."""
+    commands.promote(release, source=from_, target=to, trusted_keys=trusted_key)
+
+
+@command(help={"out": "path of the private key, inside the project (default keys/signing.key); the public key "
+                      "is written beside it as PATH.pub"})
+def keygen(c, out=None):
+    """Make an Ed25519 key pair to try signing out: the private key (mode 0600) and PATH.pub."""
+    commands.keygen(out)
+
+
+@command(help={"release": "release name", "registry": "registry HOST[:PORT] R was pushed to",
+               "key": "private key FILE (PEM Ed25519, mode 0600; default: $NGCBUILD_SIGNING_KEY_FILE)"})
+def attest(c, release, registry, key=None):
+    """Sign the SLSA provenance of each image of R pushed to the registry; attach it, the SBOM and the audit report."""
+    commands.attest(release, registry=registry, key=key)
+
+
+@command(help={"image": "HOST[:PORT]/name:tag or ...@sha256:DIGEST in a registry",
+                                         "trusted_key": TRUSTED_KEY_HELP}, iterable=["trusted_key"])
+def verify_attestation(c, image, trusted_key=None):
+    """Check an image's attestations in its registry (signed by a trusted key, about this digest); print them."""
+    commands.verify_attestation(image, trusted_keys=trusted_key)
 
 
 RELEASES_HELP = "only these releases, by name, separated by spaces or commas (the release workflow's dispatch input)"

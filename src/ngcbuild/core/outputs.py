@@ -84,9 +84,10 @@ def write_text(path: Path, text: str) -> Path:
     return write_bytes(path, text.encode("utf-8"))
 
 
-def replace_text(path: Path, text: str) -> Path:
+def replace_text(path: Path, text: str, mode: int | None = None) -> Path:
     """Write `path` whole or not at all: a temporary file beside it, renamed over it (a reader, or a
-    Ctrl-C, never sees half of it)."""
+    Ctrl-C, never sees half of it). The temporary file is made with mode 0600 and keeps it unless
+    `mode` says otherwise (a private key is never readable by others, not even for an instant)."""
     import tempfile
 
     with storing(path):
@@ -95,6 +96,8 @@ def replace_text(path: Path, text: str) -> Path:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
+            if mode is not None:
+                os.chmod(tmp, mode)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

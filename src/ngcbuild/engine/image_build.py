@@ -86,7 +86,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
             "No record was written; rerun the build (its steps are cached)") from None
     facts = BuildFacts(duration_s=round(duration, 1), steps=stream.steps, cached_steps=stream.cached_steps,
                        step_log=stream.step_log, ca_bundle_used=options.ca_bundle is not None,
-                       wheels=[w.name for w in wheels], source_revision=_git_revision(project),
+                       wheels=[w.name for w in wheels], source_revision=git_revision(project),
                        stages=stream.stages(), cache_from=cache_pulled)
     record = record_build(rendered.directory, BuildRecord.of_image(
         names, image, tags, options.registry, rendered.context_hash, platform, facts))
@@ -199,7 +199,7 @@ def python_tag(release) -> str:
     return "cp" + release.python.version.replace(".", "")
 
 
-def _git_revision(project: Project) -> str | None:
+def git_revision(project: Project) -> str | None:
     try:
         result = subprocess.run(["git", "-C", str(project.root), "rev-parse", "HEAD"],
                                 capture_output=True, text=True, timeout=10)

@@ -47,6 +47,10 @@ class RegistryError(OperationError):
     pass
 
 
+class BlobMismatch(RegistryError):
+    """A blob whose bytes are not those its digest names: cut short, replaced, or too large."""
+
+
 @dataclass(frozen=True)
 class Manifest:
     body: bytes
@@ -73,7 +77,9 @@ def base_url(host: str) -> str:
 
 def retry_policy(attempts: int = ATTEMPTS, backoff_s: float = BACKOFF_S):
     """urllib3's Retry for registry requests (every method we send is idempotent: GET, HEAD, PUT of a
-    manifest by its content). A last 5xx is returned, not raised, so that its status is reported."""
+    manifest or blob by its content; a POST only opens a blob upload, and a repeated one leaves an
+    unused upload the registry expires). A last 5xx is returned, not raised, so that its status is
+    reported."""
     from urllib3.exceptions import InvalidHeader
     from urllib3.util.retry import Retry
 
@@ -87,7 +93,7 @@ def retry_policy(attempts: int = ATTEMPTS, backoff_s: float = BACKOFF_S):
 
     return RegistryRetry(total=attempts - 1, connect=attempts - 1, read=attempts - 1, status=attempts - 1,
                          other=0, redirect=5, backoff_factor=backoff_s, status_forcelist=RETRY_STATUS,
-                         allowed_methods=frozenset({"GET", "HEAD", "PUT"}), respect_retry_after_header=True,
+                         allowed_methods=frozenset({"GET", "HEAD", "PUT", "POST"}), respect_retry_after_header=True,
                          raise_on_status=False)
 
 
@@ -148,7 +154,52 @@ class Registry:
                                 f"expected {digest_of(body)}")
         return digest_of(body)
 
-    def _request(self, method: str, path: str, headers: dict, data: bytes | None = None) -> requests.Response:
+    def blob(self, repository: str, digest: str, limit: int) -> bytes | None:
+        """The blob of `digest` (None when absent), read to at most `limit` bytes; a blob that is larger,
+        or whose bytes are not those of its digest (truncated, replaced), is a BlobMismatch."""
+        response = self._request("GET", f"/v2/{repository}/blobs/{digest}", headers={}, stream=True)
+        try:
+            if response.status_code == 404:
+                return None
+            self._check(response, f"GET blob {digest[:19]}")
+            data = response.raw.read(limit + 1, decode_content=True)
+        finally:
+            response.close()
+        if len(data) > limit:
+            raise BlobMismatch(f"{self.host}/{repository}: blob {digest} is over {limit} bytes")
+        if digest_of(data) != digest:
+            raise BlobMismatch(f"{self.host}/{repository}: blob {digest} holds {len(data)} bytes whose digest is "
+                               f"{digest_of(data)} (truncated or replaced)")
+        return data
+
+    def has_blob(self, repository: str, digest: str) -> bool:
+        response = self._request("HEAD", f"/v2/{repository}/blobs/{digest}", headers={})
+        if response.status_code == 404:
+            return False
+        self._check(response, f"HEAD blob {digest[:19]}")
+        return True
+
+    def put_blob(self, repository: str, data: bytes) -> str:
+        """Upload `data` as a blob (unless the registry has it already): open an upload, PUT it whole."""
+        digest = digest_of(data)
+        if self.has_blob(repository, digest):
+            return digest
+        opened = self._request("POST", f"/v2/{repository}/blobs/uploads/", headers={})
+        self._check(opened, "POST blob upload")
+        location = opened.headers.get("Location", "")
+        if not location:
+            raise RegistryError(f"{self.host}: POST blob upload: no Location in the answer")
+        url = location if "://" in location else self.url + location
+        if not url.startswith(self.url + "/"):  # our credentials go to this registry only
+            raise RegistryError(f"{self.host}: the blob upload was sent elsewhere ({url.split('?')[0][:120]})")
+        separator = "&" if "?" in url else "?"
+        response = self._request("PUT", f"{url}{separator}digest={digest}", data=data, absolute=True,
+                                 headers={"Content-Type": "application/octet-stream"})
+        self._check(response, f"PUT blob {digest[:19]}")
+        return digest
+
+    def _request(self, method: str, path: str, headers: dict, data: bytes | None = None, stream: bool = False,
+                 absolute: bool = False) -> requests.Response:
         import requests
 
         for attempt in range(2):
@@ -156,8 +207,8 @@ class Registry:
             if self._token:
                 sent["Authorization"] = f"Bearer {self._token}"
             try:
-                response = self.session.request(method, self.url + path, headers=sent, data=data,
-                                                timeout=TIMEOUT_S, auth=self._basic())
+                response = self.session.request(method, path if absolute else self.url + path, headers=sent,
+                                                data=data, timeout=TIMEOUT_S, auth=self._basic(), stream=stream)
             except requests.RequestException as exc:  # after the session's retries
                 raise RegistryError(f"{self.host}: cannot reach the registry after {ATTEMPTS} attempts "
                                     f"({type(exc).__name__}: {exc})") from None

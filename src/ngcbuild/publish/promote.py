@@ -1,9 +1,12 @@
 """Promote a pushed image from one registry to another by digest, without rebuilding.
 
 Only an image whose smoke suite passed is promoted: the smoke record in build/R/record.json must
-exist, have passed, and describe the very image the promoted digest holds. skopeo copies the
-manifest (every platform of a list) with its digest preserved; the target's digest is then read
-back through the registry API and must be the same.
+exist, have passed, and describe the very image the promoted digest holds. And only an image whose
+attestation holds (publish/attest.py): each image manifest promoted (each platform's of a list) has a
+provenance signed by a trusted key and about that very digest, and any SBOM or audit report attached
+is the one the signed statement names; these are copied with the image (after it: they name it),
+and nothing is copied when one fails. skopeo copies the manifest (every platform of a list) with its
+digest preserved; the target's digest is then read back through the registry API and must be the same.
 """
 
 from __future__ import annotations
@@ -76,10 +79,15 @@ def check_every_platform(record: dict, name: str, published: dict) -> dict:
     return passed
 
 
-def promote_release(project: Project, name: str, source: str, target: str, out=sys.stdout) -> dict:
+def promote_release(project: Project, name: str, source: str, target: str, trusted_options=None,
+                    out=sys.stdout) -> dict:
+    from ngcbuild.publish import attachments
+    from ngcbuild.publish.attest import subjects_of, trusted_keys, verify_image
+
     source, target = registry_host(source, "--from"), registry_host(target, "--to")
     if source == target:
         raise UserError(f"--from and --to are both {source}")
+    trusted = trusted_keys(trusted_options, project.root)
     release = load_release(project, name).release
     directory = project.out(name)
     record = read_record(directory)
@@ -95,21 +103,31 @@ def promote_release(project: Project, name: str, source: str, target: str, out=s
     entry, images = found
     smoke = check_every_platform(record, name, entry) if "platforms" in entry else check_smoke(record, name, images)
     digest = entry["digest"]
-    if Registry(source).manifest(repository, digest) is None:
+    source_registry = Registry(source)
+    manifest = source_registry.manifest(repository, digest)
+    if manifest is None:
         raise PromoteRefused(f"{source}/{repository}@{digest} is no longer in the source registry")
+    verified = [verify_image(source_registry, repository, subject, trusted) for subject in subjects_of(manifest)]
+    print(f"attestation of {source}/{repository}@{digest} verified: "
+          + "; ".join(f"{v.digest[:19]} signed by {v.key.key_id[:23]}... ({', '.join(sorted(v.found))})"
+                      for v in verified), file=out, flush=True)
 
     print(f"promoting {source}/{repository}@{digest} to {target}/{repository}:{tag} "
           f"(smoke passed {smoke.get('at')}: {smoke.get('passed')} passed)", file=out, flush=True)
     started = time.monotonic()
     copy(f"{source}/{repository}@{digest}", f"{target}/{repository}:{tag}", source, target, credentials())
-    served = Registry(target, credentials()).digest(repository, tag)
+    target_registry = Registry(target, credentials())
+    served = target_registry.digest(repository, tag)
     if served != digest:
         raise OperationError(f"{target}/{repository}:{tag} serves {served} after the copy, expected {digest}")
-    result = {"digest": digest, "from": source, "at": utc_timestamp()}
+    for checked in verified:
+        attachments.copy(target_registry, repository, checked.digest, checked.found)
+    result = {"digest": digest, "from": source, "at": utc_timestamp(),
+              "attestations": {v.digest: {"key_id": v.key.key_id, "attached": sorted(v.found)} for v in verified}}
     record.setdefault("promoted", {})[f"{target}/{repository}:{tag}"] = result
     write_record(directory, record)
     print(f"promoted {target}/{repository}:{tag}@{digest} in {time.monotonic() - started:.1f}s "
-          "(digest verified on the target)", file=out, flush=True)
+          "(digest verified on the target; attestations copied)", file=out, flush=True)
     return result
 
 

@@ -1,0 +1,263 @@
+"""`invoke attest`: sign the provenance of what R pushed to a registry and attach it, with the SBOM
+and the audit report, next to each pushed image; `verify_image`: check those attachments (promote,
+`invoke verify-attestation`).
+
+What a verified attestation proves: the holder of a trusted key signed this statement about this
+very image manifest (its digest), and the SBOM and audit report attached are the ones it names. It
+does not prove that the key was not stolen, nor that the files the statement lists are free of
+defects; it is only as true as the machine that signed it (README: the trust model).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ngcbuild.core.errors import OperationError, RecordDamaged, UserError
+from ngcbuild.core.files import exists, read_text
+from ngcbuild.core.project import Project
+from ngcbuild.core.references import registry_host
+from ngcbuild.engine.record import read_record, record_path, utc_timestamp, write_record
+from ngcbuild.engine.registry_client import Manifest, Registry, credentials
+from ngcbuild.publish import attachments, provenance
+from ngcbuild.publish.signing import (
+    AttestationRejected,
+    TrustedKey,
+    load_signing_key,
+    open_envelope,
+    sign,
+    signing_key_path,
+)
+
+AUDIT = "audit.json"  # written by `invoke audit` (when that step ran)
+SBOM = "sbom.cdx.json"
+MAX_JSON_NESTING = 64
+
+
+@dataclass(frozen=True)
+class Verified:
+    digest: str
+    statement: dict
+    key: TrustedKey
+    found: dict  # kind -> attachments.Attachment
+
+
+def pushed_digests(record: dict, host: str, directory: Path) -> dict[str, list[str]]:
+    """digest -> the references of it that R pushed to `host` (its tags share one manifest)."""
+    found: dict[str, list[str]] = {}
+    pushed = record.get("pushed") or {}
+    if not isinstance(pushed, dict):
+        raise RecordDamaged(record_path(directory), "pushed", "expected an object of pushed references")
+    for ref, entry in sorted(pushed.items()):
+        if ref.startswith(f"{host}/") and isinstance(entry, dict) and isinstance(entry.get("digest"), str):
+            found.setdefault(entry["digest"], []).append(ref)
+    return found
+
+
+def rendered_from_current_files(project: Project, loaded, record: dict) -> None:
+    """The statement lists the files as they are now: only true when they render to exactly the
+    context the image was built from. The render stamp says so at once when nothing changed since
+    the render; otherwise the release is rendered in memory (nothing written) and its context hash
+    compared (a change to ngcbuild's code elsewhere leaves the context, and the statement, true)."""
+    from ngcbuild.render.context import render_files
+    from ngcbuild.render.stamp import current_stamp
+
+    name, built = loaded.release.release, record.get("context_sha256")
+    for base in (None, record.get("base_image")):
+        stamp = current_stamp(project, name, base)
+        if stamp is not None and stamp.context_hash == built:
+            return
+    for base in (None, record.get("base_image")):
+        if render_files(project, loaded, base=base).context_hash == built:
+            return
+    raise UserError(f"the files of {name} (manifest chain, constraints, image templates) changed since its image "
+                    f"was built (context {str(built)[:12]}), so a provenance of them would not be true; rebuild "
+                    f"and push (`invoke build --release {name}`) before attesting")
+
+
+def read_document(project: Project, path: Path, what: str) -> bytes:
+    return read_text(path, attachments.MAX_DOCUMENT, what, f"no {what}", within=project.root).encode("utf-8")
+
+
+def documents_of(project: Project, name: str, record: dict) -> list[tuple[str, bytes, str]]:
+    """(kind, bytes, file name) of the documents to attach beside the provenance: the SBOM (which must
+    be the one recorded, of this image) and the audit report, when each exists."""
+    directory = project.out(name)
+    found = []
+    if exists(directory / SBOM):
+        data = read_document(project, directory / SBOM, "a CycloneDX SBOM")
+        sbom = record.get("sbom") or {}
+        if sbom.get("sha256") != hashlib.sha256(data).hexdigest() or sbom.get("image_id") != record.get("image_id"):
+            raise OperationError(f"{SBOM} of {name} is not the SBOM recorded for its image; run `invoke sbom "
+                                 f"--release {name}` again")
+        found.append(("sbom", data, SBOM))
+    if exists(directory / AUDIT):
+        found.append(("audit", read_document(project, directory / AUDIT, "an audit report (JSON)"), AUDIT))
+    return found
+
+
+def attest_release(project: Project, name: str, host: str, key: str | None, out=sys.stdout) -> dict:
+    from ngcbuild.engine.image_build import git_revision
+    from ngcbuild.manifest.loader import load_release
+
+    host = registry_host(host)
+    private = load_signing_key(signing_key_path(key), project.root)
+    loaded = load_release(project, name)
+    repository = loaded.release.image.repository
+    directory = project.out(name)
+    record = read_record(directory)
+    digests = pushed_digests(record, host, directory)
+    if not digests:
+        raise UserError(f"nothing of {name} was pushed to {host}; push it first (`invoke push --release {name} "
+                        f"--registry {host}`)")
+    rendered_from_current_files(project, loaded, record)
+    documents = documents_of(project, name, record)
+    files = provenance.materials(project, loaded)
+    base = provenance.base_image(record.get("base_image") or loaded.release.base.image)
+    registry = Registry(host, credentials())
+    byproducts = [{"name": file_name, "digest": {"sha256": hashlib.sha256(data).hexdigest()},
+                   "mediaType": attachments.KINDS[kind][0]} for kind, data, file_name in documents]
+    attested = {}
+    for digest, refs in digests.items():
+        subject = registry.manifest(repository, digest)
+        if subject is None:
+            raise OperationError(f"{host}/{repository}@{digest} is no longer in the registry; push it again")
+        payload = json.dumps(provenance.statement(
+            subject_name=f"{host}/{repository}", digest=digest, release=name, record=record, files=files,
+            base=base, byproducts=byproducts, registry=host, checkout=git_revision(project),
+            attached=["provenance", *[kind for kind, _, _ in documents]], now=utc_timestamp()),
+            indent=2, sort_keys=True).encode()
+        envelope = sign(payload, private)
+        made = attachments.push(registry, repository, subject, [
+            ("provenance", envelope, {attachments.PREDICATE_ANNOTATION: provenance.PREDICATE_TYPE}),
+            *[(kind, data, {}) for kind, data, _ in documents]])
+        key_id = json.loads(envelope)["signatures"][0]["keyid"]
+        attested[f"{host}/{repository}@{digest}"] = {
+            "refs": refs, "key_id": key_id, "referrers_tag": attachments.referrers_tag(digest),
+            "attachments": {a.kind: {"manifest": a.digest, "sha256": a.sha256} for a in made}, "at": utc_timestamp()}
+        print(f"attested {host}/{repository}@{digest}: {', '.join(a.kind for a in made)} "
+              f"(signed by {key_id[:23]}...; found by the tag {attachments.referrers_tag(digest)[:19]}...)",
+              file=out, flush=True)
+    missing = [kind for kind in ("sbom", "audit") if kind not in {k for k, _, _ in documents}]
+    if missing:
+        print(f"not attached (no build/{name}/ file): {', '.join(missing)}", file=out, flush=True)
+    record.setdefault("attested", {}).update(attested)
+    write_record(directory, record)
+    return attested
+
+
+def verify_image(registry: Registry, repository: str, digest: str, trusted: list[TrustedKey]) -> Verified:
+    """The attachments of one image manifest, checked: a provenance signed by a trusted key, whose
+    statement is about this digest, and any SBOM or audit report the one that statement names."""
+    where = f"{registry.host}/{repository}@{digest}"
+    found = attachments.read(registry, repository, digest)
+    payload, key = open_envelope(found["provenance"].data, trusted, f"{where}: provenance")
+    try:
+        statement = json.loads(payload)
+        subjects = statement["subject"]
+        predicate = statement["predicate"]
+        if statement.get("_type") != provenance.STATEMENT_TYPE or not isinstance(predicate, dict):
+            raise TypeError
+        named = {s["digest"]["sha256"] for s in subjects}
+    except (ValueError, KeyError, TypeError, RecursionError):
+        raise AttestationRejected(f"{where}: the signed payload is not an in-toto statement v1") from None
+    if digest.removeprefix("sha256:") not in named:
+        raise AttestationRejected(f"{where}: the signed statement is about {', '.join(sorted(named))[:140]}, not "
+                                  "this image")
+    if statement.get("predicateType") != provenance.PREDICATE_TYPE:
+        raise AttestationRejected(f"{where}: the statement's predicate is not SLSA provenance v1")
+    byproducts = {b.get("name"): b for b in (predicate.get("runDetails") or {}).get("byproducts") or []
+                  if isinstance(b, dict)}
+    for kind in ("sbom", "audit"):
+        if kind not in found:
+            continue
+        file_name = attachments.KINDS[kind][1]
+        signed = ((byproducts.get(file_name) or {}).get("digest") or {}).get("sha256")
+        if signed != found[kind].sha256:
+            raise AttestationRejected(f"{where}: the attached {kind} ({found[kind].sha256[:12]}) is not the one the "
+                                      f"signed statement names ({str(signed)[:12]})")
+    return Verified(digest, statement, key, found)
+
+
+def subjects_of(manifest: Manifest) -> list[str]:
+    """The image manifests an attestation must exist for: each platform's of a list, else the one."""
+    if not manifest.is_list:
+        return [manifest.digest]
+    try:
+        return [entry["digest"] for entry in json.loads(manifest.body)["manifests"]]
+    except (ValueError, KeyError, TypeError):
+        raise OperationError("the manifest list cannot be read") from None
+
+
+def describe(verified: Verified, where: str) -> list[str]:
+    """What a consumer wants to know of a verified image, one line each."""
+    predicate = verified.statement["predicate"]
+    definition, run = predicate.get("buildDefinition") or {}, predicate.get("runDetails") or {}
+    external, internal = definition.get("externalParameters") or {}, definition.get("internalParameters") or {}
+    dependencies = definition.get("resolvedDependencies") or []
+    files = [d for d in dependencies if str(d.get("uri", "")).startswith("file:")]
+    base = next((d for d in dependencies if d.get("name") == "base image"), {})
+    commit = next((d["digest"].get("gitCommit") for d in dependencies if "gitCommit" in (d.get("digest") or {})), None)
+    smoke = next((b for b in run.get("byproducts") or [] if b.get("name") == "smoke"), {}).get("annotations") or {}
+    subject = verified.statement["subject"][0]
+    lines = [
+        f"image:     {where}",
+        f"subject:   {subject.get('name')}@sha256:{subject['digest']['sha256']} (matches)",
+        f"signed by: {verified.key.key_id} ({verified.key.path})",
+        f"builder:   {(run.get('builder') or {}).get('id')}",
+        f"release:   {external.get('release')} ({external.get('platform')}), context {internal.get('context_sha256')}, "
+        f"ngcbuild {internal.get('ngcbuild_version')}, commit {commit or 'not recorded'}",
+        f"base:      {base.get('uri')} sha256:{(base.get('digest') or {}).get('sha256')}",
+        f"materials: {len(files)} files",
+    ]
+    lines += [f"  {d['uri'][len('file:'):]} sha256:{d['digest'].get('sha256')}" for d in files]
+    lines.append(f"smoke:     {smoke.get('verdict', 'not recorded')} ({smoke.get('passed')} passed, "
+                 f"{smoke.get('failed')} failed, {smoke.get('errors')} errors, at {smoke.get('at')})")
+    attached = ", ".join(f"{kind} sha256:{a.sha256[:12]}" for kind, a in sorted(verified.found.items()))
+    lines.append(f"attached:  {attached}; not attached: "
+                 f"{', '.join(k for k in attachments.KINDS if k not in verified.found) or 'nothing'}")
+    return lines
+
+
+def trusted_keys(options, root: Path) -> list[TrustedKey]:
+    from ngcbuild.publish.signing import load_trusted_keys, trusted_key_paths
+
+    return load_trusted_keys(trusted_key_paths(options), root)
+
+
+def verify_command(root: Path, image: str, trusted_options, out=sys.stdout) -> list[Verified]:
+    """`invoke verify-attestation --image HOST/REPO[:TAG|@DIGEST]`: exit 0 verified, 2 refused (or bad
+    input), 1 the registry could not be asked."""
+    from ngcbuild.core.references import image_ref
+
+    ref = image_ref(image, "--image")
+    if ref.host is None:
+        raise UserError(f"--image {ref}: expected a reference with its registry host (HOST[:PORT]/name:tag), "
+                        "the registry the attestations are read from")
+    trusted = trusted_keys(trusted_options, root)
+    registry = Registry(ref.host, credentials())
+    manifest = registry.manifest(ref.path, ref.digest or ref.tag or "latest")
+    if manifest is None:
+        raise AttestationRejected(f"{ref} is not in the registry")
+    if ref.digest and manifest.digest != ref.digest:
+        raise AttestationRejected(f"{ref}: the registry serves {manifest.digest} for it")
+    results = []
+    for digest in subjects_of(manifest):
+        verified = verify_image(registry, ref.path, digest, trusted)
+        for line in describe(verified, f"{ref.host}/{ref.path}@{digest}"):
+            print(line, file=out)
+        results.append(verified)
+    print(f"verified: {ref} ({len(results)} image manifest{'s' if len(results) != 1 else ''})", file=out, flush=True)
+    return results
+
+
+def key_root(project_finder) -> Path:
+    """Where key files must be: the project, or (a consumer outside any project) the current folder."""
+    try:
+        return project_finder().root
+    except UserError:
+        return Path.cwd().resolve()
+

@@ -1,0 +1,185 @@
+"""Signed provenance against real registries (Debian's docker-registry, Distribution 2.8): `dev`
+pushed to a private staging registry, attested (provenance, SBOM), verified, promoted to a private
+release registry with its attestations; and tampered variants of the attestation, each refused by
+promote (exit 2, nothing in the target registry) and by verify-attestation.
+
+The tampering is done with the registry protocol itself (an attacker who can push to staging) and,
+for the truncated document, to the staging registry's storage (a damaged disk or a cut transfer).
+"""
+
+import base64
+import json
+import shutil
+import urllib.request
+import uuid
+
+import pytest
+
+from ngcbuild.engine.registry_client import Registry
+from ngcbuild.publish import attachments
+from ngcbuild.publish.signing import load_signing_key, sign
+
+from ..conftest import REPO
+from .conftest import run_invoke
+
+pytestmark = pytest.mark.engine
+REPOSITORY = "nvidia/pytorch"
+
+
+@pytest.fixture(scope="module")
+def registries(engine):
+    """Three private registries: staging, release (promoted to), untouched (what refused promotions
+    aim at: it must stay empty)."""
+    from .private import PrivateRegistry, untag_registry
+
+    made = {name: PrivateRegistry() for name in ("staging", "release", "untouched")}
+    try:
+        for registry in made.values():
+            registry.start()
+        yield made
+    finally:
+        for registry in made.values():
+            registry.close()
+            untag_registry(engine, registry.address)
+
+
+@pytest.fixture(scope="module")
+def signed(dev_smoke, registries):
+    """dev with its SBOM, pushed to staging and attested with a key made by `invoke keygen`."""
+    keys = REPO / "build" / f"attest-test-{uuid.uuid4().hex[:8]}"
+    staging = registries["staging"].address
+    try:
+        for args in (("sbom", "--release", "dev"), ("push", "--release", "dev", "--registry", staging),
+                     ("keygen", "--out", str(keys / "signing.key")),
+                     ("attest", "--release", "dev", "--registry", staging, "--key", str(keys / "signing.key"))):
+            result = run_invoke(*args)
+            assert result.returncode == 0, f"{args[0]}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+        record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
+        digest = record["pushed"][f"{staging}/{REPOSITORY}:dev-py3"]["digest"]
+        yield {"keys": keys, "private": keys / "signing.key", "public": keys / "signing.key.pub",
+               "digest": digest, "staging": staging, "record": record, "attest_output": result.stdout}
+    finally:
+        shutil.rmtree(keys, ignore_errors=True)
+
+
+def catalog(address: str) -> list:
+    return json.loads(urllib.request.urlopen(f"http://{address}/v2/_catalog", timeout=10).read())["repositories"]
+
+
+def test_dev_is_attested_verified_and_promoted_with_its_attestations(signed, registries):
+    staging, release = signed["staging"], registries["release"].address
+    digest = signed["digest"]
+    attested = signed["record"]["attested"][f"{staging}/{REPOSITORY}@{digest}"]
+    assert set(attested["attachments"]) == {"provenance", "sbom"}
+    assert attested["referrers_tag"] == digest.replace(":", "-")
+
+    # the layout a consumer's tool finds: the referrers tag schema's index, one artifact per document
+    index = json.loads(urllib.request.urlopen(urllib.request.Request(
+        f"http://{staging}/v2/{REPOSITORY}/manifests/{digest.replace(':', '-')}",
+        headers={"Accept": "application/vnd.oci.image.index.v1+json"}), timeout=10).read())
+    assert {(m["artifactType"], m["annotations"]["io.ngcbuild.attachment"]) for m in index["manifests"]} == {
+        ("application/vnd.dsse.envelope.v1+json", "provenance"), ("application/vnd.cyclonedx+json", "sbom")}
+
+    checked = run_invoke("verify-attestation", "--image", f"{staging}/{REPOSITORY}:dev-py3",
+                         "--trusted-key", str(signed["public"]))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    sbom_sha = signed["record"]["sbom"]["sha256"]
+    for line in (f"subject:   {staging}/{REPOSITORY}@{digest} (matches)", "smoke:     passed",
+                 "  manifests/dev.yaml sha256:", "  constraints/dev.txt sha256:", f"sbom sha256:{sbom_sha[:12]}",
+                 f"signed by: {attested['key_id']}", "base:      docker://debian:bookworm-slim sha256:"):
+        assert line in checked.stdout, checked.stdout
+
+    promoted = run_invoke("promote", "--release", "dev", "--from", staging, "--to", release,
+                          "--trusted-key", str(signed["public"]))
+    assert promoted.returncode == 0, promoted.stdout + promoted.stderr
+    assert "attestations copied" in promoted.stdout
+    on_target = run_invoke("verify-attestation", "--image", f"{release}/{REPOSITORY}@{digest}",
+                           "--trusted-key", str(signed["public"]))
+    assert on_target.returncode == 0, on_target.stdout + on_target.stderr
+    record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
+    assert record["promoted"][f"{release}/{REPOSITORY}:dev-py3"]["attestations"] == {
+        digest: {"key_id": attested["key_id"], "attached": ["provenance", "sbom"]}}
+
+
+def _envelope(registry: Registry, digest: str) -> dict:
+    return json.loads(attachments.read(registry, REPOSITORY, digest)["provenance"].data)
+
+
+def _statement(envelope: dict) -> dict:
+    return json.loads(base64.b64decode(envelope["payload"]))
+
+
+def _replace(registry: Registry, digest: str, kind: str, data: bytes) -> None:
+    subject = registry.manifest(REPOSITORY, digest)
+    attachments.push(registry, REPOSITORY, subject, [(kind, data, {})])
+
+
+def payload_altered(signed, registry, registries):
+    envelope = _envelope(registry, signed["digest"])
+    statement = _statement(envelope)
+    statement["predicate"]["runDetails"]["byproducts"][0]["annotations"]["verdict"] = "passed (edited)"
+    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    _replace(registry, signed["digest"], "provenance", json.dumps(envelope).encode())
+
+
+def untrusted_key(signed, registry, registries):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    payload = base64.b64decode(_envelope(registry, signed["digest"])["payload"])
+    _replace(registry, signed["digest"], "provenance", sign(payload, Ed25519PrivateKey.generate()))
+
+
+def another_subject(signed, registry, registries):
+    """A statement the trusted key really signed, but about another image, attached to this one."""
+    statement = _statement(_envelope(registry, signed["digest"]))
+    statement["subject"][0]["digest"]["sha256"] = "0" * 64
+    private = load_signing_key(signed["private"], REPO)
+    _replace(registry, signed["digest"], "provenance", sign(json.dumps(statement).encode(), private))
+
+
+def truncated(signed, registry, registries):
+    layer = json.loads(attachments.read(registry, REPOSITORY, signed["digest"])["provenance"].manifest)["layers"][0]
+    hex_digest = layer["digest"].removeprefix("sha256:")
+    data = (registries["staging"].root / "data" / "docker" / "registry" / "v2" / "blobs" / "sha256" / hex_digest[:2]
+            / hex_digest / "data")
+    data.write_bytes(data.read_bytes()[: layer["size"] // 2])
+
+
+def no_attestation(signed, registry, registries):
+    body = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                       "manifests": []}).encode()
+    registry.put_manifest(REPOSITORY, signed["digest"].replace(":", "-"), body, "application/vnd.oci.image.index.v1+json")
+
+
+def sbom_swapped(signed, registry, registries):
+    _replace(registry, signed["digest"], "sbom", b'{"bomFormat": "CycloneDX", "components": []}\n')
+
+
+TAMPERED = [
+    (payload_altered, "no signature verifies with a trusted key"),
+    (untrusted_key, "no signature verifies with a trusted key"),
+    (another_subject, "the signed statement is about " + "0" * 64),
+    (truncated, "the provenance document is damaged"),
+    (no_attestation, "has no attestation"),
+    (sbom_swapped, "the attached sbom"),
+]
+
+
+@pytest.mark.parametrize(("tamper", "message"), TAMPERED, ids=[t.__name__ for t, _ in TAMPERED])
+def test_a_tampered_attestation_is_refused_and_nothing_is_promoted(signed, registries, tamper, message):
+    staging, untouched = signed["staging"], registries["untouched"].address
+    # each variant starts from a good attestation (a new envelope: its statement has a new time)
+    again = run_invoke("attest", "--release", "dev", "--registry", staging, "--key", str(signed["private"]))
+    assert again.returncode == 0, again.stdout + again.stderr
+    tamper(signed, Registry(staging), registries)
+
+    refused = run_invoke("promote", "--release", "dev", "--from", staging, "--to", untouched,
+                         "--trusted-key", str(signed["public"]))
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert message in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert catalog(untouched) == [], "a refused promotion left something in the target registry"
+
+    checked = run_invoke("verify-attestation", "--image", f"{staging}/{REPOSITORY}@{signed['digest']}",
+                         "--trusted-key", str(signed["public"]))
+    assert checked.returncode == 2 and message in checked.stderr, checked.stdout + checked.stderr
