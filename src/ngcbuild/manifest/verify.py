@@ -35,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from ngcbuild.core.errors import ManifestError, OperationError, excerpt
 from ngcbuild.core.references import shown_url
-from ngcbuild.manifest import apt_index
+from ngcbuild.manifest import apt_index, closure
 from ngcbuild.manifest.loader import LoadedRelease
 from ngcbuild.manifest.wheel_tags import WheelMetadataError, declared_tags, platforms_of
 
@@ -57,7 +57,7 @@ class VerifyFailed(OperationError):
 
 @dataclass(frozen=True)
 class Row:
-    kind: str  # pip, wheel-tags, git, url, base, apt, conda
+    kind: str  # pip, wheel-tags, closure, git, url, base, apt, conda
     name: str
     pin: str
     platform: str  # linux/amd64, or "" where the platform does not matter
@@ -264,6 +264,36 @@ class Web:
         return self._reachable[host]
 
 
+def run_pip(arguments: list[str], indexes: list[str], target: Target, web: Web, scratch: Path, *,
+            quiet: bool = True) -> subprocess.CompletedProcess:
+    """The one way verify runs pip: `pip install --dry-run` for `target` against `indexes` (the first is
+    the index URL), its report written to scratch/report.json. Both checks pass their own arguments."""
+    command = [sys.executable, "-m", "pip", "install", "--isolated", "--disable-pip-version-check",
+               "--dry-run", "--ignore-installed", "--only-binary", ":all:",
+               # pip would test Requires-Python against the interpreter running it, not the
+               # target's: parse_report's caller tests it against the target instead.
+               "--ignore-requires-python",
+               "--target", str(scratch / "target"), "--report", str(scratch / "report.json"),
+               *(["--quiet"] if quiet else []),
+               "--python-version", target.python, "--implementation", "cp", "--abi", target.abi,
+               "--index-url", indexes[0]]
+    for index in indexes[1:]:
+        command += ["--extra-index-url", index]
+    for tag in target.platform_tags:
+        command += ["--platform", tag]
+    if web.bundle:
+        command += ["--cert", web.bundle]
+    # --isolated ignores PIP_* variables and the user's config, not the machine's (/etc/pip.conf
+    # may name constraints or indexes): PIP_CONFIG_FILE=/dev/null makes pip read no config file.
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    try:
+        return subprocess.run(command + arguments, capture_output=True, text=True, timeout=1800,
+                              env={**environ, "PIP_CONFIG_FILE": os.devnull})
+    except subprocess.TimeoutExpired:
+        where = ", ".join(shown_url(i) for i in indexes)
+        raise OperationError(f"pip did not finish checking the pins against {where} in 30 minutes") from None
+
+
 def pip_resolve(pins: list[str], index: str, target: Target, web: Web) -> tuple[dict, dict[str, str]]:
     """Resolve `pins` (NAME==VERSION) with pip's dry run for `target` against one index. Returns
     (resolved: name -> (version, file), unmatched: name -> pip's complaint). pip stops at the first pin
@@ -271,30 +301,10 @@ def pip_resolve(pins: list[str], index: str, target: Target, web: Web) -> tuple[
     remaining = list(pins)
     unmatched: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="ngcbuild-verify-") as scratch:
-        report = Path(scratch) / "report.json"
         while remaining:
-            command = [sys.executable, "-m", "pip", "install", "--isolated", "--disable-pip-version-check",
-                       "--dry-run", "--ignore-installed", "--no-deps", "--only-binary", ":all:",
-                       # pip would test Requires-Python against the interpreter running it, not the
-                       # target's: parse_report's caller tests it against the target instead.
-                       "--ignore-requires-python",
-                       "--target", str(Path(scratch) / "target"), "--report", str(report), "--quiet",
-                       "--python-version", target.python, "--implementation", "cp", "--abi", target.abi,
-                       "--index-url", index]
-            for tag in target.platform_tags:
-                command += ["--platform", tag]
-            if web.bundle:
-                command += ["--cert", web.bundle]
-            # --isolated ignores PIP_* variables and the user's config, not the machine's (/etc/pip.conf
-            # may name constraints or indexes): PIP_CONFIG_FILE=/dev/null makes pip read no config file.
-            environ = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
-            try:
-                result = subprocess.run(command + remaining, capture_output=True, text=True, timeout=1800,
-                                        env={**environ, "PIP_CONFIG_FILE": os.devnull})
-            except subprocess.TimeoutExpired:
-                raise OperationError(f"pip did not finish checking the pins against {index} in 30 minutes") from None
+            result = run_pip(["--no-deps", *remaining], [index], target, web, Path(scratch))
             if result.returncode == 0:
-                return parse_report(json.loads(report.read_text())), unmatched
+                return parse_report(json.loads((Path(scratch) / "report.json").read_text())), unmatched
             name = unmatched_requirement(result.stderr)
             keys = [canonicalize_name(p.split("==")[0]) for p in remaining]
             if name is None or name not in keys:
@@ -335,7 +345,11 @@ def verify_release(loaded: LoadedRelease, web: Web, base: str | None = None) -> 
     platforms = list(dict.fromkeys((release.build.platform, *release.build.published_platforms)))
     rows = [_base_row(release, base)]
     for platform in platforms:
-        rows += _pip_rows(loaded, Target(release.python.version, platform, release.os.glibc), web)
+        target = Target(release.python.version, platform, release.os.glibc)
+        pip_rows = _pip_rows(loaded, target, web)
+        rows += pip_rows
+        if loaded.constraints is not None and loaded.constraints.pins:
+            rows.append(closure_row(loaded, target, web, pip_rows))
         rows += _apt_rows(release, platform, web)
     rows += _git_rows(release, web)
     rows += _other_rows(release, web)
@@ -403,6 +417,83 @@ def _pip_rows(loaded: LoadedRelease, target: Target, web: Web) -> list[Row]:
             reason = f"{reason}; not checked on the release's other index {', '.join(unreachable)}"
         rows.append(Row("pip", pin.name, pin.version, target.platform, status, reason))
     return sorted(rows, key=lambda r: canonicalize_name(r.name))
+
+
+def closure_row(loaded: LoadedRelease, target: Target, web: Web, pip_rows: list[Row]) -> Row:
+    """Is the pin set closed on this platform? pip resolves every pin WITH its dependencies, the
+    constraints file as constraints, against the release's reachable indexes; closure.walk then names
+    each distribution the pins need that the file does not pin, or pins at a version a requirement
+    excludes. The image installs each pin with --no-deps, so only its final `pip check` would say."""
+    release, constraints = loaded.release, loaded.constraints
+    pins = {p.key: p.version for p in constraints.pins}
+    name, count = f"constraints/{constraints.path.name}", f"{len(pins)} pins"
+
+    def row(status: str, reason: str) -> Row:
+        return Row("closure", name, count, target.platform, status, reason)
+
+    # A pin whose own row did not verify (an unreachable index, a source archive only) has no metadata
+    # here: it is left out of the requirements, and the set is at best "not verified".
+    unread = {canonicalize_name(r.name): r for r in pip_rows if r.kind == "pip" and r.status != VERIFIED}
+    without = ", ".join(f"{r.name}=={r.pin} (pip row: {r.status})" for r in unread.values())
+    indexes, unreachable = [], []
+    for index in [PYPI, *release.pip.extra_index_urls]:
+        why = web.unreachable(index)
+        if why:
+            unreachable.append(why)
+        else:
+            indexes.append(index)
+    wanted = [str(p) for p in constraints.pins if p.key not in unread]
+    if not indexes or not wanted:
+        return row(NOT_VERIFIED, "; ".join(unreachable) or f"no pin could be read here: {without}")
+    outside = _installed_beside_constraints(loaded, pins)
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-closure-") as scratch:
+        path = Path(scratch) / "constraints.txt"
+        path.write_text(constraints.text())
+        try:
+            result = run_pip(["--constraint", str(path), *wanted], indexes, target, web, Path(scratch), quiet=False)
+        except OperationError as exc:
+            return row(NOT_VERIFIED, str(exc))
+        report = json.loads((Path(scratch) / "report.json").read_text()) if result.returncode == 0 else None
+    caveat = "; ".join(filter(None, [f"the requirements of {without} are not read here"
+                                     if unread else "", "; ".join(unreachable)]))
+    if report is None:
+        output = result.stdout + "\n" + result.stderr
+        why = excerpt(closure.conflict_reason(output), 600)
+        refused = "ResolutionImpossible" in output or "No matching distribution found" in output
+        if refused and not caveat:
+            return row(FAILED, f"pip cannot resolve the pinned set with its dependencies: {why}")
+        return row(NOT_VERIFIED, f"pip could not resolve the pinned set: {why}" + (f"; {caveat}" if caveat else ""))
+    environment = closure.marker_environment(target.python, _ARCH[target.platform][0])
+    found = closure.walk(report, pins, environment, unread=frozenset(unread), outside=outside)
+    size = f"{len(found.reached)} distributions"
+    problems = []
+    if found.unpinned:
+        problems.append(f"{len(found.unpinned)} not pinned: " + ", ".join(
+            f"{dep}{' ' + version if version else ''} (required by {', '.join(sorted(by))})"
+            for dep, (version, by) in sorted(found.unpinned.items())))
+    if found.excluded:
+        problems.append("pinned at a version a requirement excludes: " + "; ".join(sorted(set(found.excluded))))
+    if problems:
+        return row(FAILED, f"{size} needed on {target.platform}; " + "; ".join(problems)
+                   + ": the image's pip check would fail at the end of the build")
+    beside = ", ".join(f"{dep} {version}" for dep, version in sorted(outside.items()))
+    beside = f"; {beside} (built by the image) compared with what requires them, their own needs not read" \
+        if beside else ""
+    if caveat:
+        return row(NOT_VERIFIED, f"{size}, all pinned{beside}; {caveat}")
+    return row(VERIFIED, f"{size}, all pinned{beside}")
+
+
+def _installed_beside_constraints(loaded: LoadedRelease, pins: dict[str, str]) -> dict[str, str]:
+    """Distributions the image installs outside the constraints file: components built from source
+    (25.12's torch) with the version pip lists for them."""
+    outside = {}
+    for name, component in loaded.release.components.items():
+        entry = loaded.catalog.get(name)
+        package = component.package or (entry.pip_package if entry else None)
+        if component.install == "source" and package and canonicalize_name(package) not in pins:
+            outside[canonicalize_name(package)] = str(component.module_version or component.version)
+    return outside
 
 
 def _git_rows(release, web: Web) -> list[Row]:
