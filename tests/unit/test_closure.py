@@ -85,3 +85,13 @@ def test_pips_reason_for_a_conflict_is_its_error_line_and_the_dependency_first()
                              "versions have conflicting dependencies. (requests 2.32.5 depends on urllib3<3 and >=1.21.1;")
     assert "ResolutionImpossible" not in reason and "loosen" not in reason
     assert closure.conflict_reason("WARNING: x\nsomething broke\n") == "something broke"
+
+
+def test_a_conflict_of_what_a_distribution_requires_is_told_from_a_pin_without_files():
+    assert closure.dependency_conflict((DATA / "pip-output-conflict.txt").read_text())
+    # pip 23.2 against an index answering 500: the pin has no file, nothing depends on anything
+    no_file = ("The conflict is caused by:\n    The user requested requests==2.32.5\n"
+               "    The user requested (constraint) requests==2.32.5\n\nTo fix this you could try to:\n"
+               "1. loosen the range of package versions you've specified\n")
+    assert not closure.dependency_conflict(no_file)
+    assert not closure.dependency_conflict("ERROR: No matching distribution found for urllib3<3")

@@ -5,6 +5,7 @@ import dataclasses
 import gzip
 import json
 import urllib.error
+from urllib.parse import urlsplit
 from datetime import date
 
 import pytest
@@ -311,3 +312,27 @@ def test_verify_prints_its_table_when_an_index_answers_500_or_garbage(monkeypatc
         index.close()
     assert rows and all(r.status == verify.NOT_VERIFIED for r in rows), rows
     assert all("***@127.0.0.1" in r.reason and "s3cr3t-index" not in r.reason for r in rows), rows
+
+
+@pytest.mark.parametrize("status,body", [(500, b"Internal Server Error"), (200, b"<html>garbage</html>")],
+                         ids=["500", "garbage"])
+def test_a_closure_pip_could_not_read_is_not_verified_without_the_password(monkeypatch, status, body):
+    """pip resolves the whole set against an index that answers 500 or garbage: never "failed" (nothing
+    was found missing), never "verified"; the reason hides the index's password."""
+    index = _Index(status, body)
+    monkeypatch.setattr(verify, "PYPI", index.url)
+    loaded = load_release(Project(REPO), "dev")
+    release = loaded.release
+    release = release.model_copy(update={"pip": release.pip.model_copy(update={"extra_index_urls": []})})
+    loaded = dataclasses.replace(loaded, release=release,
+                                 constraints=dataclasses.replace(loaded.constraints, pins=loaded.constraints.pins[1:3]))
+    target = verify.Target(release.python.version, release.build.platform, release.os.glibc)
+    web = verify.Web(environ={})
+    # the host answers (Web.unreachable's probe of the bare host does not carry the credentials)
+    web._reachable = {urlsplit(index.url).netloc: None}
+    try:
+        row = verify.closure_row(loaded, target, web, [])  # as if each pin had verified alone
+    finally:
+        index.close()
+    assert (row.kind, row.platform, row.status) == ("closure", "linux/amd64", verify.NOT_VERIFIED), row
+    assert "s3cr3t-index" not in row.reason and row.reason, row

@@ -106,6 +106,16 @@ def _active(requirement: Requirement, environment: dict[str, str], extra: str) -
         return True  # a marker we cannot decide: count the requirement, as the stricter reading
 
 
+def dependency_conflict(output: str) -> bool:
+    """Whether pip's conflict names what a distribution requires ("A 1.0 depends on B<2"). A conflict
+    of only "The user requested X" lines means pip found no file of a pin at all: pip 23 reads an index
+    answering 500 as one without files, so for a pin that resolved alone this is the index, not the set."""
+    if "The conflict is caused by:" not in output:
+        return False
+    causes = output.split("The conflict is caused by:", 1)[1].split("To fix this", 1)[0]
+    return " depends on " in causes
+
+
 _CAUSE = re.compile(r"^\s*(?P<line>\S.*\b(?:depends on|requested|requires)\b.*)$")
 
 

@@ -459,10 +459,13 @@ def closure_row(loaded: LoadedRelease, target: Target, web: Web, pip_rows: list[
     if report is None:
         output = result.stdout + "\n" + result.stderr
         why = excerpt(closure.conflict_reason(output), 600)
-        refused = "ResolutionImpossible" in output or "No matching distribution found" in output
+        missing = unmatched_requirement(output)
+        refused = closure.dependency_conflict(output) or (missing is not None and missing not in pins)
         if refused and not caveat:
             return row(FAILED, f"pip cannot resolve the pinned set with its dependencies: {why}")
-        return row(NOT_VERIFIED, f"pip could not resolve the pinned set: {why}" + (f"; {caveat}" if caveat else ""))
+        if not caveat:  # each pin resolved alone, pip found no file of one now: an index did not answer as before
+            caveat = "each pin resolved alone, so an index did not answer as it did"
+        return row(NOT_VERIFIED, f"pip could not resolve the pinned set: {why}; {caveat}")
     environment = closure.marker_environment(target.python, _ARCH[target.platform][0])
     found = closure.walk(report, pins, environment, unread=frozenset(unread), outside=outside)
     size = f"{len(found.reached)} distributions"
