@@ -5,8 +5,8 @@ import dataclasses
 import gzip
 import json
 import urllib.error
-from urllib.parse import urlsplit
 from datetime import date
+from urllib.parse import urlsplit
 
 import pytest
 
