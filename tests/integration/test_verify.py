@@ -2,7 +2,8 @@
 verified, failed with a reason, or not verified with a reason; nothing from an index this machine cannot
 reach passes; the base image that is gone is refused with the way out, and with a mirror 20.02 passes;
 20.12 and 25.12 pass apart from what this machine cannot reach; a short commit GitHub cannot resolve here
-is "not verified" with the command that resolves it.
+is "not verified" with the command that resolves it; each platform's pin set is closed (cuda-dev) or, where
+a pin is only on an unreachable index (dev's torch), "not verified".
 
 Needs PyPI (through the host's proxy); with CI=true an unreachable PyPI is a failure, never a skip."""
 
@@ -87,6 +88,28 @@ def test_public_wheels_releases_verify_on_pypi_for_every_platform(reports):
     platforms = {r["platform"] for r in _rows(report, "pip")}
     assert platforms == {"linux/amd64", "linux/arm64"}
     assert not _rows(report, "pip", "not verified")
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_each_platform_gets_one_closure_row(reports, release):
+    _, report, _ = reports[release]
+    closure = _rows(report, "closure")
+    assert sorted(r["platform"] for r in closure) == sorted({r["platform"] for r in _rows(report, "pip")})
+    assert {r["name"] for r in closure} == {f"constraints/{release}.txt"}
+
+
+def test_public_wheels_pin_sets_are_closed_on_every_platform(reports):
+    # cuda-dev pins torch 2.11.0's CUDA wheels, Triton and the rest on both platforms: nothing unpinned
+    closure = _rows(reports["cuda-dev"][1], "closure")
+    assert [(r["platform"], r["status"]) for r in closure] == [("linux/amd64", "verified"), ("linux/arm64", "verified")]
+    assert all(r["reason"].endswith("distributions, all pinned") for r in closure), closure
+
+
+def test_a_set_needing_an_unreachable_index_is_not_verified_never_passed(reports):
+    # dev's torch==2.13.0+cpu is on download.pytorch.org alone: the rest is closed, torch's needs unread
+    [row] = _rows(reports["dev"][1], "closure")
+    assert row["status"] == "not verified", row
+    assert "torch==2.13.0+cpu" in row["reason"] and "download.pytorch.org is unreachable" in row["reason"], row
 
 
 def test_a_pin_only_an_unreachable_index_holds_is_not_verified_never_passed(reports):

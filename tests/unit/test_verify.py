@@ -336,3 +336,42 @@ def test_a_closure_pip_could_not_read_is_not_verified_without_the_password(monke
         index.close()
     assert (row.kind, row.platform, row.status) == ("closure", "linux/amd64", verify.NOT_VERIFIED), row
     assert "s3cr3t-index" not in row.reason and row.reason, row
+
+
+class _Answers:
+    """Every index answers (pip itself is replaced by its recorded report in these tests)."""
+
+    bundle = None
+
+    def unreachable(self, url):
+        return None
+
+
+def _closure_with_recorded_pip(monkeypatch, release_name):
+    """closure_row for `release_name` with requests' four pins, pip's run replaced by its recorded
+    report (requests 2.32.5 without urllib3): the verdict's own logic."""
+    from ngcbuild.manifest.constraints import Pin
+
+    def recorded_pip(arguments, indexes, target, web, scratch, quiet=True):
+        (scratch / "report.json").write_text((DATA / "pip-report-requests-unpinned.json").read_text())
+        return verify.subprocess.CompletedProcess(arguments, 0, "", "")
+
+    monkeypatch.setattr(verify, "run_pip", recorded_pip)
+    loaded = load_release(Project(REPO), release_name)
+    pins = tuple(Pin(n, v, i) for i, (n, v) in enumerate(
+        [("requests", "2.32.5"), ("certifi", "2025.11.12"), ("charset-normalizer", "3.4.4"), ("idna", "3.11")]))
+    loaded = dataclasses.replace(loaded, constraints=dataclasses.replace(loaded.constraints, pins=pins))
+    release = loaded.release
+    target = verify.Target("3.11", "linux/amd64", release.os.glibc)
+    return verify.closure_row(loaded, target, _Answers(), [])
+
+
+def test_closure_verdicts_for_system_and_conda_pythons(monkeypatch):
+    row = _closure_with_recorded_pip(monkeypatch, "dev")
+    assert row.status == verify.FAILED
+    assert row.reason.startswith("5 distributions needed on linux/amd64; 1 not pinned: urllib3 2.8.0 (required by "
+                                 "requests)"), row
+    # 20.12's Miniconda brings distributions of its own that verify does not read: urllib3 may be one
+    row = _closure_with_recorded_pip(monkeypatch, "20.12")
+    assert row.status == verify.NOT_VERIFIED
+    assert "unless the conda environment (Miniconda3-py38_4.9.2-Linux-x86_64.sh) carries them" in row.reason, row

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -432,7 +432,9 @@ def closure_row(loaded: LoadedRelease, target: Target, web: Web, pip_rows: list[
         return Row("closure", name, count, target.platform, status, reason)
 
     # A pin whose own row did not verify (an unreachable index, a source archive only) has no metadata
-    # here: it is left out of the requirements, and the set is at best "not verified".
+    # here: it is left out of the requirements and the constraints (pip could not satisfy a pin that
+    # another requires, and would stop there), its version is still compared with what requires it,
+    # and the set is at best "not verified".
     unread = {canonicalize_name(r.name): r for r in pip_rows if r.kind == "pip" and r.status != VERIFIED}
     without = ", ".join(f"{r.name}=={r.pin} (pip row: {r.status})" for r in unread.values())
     indexes, unreachable = [], []
@@ -448,7 +450,7 @@ def closure_row(loaded: LoadedRelease, target: Target, web: Web, pip_rows: list[
     outside = _installed_beside_constraints(loaded, pins)
     with tempfile.TemporaryDirectory(prefix="ngcbuild-closure-") as scratch:
         path = Path(scratch) / "constraints.txt"
-        path.write_text(constraints.text())
+        path.write_text(replace(constraints, pins=tuple(p for p in constraints.pins if p.key not in unread)).text())
         try:
             result = run_pip(["--constraint", str(path), *wanted], indexes, target, web, Path(scratch), quiet=False)
         except OperationError as exc:
@@ -476,6 +478,12 @@ def closure_row(loaded: LoadedRelease, target: Target, web: Web, pip_rows: list[
             for dep, (version, by) in sorted(found.unpinned.items())))
     if found.excluded:
         problems.append("pinned at a version a requirement excludes: " + "; ".join(sorted(set(found.excluded))))
+    if found.unpinned and not found.excluded and release.python.conda is not None:
+        # A conda Python's installer brings distributions of its own (pip, requests, six...) that the
+        # constraints do not list and verify does not read: an unpinned one may be among them.
+        return row(NOT_VERIFIED, f"{size} needed on {target.platform}; " + "; ".join(problems)
+                   + f": unless the conda environment ({release.python.conda.installer.rsplit('/', 1)[-1]}) "
+                   "carries them, which verify does not read" + (f"; {caveat}" if caveat else ""))
     if problems:
         return row(FAILED, f"{size} needed on {target.platform}; " + "; ".join(problems)
                    + ": the image's pip check would fail at the end of the build")
