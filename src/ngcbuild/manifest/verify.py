@@ -456,8 +456,8 @@ def closure_row(loaded: LoadedRelease, target: Target, web: Web, pip_rows: list[
         except OperationError as exc:
             return row(NOT_VERIFIED, str(exc))
         report = json.loads((Path(scratch) / "report.json").read_text()) if result.returncode == 0 else None
-    caveat = "; ".join(filter(None, [f"the requirements of {without} are not read here"
-                                     if unread else "", "; ".join(unreachable)]))
+    # An unreachable index matters only where a pin needed it (every pin that resolved did so elsewhere).
+    caveat = "; ".join([f"the requirements of {without} are not read here", *unreachable]) if unread else ""
     if report is None:
         output = result.stdout + "\n" + result.stderr
         why = excerpt(closure.conflict_reason(output), 600)
