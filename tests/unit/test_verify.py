@@ -312,6 +312,8 @@ def test_verify_prints_its_table_when_an_index_answers_500_or_garbage(monkeypatc
         index.close()
     assert rows and all(r.status == verify.NOT_VERIFIED for r in rows), rows
     assert all("***@127.0.0.1" in r.reason and "s3cr3t-index" not in r.reason for r in rows), rows
+    # pip was run against the index: the host answered, so no row stops at "unreachable"
+    assert not any("unreachable" in r.reason for r in rows), rows
 
 
 @pytest.mark.parametrize("status,body", [(500, b"Internal Server Error"), (200, b"<html>garbage</html>")],
@@ -329,7 +331,7 @@ def test_a_closure_pip_could_not_read_is_not_verified_without_the_password(monke
     target = verify.Target(release.python.version, release.build.platform, release.os.glibc)
     web = verify.Web(environ={})
     # the host answers (Web.unreachable's probe of the bare host does not carry the credentials)
-    web._reachable = {urlsplit(index.url).netloc: None}
+    web._reachable = {urlsplit(index.url).netloc.rpartition("@")[2]: None}
     try:
         row = verify.closure_row(loaded, target, web, [])  # as if each pin had verified alone
     finally:

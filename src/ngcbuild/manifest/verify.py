@@ -251,7 +251,8 @@ class Web:
 
     def unreachable(self, url: str) -> str | None:
         """None when the host answers (any HTTP status), else why not."""
-        host = urlsplit(url).netloc
+        # the host alone: an index URL's user:password@ is no part of a host name (it never resolved)
+        host = urlsplit(url).netloc.rpartition("@")[2]
         if host not in self._reachable:
             try:
                 self.get(f"https://{host}/" if url.startswith("https") else f"http://{host}/")
