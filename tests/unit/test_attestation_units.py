@@ -2,6 +2,7 @@
 tampered), the provenance statement's shape. The registry side is tests/integration/test_attestation.py."""
 
 import base64
+import hashlib
 import json
 import os
 import stat
@@ -10,8 +11,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
-from ngcbuild.core.errors import ManifestError, UserError
+from ngcbuild.core.errors import ManifestError, OperationError, UserError
+from ngcbuild.core.project import Project
 from ngcbuild.publish import provenance
+from ngcbuild.publish.attest import documents_of
 from ngcbuild.publish.signing import (
     PAYLOAD_TYPE,
     AttestationRejected,
@@ -169,3 +172,25 @@ def test_the_builder_is_the_workflow_on_github_actions():
                "GITHUB_WORKFLOW_REF": "o/r/.github/workflows/release.yml@refs/heads/main", "GITHUB_RUN_ID": "7"}
     assert provenance.builder_id(environ) == "https://github.com/o/r/.github/workflows/release.yml@refs/heads/main"
     assert provenance.invocation_id(environ) == "https://github.com/o/r/actions/runs/7/attempts/1"
+
+
+def test_only_the_sbom_and_audit_report_recorded_for_the_image_are_attached(scratch):
+    """A report or SBOM left from an earlier image is never signed as this one's."""
+    scratch.copy_release("dev")
+    out = scratch.root / "build" / "dev"
+    out.mkdir(parents=True)
+    sbom, report = b'{"bomFormat": "CycloneDX"}\n', b'{"verdict": "passed"}\n'
+    (out / "sbom.cdx.json").write_bytes(sbom)
+    (out / "audit.json").write_bytes(report)
+    digest = hashlib.sha256(sbom).hexdigest()
+    record = {"image_id": "sha256:" + "a" * 64,
+              "sbom": {"sha256": digest, "image_id": "sha256:" + "a" * 64},
+              "audit": {"sha256": hashlib.sha256(report).hexdigest(), "sbom_sha256": digest}}
+    project = Project(scratch.root)
+    assert [kind for kind, _, _ in documents_of(project, "dev", record)] == ["sbom", "audit"]
+    stale = {**record, "audit": {**record["audit"], "sbom_sha256": "b" * 64}}  # the audit of another SBOM
+    with pytest.raises(OperationError, match="not the audit report recorded"):
+        documents_of(project, "dev", stale)
+    (out / "audit.json").write_bytes(b'{"verdict": "failed"}\n')  # changed after the audit recorded it
+    with pytest.raises(OperationError, match="invoke audit --release dev"):
+        documents_of(project, "dev", record)

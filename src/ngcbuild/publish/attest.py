@@ -95,7 +95,15 @@ def documents_of(project: Project, name: str, record: dict) -> list[tuple[str, b
                                  f"--release {name}` again")
         found.append(("sbom", data, SBOM))
     if exists(directory / AUDIT):
-        found.append(("audit", read_document(project, directory / AUDIT, "an audit report (JSON)"), AUDIT))
+        data = read_document(project, directory / AUDIT, "an audit report (JSON)")
+        audit = record.get("audit") or {}
+        # the report recorded for this image's SBOM, as for the SBOM itself: a report left from an
+        # earlier image must not be signed as this one's
+        if (audit.get("sha256") != hashlib.sha256(data).hexdigest()
+                or audit.get("sbom_sha256") != (record.get("sbom") or {}).get("sha256")):
+            raise OperationError(f"{AUDIT} of {name} is not the audit report recorded for its image's SBOM; run "
+                                 f"`invoke audit --release {name}` again")
+        found.append(("audit", data, AUDIT))
     return found
 
 
