@@ -311,6 +311,11 @@ def test_the_notes_read_what_the_audit_wrote(tmp_path):
     (lambda d: d["distributions"][0]["advisories"][0].update(aliases="CVE-1"), "distributions.0.advisories.0.aliases"),
     (lambda d: d["distributions"].append(None), "distributions.3"),
     (lambda d: d.pop("counts"), "counts"),
+    # a link the notes would put into Markdown as it stands: only an advisory's page is one
+    (lambda d: d["distributions"][0]["advisories"][0].update(link="javascript:alert(1)"),
+     "distributions.0.advisories.0.link"),
+    (lambda d: d["distributions"][0]["advisories"][0].update(link="https://osv.dev/vulnerability/X) [y](z"),
+     "distributions.0.advisories.0.link"),
 ])
 def test_a_damaged_report_stops_the_notes_with_its_key(tmp_path, change, key):
     data = a_report()
@@ -362,3 +367,15 @@ def test_when_nothing_could_be_checked_the_report_says_so_and_the_audit_fails(sc
     record = json.loads((directory / "record.json").read_text())
     assert record["audit"]["verdict"] == "not checked"
     assert record["audit"]["sha256"] == hashlib.sha256((directory / "audit.json").read_bytes()).hexdigest()
+
+
+def test_an_advisory_id_from_pypi_cannot_break_out_of_its_link_or_table_cell():
+    """PyPI's text (an id, a reason) reaches a Markdown link and the printed table."""
+    hostile = "PYSEC-1) [x](https://evil.example"
+    advisory = adv.from_pypi_entries([{"id": hostile, "aliases": [], "fixed_in": []}])[0]
+    assert advisory.link.startswith("https://osv.dev/vulnerability/PYSEC-1%29%20%5Bx%5D")
+    assert " " not in advisory.link and ")" not in advisory.link
+    data = a_report()
+    data["distributions"][0]["reason"] = "a | b"
+    data["distributions"][0]["status"] = NOT_CHECKED
+    assert "| a \\| b |" in table(data)

@@ -7,6 +7,7 @@ type here; a report that is not what `invoke audit` writes is "damaged" (exit 1)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ AUDIT = "audit.json"  # publish/audit.py writes it (docs/ reads what the stages 
 MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 16
 VERDICTS = ("passed", "failed", "not checked")
+# what `invoke audit` writes (publish/advisories.link_of): the notes put it into Markdown unescaped
+LINK = re.compile(r"https://osv\.dev/vulnerability/[A-Za-z0-9%._-]{1,300}")
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,8 @@ def read_report(directory: Path, within: Path) -> Vulnerabilities | None:
             advisories.append(Advisory(name, need(a.get("id"), str, where + ".id", "an advisory id"),
                                        tuple(need(x, str, where + ".aliases", "strings") for x in aliases),
                                        tuple(need(x, str, where + ".fixed_in", "strings") for x in fixed),
-                                       need(a.get("link"), str, where + ".link", "a URL"),
+                                       _link(need(a.get("link"), str, where + ".link", "a URL"), path,
+                                             where + ".link", hint),
                                        need(a.get("policy"), str, where + ".policy", "the policy's word")))
     return Vulnerabilities(
         audited_at=need(data.get("audited_at"), str, "audited_at", "a timestamp"),
@@ -97,3 +101,10 @@ def read_report(directory: Path, within: Path) -> Vulnerabilities | None:
         other_not_checked=tuple((str(k), need(v, int, "counts.other_components_not_checked", "counts"))
                                 for k, v in others.items()),
     )
+
+
+def _link(value: str, path: Path, key: str, hint: str) -> str:
+    if not LINK.fullmatch(value):
+        raise OutputDamaged(path, key, f"expected an advisory's page (https://osv.dev/vulnerability/ID), got "
+                                       f"{excerpt(value)}; {hint}")
+    return value

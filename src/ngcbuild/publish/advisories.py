@@ -22,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -79,7 +80,8 @@ class Finding:
 
 def link_of(advisory_id: str) -> str:
     """Where an advisory is described (OSV's page serves PYSEC, GHSA and CVE ids alike)."""
-    return f"https://osv.dev/vulnerability/{advisory_id}"
+    # quoted: an id is PyPI's text, and the link goes unescaped into Markdown (the notes)
+    return f"https://osv.dev/vulnerability/{quote(advisory_id, safe='-._')}"
 
 
 def merged(advisories: list[Advisory]) -> tuple[Advisory, ...]:

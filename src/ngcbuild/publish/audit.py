@@ -189,9 +189,9 @@ def table(data: dict) -> str:
         if d["status"] == CHECKED:
             found = "; ".join(f"{a['id']} ({', '.join(a['aliases'][:3]) or 'no alias'}; fixed in "
                               f"{', '.join(a['fixed_in']) or 'no release'}): {a['policy']}" for a in d["advisories"])
-            lines.append(f"| {d['name']} | {d['version']} | checked | {d['source']} | {found or 'none known'} |")
+            lines.append(f"| {d['name']} | {d['version']} | checked | {d['source']} | {_cell(found) or 'none known'} |")
         else:
-            lines.append(f"| {d['name']} | {d['version']} | NOT CHECKED | - | {d['reason']} |")
+            lines.append(f"| {d['name']} | {d['version']} | NOT CHECKED | - | {_cell(d['reason'])} |")
     lines.append("")
     for kind, n in counts["other_components_not_checked"].items():
         why = next(o["reason"] for o in data["not_checked_components"] if o["kind"] == kind)
@@ -205,6 +205,11 @@ def table(data: dict) -> str:
                  f"advisories, {counts['allowed']} allowed, {counts['not_allowed']} not allowed")
     lines += [f"  - {p}" for p in data["problems"]]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """A table cell: a `|` from PyPI's text or a pip-audit reason would end the cell early."""
+    return str(text).replace("|", "\\|")
 
 
 def audit_release(project: Project, name: str, source=None, today: date | None = None, out=sys.stdout) -> dict:
