@@ -24,6 +24,9 @@ def _platform_job(scratch, name: str, platform: str, registry: str, artifacts) -
     assert built.returncode == 0, built.stdout + built.stderr
     pushed = scratch.invoke("push", "--release", name, "--registry", registry)
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    # each platform's job signs what it pushed (release.yml: attest after push, the job's signing key)
+    attested = scratch.invoke("attest", "--release", name, "--registry", registry, "--key", "keys/signing.key")
+    assert attested.returncode == 0, attested.stdout + attested.stderr
     record = json.loads((scratch.root / "build" / name / "record.json").read_text())
     assert record["platform"] == platform
     record["smoke"] = {"image_id": record["image_id"], "passed": 12, "failed": 0, "errors": 0, "skipped": 0,
@@ -39,6 +42,9 @@ def test_publish_from_platform_records_then_promote_the_list(multiarch_release, 
     m = multiarch_release
     scratch, name, repository = m["scratch"], m["name"], m["repository"]
     artifacts = tmp_path / "platform-records"
+    for out in ("keys/signing.key", "keys/other.key"):  # the jobs' key, and one promote must not trust
+        made = scratch.invoke("keygen", "--out", out)
+        assert made.returncode == 0, made.stdout + made.stderr
     amd = _platform_job(scratch, name, "linux/amd64", registry, artifacts)
     arm = _platform_job(scratch, name, "linux/arm64", registry, artifacts)
     shutil.rmtree(scratch.root / "build" / name)  # the publish job's runner has no build folder
@@ -65,9 +71,29 @@ def test_publish_from_platform_records_then_promote_the_list(multiarch_release, 
     assert {p: e["smoke"]["image_id"] for p, e in gathered["platforms"].items()} == m["ids"]
     assert gathered["published"][ref]["platforms"] == digests
 
-    promoted = scratch.invoke("promote", "--release", name, "--from", registry, "--to", private_registry)
+    untrusted = scratch.invoke("promote", "--release", name, "--from", registry, "--to", private_registry,
+                               "--trusted-key", "keys/other.key.pub")
+    assert untrusted.returncode == 2 and "Traceback" not in untrusted.stderr, untrusted.stdout + untrusted.stderr
+    assert _tag_absent(private_registry, repository, "pubtest-py3")  # nothing copied
+
+    promoted = scratch.invoke("promote", "--release", name, "--from", registry, "--to", private_registry,
+                              "--trusted-key", "keys/signing.key.pub")
     assert promoted.returncode == 0, promoted.stdout + promoted.stderr
+    for digest in digests.values():  # every platform's attestations came along (the referrers tag schema)
+        referrers = _raw(f"{private_registry}/{repository}:{digest.replace(':', '-')}")
+        assert referrers["manifests"] and all(m["artifactType"] for m in referrers["manifests"]), referrers
     copied = json.loads(subprocess.run(
         ["skopeo", "inspect", "--tls-verify=false", "--raw", f"docker://{private_registry}/{repository}:pubtest-py3"],
         capture_output=True, check=True).stdout)
     assert copied == listing
+
+
+def _raw(ref: str) -> dict:
+    return json.loads(subprocess.run(["skopeo", "inspect", "--tls-verify=false", "--raw", f"docker://{ref}"],
+                                     capture_output=True, check=True).stdout)
+
+
+def _tag_absent(registry: str, repository: str, tag: str) -> bool:
+    found = subprocess.run(["skopeo", "inspect", "--tls-verify=false", "--raw",
+                            f"docker://{registry}/{repository}:{tag}"], capture_output=True, text=True)
+    return found.returncode != 0

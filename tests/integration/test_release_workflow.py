@@ -169,14 +169,15 @@ def test_release_workflow_end_to_end(act, engine, staging, release_registry, tmp
         assert smoke["exit_code"] == 0 and smoke["failed"] == 0 and smoke["passed"] > 0, platform
         assert smoke["image_id"] == record["platforms"][platform]["image_id"], platform
     assert record["promoted"][f"{served.address}/{REPOSITORY}:dev-py3"]["digest"] == promoted.digest
-    # promotion checked each platform image's signed provenance and copied it (with the SBOM) beside it
+    # promotion checked each platform image's signed provenance and copied it (with the SBOM and the
+    # audit report the build job made) beside it
     signing_key = next(line for line in (tmp_path / "secrets.env").read_text().splitlines()
                        if line.startswith("ATTESTATION_SIGNING_KEY="))
     assert signing_key.partition("=")[2] not in log
     attested = record["promoted"][f"{served.address}/{REPOSITORY}:dev-py3"]["attestations"]
     assert set(attested) == set(platforms.values())
     for digest in platforms.values():
-        assert attested[digest]["attached"] == ["provenance", "sbom"], digest
+        assert attested[digest]["attached"] == ["audit", "provenance", "sbom"], digest  # sorted
         assert release.manifest(REPOSITORY, digest.replace(":", "-")) is not None, digest
 
     # the run built its own image (under its label), tagged it only under the staging name (never a tag
