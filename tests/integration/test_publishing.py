@@ -228,7 +228,13 @@ def test_promote_copies_the_smoked_image_by_digest(dev_smoke, registry, private_
     digest = record["pushed"][f"{registry}/nvidia/pytorch:dev-py3"]["digest"]
     keys = REPO / "build" / f"promote-test-{uuid.uuid4().hex[:8]}"
     try:
-        for args in (("sbom", "--release", "dev"), ("keygen", "--out", str(keys / "signing.key")),
+        # as release.yml: a new SBOM, its audit (a report left from an earlier SBOM is never signed as this
+        # image's), then the signature; the audit's verdict is PyPI's data of the day, either is recorded
+        made = run_invoke("sbom", "--release", "dev")
+        assert made.returncode == 0, made.stdout + made.stderr
+        audited = run_invoke("audit", "--release", "dev", timeout=900)
+        assert audited.returncode in (0, 1) and "verdict: " in audited.stdout, audited.stdout + audited.stderr
+        for args in (("keygen", "--out", str(keys / "signing.key")),
                      ("attest", "--release", "dev", "--registry", registry, "--key", str(keys / "signing.key"))):
             made = run_invoke(*args)
             assert made.returncode == 0, made.stdout + made.stderr
@@ -244,6 +250,8 @@ def test_promote_copies_the_smoked_image_by_digest(dev_smoke, registry, private_
     record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
     assert record["promoted"][f"{private_registry}/nvidia/pytorch:dev-py3"] == {
         **record["promoted"][f"{private_registry}/nvidia/pytorch:dev-py3"], "digest": digest, "from": registry}
+    promoted = record["promoted"][f"{private_registry}/nvidia/pytorch:dev-py3"]
+    assert promoted["attestations"][digest]["attached"] == ["audit", "provenance", "sbom"]
 
 
 def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, private_registry, tmp_path):
