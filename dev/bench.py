@@ -28,10 +28,10 @@ from ngcbuild.engine.container import run_once
 from ngcbuild.engine.events import BuildStream, PushStream
 from ngcbuild.engine.image_build import python_tag, write_context
 from ngcbuild.engine.options import options_from
-from ngcbuild.engine.record import read_record
 from ngcbuild.engine.wheelhouse import select_wheels
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
+from ngcbuild.workspace.record import read_record
 
 RELEASE = "dev"
 # Per release, a small pin with older releases on PyPI that the rest accepts: the one-pin-change

@@ -110,7 +110,7 @@ class ReliabilityFigures:
             return
         from dev.reliability import render, summarize
 
-        from ngcbuild.core.outputs import write_text
+        from ngcbuild.core.outputs import write_file
 
         records = self.recorded or read_records(self.records)
         counts = {name: sum(o == name for o in self.outcomes.values()) for name in ("passed", "failed", "skipped")}
@@ -119,8 +119,8 @@ class ReliabilityFigures:
         assert WRITTEN_BY[0] in text, "dev.reliability.render no longer says who wrote the report"
         text = text.replace(*WRITTEN_BY, 1)
         report = self.root / REPORT
-        write_text(report, keep_marked_sections(report.read_text(encoding="utf-8") if report.exists() else "",
-                                                text))
+        write_file(report, keep_marked_sections(report.read_text(encoding="utf-8") if report.exists() else "",
+                                                text), within=self.root)
         said = (f"wrote {REPORT}: {len(summary.corpus.inputs)} broken inputs ({summary.corpus.tried} runs), "
                 f"{summary.hostile_total.cases} hostile inputs, {summary.faults.tried} faults, "
                 f"{summary.secrets.tried} secret scans")

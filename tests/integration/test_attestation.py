@@ -15,9 +15,9 @@ import uuid
 
 import pytest
 
-from ngcbuild.engine.registry_client import Registry
-from ngcbuild.publish import attachments
-from ngcbuild.publish.signing import load_signing_key, sign
+from ngcbuild.registry.client import Registry
+from ngcbuild.supply import attachments
+from ngcbuild.supply.signing import load_signing_key, sign
 
 from ..conftest import REPO
 from .conftest import run_invoke

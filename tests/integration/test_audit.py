@@ -12,7 +12,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from ngcbuild.publish.advisories import CHECKED, NOT_CHECKED, PIP_AUDIT, PROJECT_JSON
+from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PIP_AUDIT, PROJECT_JSON
 
 from ..conftest import IN_CI, REPO
 from .conftest import run_invoke

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ngcbuild.core.references import host_address
-from ngcbuild.engine.registry_client import Registry
+from ngcbuild.registry.client import Registry
 
 from ..conftest import REPO, run_command
 from .conftest import _missing

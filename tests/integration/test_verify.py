@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ngcbuild.manifest.verify import Web
+from ngcbuild.verify.run import Web
 
 from .conftest import IN_CI, run_invoke
 

@@ -13,14 +13,19 @@ PACKAGE = REPO / "src" / "ngcbuild"
 # What each package may import besides itself: the stages before it. `cli` calls every stage.
 MAY_IMPORT = {
     "core": set(),
+    "workspace": {"core"},
+    "registry": {"core"},
     "manifest": {"core"},
-    "render": {"core", "manifest"},
-    "engine": {"core", "manifest", "render"},
-    "smoke": {"core", "manifest", "render", "engine"},
-    "publish": {"core", "manifest", "render", "engine"},
-    "docs": {"core", "manifest"},
+    "verify": {"core", "manifest"},
+    "render": {"core", "manifest", "workspace"},
+    "engine": {"core", "manifest", "render", "workspace", "registry"},
+    "smoke": {"core", "manifest", "render", "engine", "workspace"},
+    "supply": {"core", "manifest", "render", "engine", "workspace", "registry"},
+    "publish": {"core", "manifest", "render", "engine", "workspace", "registry", "supply"},
+    "docs": {"core", "manifest", "workspace"},
     "workflow": {"core"},
-    "cli": {"core", "manifest", "render", "engine", "smoke", "publish", "docs", "workflow"},
+    "cli": {"core", "workspace", "registry", "manifest", "verify", "render", "engine", "smoke", "supply", "publish",
+            "docs", "workflow"},
 }
 
 

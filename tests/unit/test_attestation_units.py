@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption,
 
 from ngcbuild.core.errors import ManifestError, OperationError, UserError
 from ngcbuild.core.project import Project
-from ngcbuild.publish import provenance
-from ngcbuild.publish.attest import documents_of
-from ngcbuild.publish.signing import (
+from ngcbuild.supply import provenance
+from ngcbuild.supply.attest import documents_of
+from ngcbuild.supply.signing import (
     PAYLOAD_TYPE,
     AttestationRejected,
     checked_path,

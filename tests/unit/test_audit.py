@@ -14,9 +14,9 @@ from ngcbuild.core.errors import OutputDamaged, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.docs.vulnerabilities import read_report
 from ngcbuild.manifest.model import SecuritySpec
-from ngcbuild.publish import advisories as adv
-from ngcbuild.publish.advisories import CHECKED, NOT_CHECKED, PIP_AUDIT, PROJECT_JSON, Finding, PypiAdvisories
-from ngcbuild.publish.audit import FAILED, PASSED, judge, report, sbom_contents, table
+from ngcbuild.supply import advisories as adv
+from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PIP_AUDIT, PROJECT_JSON, Finding, PypiAdvisories
+from ngcbuild.supply.audit import FAILED, PASSED, judge, report, sbom_contents, table
 
 from ..conftest import REPO
 
@@ -350,7 +350,7 @@ def test_when_nothing_could_be_checked_the_report_says_so_and_the_audit_fails(sc
     import hashlib
     import io
 
-    from ngcbuild.publish.audit import AuditFailed, audit_release
+    from ngcbuild.supply.audit import AuditFailed, audit_release
 
     scratch.copy_release("dev")
     text = json.dumps({"components": [{"name": "tqdm", "version": "4.70.1", "purl": "pkg:pypi/tqdm@4.70.1"}]})

@@ -1,10 +1,10 @@
-"""The pure half of verify's closure check (manifest/closure.py): which distributions the pins need on
+"""The pure half of verify's closure check (verify/closure.py): which distributions the pins need on
 the target, read from a pip report, and pip's reason for a set that does not resolve. pip itself, on
 PyPI and on a local index, is in tests/integration/test_verify_closure.py."""
 
 import json
 
-from ngcbuild.manifest import closure
+from ngcbuild.verify import closure
 
 from ..conftest import REPO
 

@@ -10,7 +10,7 @@ import requests
 
 from ngcbuild.core.errors import OperationError, SmokeFailed
 from ngcbuild.engine.container import run_once
-from ngcbuild.publish.sbom import SbomFailed
+from ngcbuild.supply.sbom import SbomFailed
 
 from ..conftest import REPO
 

@@ -15,10 +15,10 @@ from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine.base_image import base_dockerfile, base_name
 from ngcbuild.engine.options import check_platform_listed, options_from
-from ngcbuild.manifest import verify
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.manifest.wheel_tags import RangeFile, WheelMetadataError, declared_tags, tags_of
 from ngcbuild.render.context import render_files
+from ngcbuild.verify import pins, report
+from ngcbuild.verify.wheel_tags import RangeFile, WheelMetadataError, declared_tags, tags_of
 
 from ..conftest import REPO
 
@@ -139,33 +139,33 @@ def test_a_short_answer_to_a_range_request_is_an_error():
         reader.read(10)
 
 
-TARGET = verify.Target("3.11", "linux/arm64", "2.36")
+TARGET = pins.Target("3.11", "linux/arm64", "2.36")
 FILE = "nvidia_cusparselt_cu13-0.8.0-py3-none-manylinux2014_aarch64.whl"
 
 
 def test_verify_fails_a_wheel_whose_metadata_names_no_tag_of_its_platform():
-    row = verify.wheel_tag_row("nvidia-cusparselt-cu13", "0.8.0", FILE, "u", TARGET, {},
+    row = pins.wheel_tag_row("nvidia-cusparselt-cu13", "0.8.0", FILE, "u", TARGET, {},
                                lambda url: ["py3-none-manylinux2014_sbsa"])
-    assert row.status == verify.FAILED and "manylinux2014_sbsa, no tag of linux/arm64" in row.reason
+    assert row.status == report.FAILED and "manylinux2014_sbsa, no tag of linux/arm64" in row.reason
 
 
 def test_verify_accepts_a_known_wrong_tag_with_its_evidence():
-    row = verify.wheel_tag_row("nvidia-cusparselt-cu13", "0.8.0", FILE, "u", TARGET,
+    row = pins.wheel_tag_row("nvidia-cusparselt-cu13", "0.8.0", FILE, "u", TARGET,
                                {"nvidia-cusparselt-cu13": "read on 2026-11-24"}, lambda url: ["py3-none-manylinux2014_sbsa"])
-    assert row.status == verify.VERIFIED and "read on 2026-11-24" in row.reason
+    assert row.status == report.VERIFIED and "read on 2026-11-24" in row.reason
 
 
 def test_verify_is_quiet_about_wheels_whose_tags_fit():
-    assert verify.wheel_tag_row("x", "1", FILE, "u", TARGET, {}, lambda url: ["py3-none-manylinux2014_aarch64"]) is None
-    assert verify.wheel_tag_row("x", "1", "x-1-py3-none-any.whl", "u", TARGET, {}, None) is None
+    assert pins.wheel_tag_row("x", "1", FILE, "u", TARGET, {}, lambda url: ["py3-none-manylinux2014_aarch64"]) is None
+    assert pins.wheel_tag_row("x", "1", "x-1-py3-none-any.whl", "u", TARGET, {}, None) is None
 
 
 def test_an_unreadable_wheel_is_not_verified_never_passed():
     def broken(url):
         raise WheelMetadataError("HTTP 500")
 
-    row = verify.wheel_tag_row("x", "1", FILE, "u", TARGET, {}, broken)
-    assert row.status == verify.NOT_VERIFIED and "HTTP 500" in row.reason
+    row = pins.wheel_tag_row("x", "1", FILE, "u", TARGET, {}, broken)
+    assert row.status == report.NOT_VERIFIED and "HTTP 500" in row.reason
 
 
 def test_another_platform_s_base_gets_a_name_of_its_own():

@@ -7,9 +7,9 @@ import pytest
 from ngcbuild.core.errors import RecordDamaged, UserError
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
-from ngcbuild.engine.record import BuildFacts, BuildRecord, read_record, record_build, require, utc_timestamp
 from ngcbuild.render.context import render_release
 from ngcbuild.render.stamp import STAMP, current_stamp
+from ngcbuild.workspace.record import BuildFacts, BuildRecord, read_record, record_build, require, utc_timestamp
 
 NAMES = ImageNames(release="dev", tag="dev-py3", repository_path="nvidia/pytorch",
                    default_platform="linux/amd64", base_image="mirror.example/debian:bookworm-slim")

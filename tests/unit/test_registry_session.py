@@ -1,4 +1,4 @@
-"""The one registry session (engine/registry_client.py): urllib3's Retry on a requests Session,
+"""The one HTTP session policy (core/http.py) on the registry session (registry/client.py): urllib3's Retry on a requests Session,
 against a real HTTP server on the loopback that answers as scripted: connect errors and 5xx are
 retried with backoff, Retry-After is honoured (within a bound), what cannot help is not retried.
 The sleeps are recorded, not slept: no timing here."""
@@ -10,15 +10,8 @@ import threading
 import pytest
 import urllib3.util.retry
 
-from ngcbuild.engine import registry_client
-from ngcbuild.engine.registry_client import (
-    ATTEMPTS,
-    MAX_RETRY_AFTER_S,
-    Registry,
-    RegistryError,
-    new_session,
-    registry_session,
-)
+from ngcbuild.core.http import ATTEMPTS, BACKOFF_S, MAX_RETRY_AFTER_S, new_session
+from ngcbuild.registry.client import Registry, RegistryError, registry_session
 
 DIGEST = "sha256:" + "a" * 64
 
@@ -81,7 +74,7 @@ def test_5xx_is_retried_with_backoff_then_succeeds(server_of, sleeps):
     server = server_of([(503, {}), (502, {}), (200, {"Docker-Content-Digest": DIGEST})])
     assert Registry(server.host).digest("nvidia/pytorch", "dev-py3") == DIGEST
     assert len(server.seen) == 3 and server.seen[0] == ("HEAD", "/v2/nvidia/pytorch/manifests/dev-py3")
-    assert sleeps == [registry_client.BACKOFF_S * 2]  # urllib3: none after the first failure, then doubling
+    assert sleeps == [BACKOFF_S * 2]  # urllib3: none after the first failure, then doubling
 
 
 def test_retry_after_is_honoured_and_bounded(server_of, sleeps):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ngcbuild.core.atomic_dir import release_lock, replace_dir
 from ngcbuild.core.project import Project
 from ngcbuild.render.context import render_release
+from ngcbuild.workspace.atomic_dir import release_lock, replace_dir
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 # Two bases give two different contexts, so every render really rewrites build/R/.

@@ -12,8 +12,8 @@ import pytest
 
 from ngcbuild.core.errors import ManifestError
 from ngcbuild.core.project import Project
-from ngcbuild.manifest import apt_index, verify
 from ngcbuild.manifest.loader import load_release
+from ngcbuild.verify import apt, apt_index, closure_check, git_refs, pins, report, run, web
 
 from ..conftest import REPO
 
@@ -30,28 +30,28 @@ class Offline:
 
 
 def test_platform_tags_list_every_manylinux_glibc_down_to_the_oldest():
-    tags = verify.platform_tags("linux/amd64", "2.39")
+    tags = pins.platform_tags("linux/amd64", "2.39")
     assert tags[0] == "manylinux_2_39_x86_64"
     assert tags[-1] == "linux_x86_64"
     # pip matches literally: the 2_28 wheels of DALI and the legacy names must all be there
     for tag in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux_2_5_x86_64",
                 "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"):
         assert tag in tags
-    arm = verify.platform_tags("linux/arm64", "2.36")
+    arm = pins.platform_tags("linux/arm64", "2.36")
     assert "manylinux_2_17_aarch64" in arm and "manylinux_2_16_aarch64" not in arm
     assert "manylinux2014_aarch64" in arm and "manylinux1_aarch64" not in arm
     # an old glibc admits no newer wheel
-    assert "manylinux_2_28_x86_64" not in verify.platform_tags("linux/amd64", "2.27")
+    assert "manylinux_2_28_x86_64" not in pins.platform_tags("linux/amd64", "2.27")
 
 
 def test_abi_of_old_pythons_carries_the_m_flag():
-    assert verify.Target("3.6", "linux/amd64", "2.27").abi == "cp36m"
-    assert verify.Target("3.8", "linux/amd64", "2.31").abi == "cp38"
-    assert verify.Target("3.12", "linux/amd64", "2.39").abi == "cp312"
+    assert pins.Target("3.6", "linux/amd64", "2.27").abi == "cp36m"
+    assert pins.Target("3.8", "linux/amd64", "2.31").abi == "cp38"
+    assert pins.Target("3.12", "linux/amd64", "2.39").abi == "cp312"
 
 
 def test_a_recorded_pip_report_gives_each_distribution_and_its_file():
-    resolved = verify.parse_report(json.loads((DATA / "pip-report-25.12.json").read_text()))
+    resolved = pins.parse_report(json.loads((DATA / "pip-report-25.12.json").read_text()))
     assert resolved["absl-py"][:3] == ("2.3.1", "absl_py-2.3.1-py3-none-any.whl", ">=3.8")
     assert resolved["absl-py"][3].endswith("/absl_py-2.3.1-py3-none-any.whl")
     version, filename, _, _ = resolved["numpy"]
@@ -62,9 +62,9 @@ def test_a_recorded_pip_report_gives_each_distribution_and_its_file():
 
 def test_pips_complaint_names_the_pin_it_stopped_at():
     stderr = (DATA / "pip-stderr-no-match.txt").read_text()
-    assert verify.unmatched_requirement(stderr) == "nvidia-dali-cuda130"
-    assert verify.unmatched_requirement("ERROR: No matching distribution found for Foo_Bar[x]==1.0") == "foo-bar"
-    assert verify.unmatched_requirement("ERROR: network down") is None
+    assert pins.unmatched_requirement(stderr) == "nvidia-dali-cuda130"
+    assert pins.unmatched_requirement("ERROR: No matching distribution found for Foo_Bar[x]==1.0") == "foo-bar"
+    assert pins.unmatched_requirement("ERROR: network down") is None
 
 
 def _dali_files():
@@ -72,55 +72,55 @@ def _dali_files():
 
 
 def test_dali_1_52_is_a_placeholder_on_pypi_and_fails():
-    target = verify.Target("3.12", "linux/amd64", "2.39")
-    status, reason = verify.explain_missing("nvidia-dali-cuda130", "1.52.0", _dali_files(), target)
-    assert status == verify.FAILED
+    target = pins.Target("3.12", "linux/amd64", "2.39")
+    status, reason = pins.explain_missing("nvidia-dali-cuda130", "1.52.0", _dali_files(), target)
+    assert status == report.FAILED
     assert "only the source archive nvidia_dali_cuda130-1.52.0.tar.gz" in reason
     assert "platform wheels for other versions" in reason
 
 
 def test_a_missing_version_and_a_wheel_for_other_tags_fail_with_what_exists():
-    target = verify.Target("3.12", "linux/amd64", "2.27")
-    status, reason = verify.explain_missing("nvidia-dali-cuda130", "1.99.0", _dali_files(), target)
-    assert status == verify.FAILED and "no release 1.99.0" in reason and "2.4.0" in reason
+    target = pins.Target("3.12", "linux/amd64", "2.27")
+    status, reason = pins.explain_missing("nvidia-dali-cuda130", "1.99.0", _dali_files(), target)
+    assert status == report.FAILED and "no release 1.99.0" in reason and "2.4.0" in reason
     # 1.53.0 has manylinux_2_28 wheels only: glibc 2.27 cannot take them
-    status, reason = verify.explain_missing("nvidia-dali-cuda130", "1.53.0", _dali_files(), target)
-    assert status == verify.FAILED and "manylinux_2_28_x86_64.whl" in reason and "glibc 2.27" in reason
+    status, reason = pins.explain_missing("nvidia-dali-cuda130", "1.53.0", _dali_files(), target)
+    assert status == report.FAILED and "manylinux_2_28_x86_64.whl" in reason and "glibc 2.27" in reason
 
 
 def test_a_pure_python_source_archive_is_left_to_the_build():
-    target = verify.Target("3.6", "linux/amd64", "2.27")
-    status, reason = verify.explain_missing("future", "0.18.2", ["future-0.18.2.tar.gz"], target)
-    assert status == verify.NOT_VERIFIED and "future-0.18.2.tar.gz" in reason
+    target = pins.Target("3.6", "linux/amd64", "2.27")
+    status, reason = pins.explain_missing("future", "0.18.2", ["future-0.18.2.tar.gz"], target)
+    assert status == report.NOT_VERIFIED and "future-0.18.2.tar.gz" in reason
 
 
 def test_release_cutoff_is_the_month_after():
-    assert verify.release_cutoff("25.12") == date(2026, 1, 1)
-    assert verify.release_cutoff("20.02") == date(2020, 3, 1)
-    assert verify.release_cutoff("dev") is None
+    assert git_refs.release_cutoff("25.12") == date(2026, 1, 1)
+    assert git_refs.release_cutoff("20.02") == date(2020, 3, 1)
+    assert git_refs.release_cutoff("dev") is None
 
 
 def test_a_removed_base_image_is_refused_with_the_way_out():
     release = load_release(Project.at(REPO), "20.02").release
-    row = verify._base_row(release, None)
-    assert row.status == verify.FAILED
+    row = run._base_row(release, None)
+    assert row.status == report.FAILED
     assert "--base" in row.reason and "apt signing key" in row.reason
-    mirrored = verify._base_row(release, "mirror.example/cuda:10.2")
-    assert mirrored.status == verify.NOT_VERIFIED and "apt signing key" in mirrored.reason
+    mirrored = run._base_row(release, "mirror.example/cuda:10.2")
+    assert mirrored.status == report.NOT_VERIFIED and "apt signing key" in mirrored.reason
 
 
 @pytest.mark.parametrize("name", ["20.02", "20.12", "25.12", "dev", "cuda-dev"])
 def test_git_refs_are_full_commits_and_never_verified_offline(name):
     release = load_release(Project.at(REPO), name).release
-    for row in verify._git_rows(release, Offline()):
-        if verify.FULL_COMMIT.fullmatch(row.pin):
-            assert row.status == verify.NOT_VERIFIED and "unreachable" in row.reason
-        elif verify.SHORT_COMMIT.fullmatch(row.pin):
+    for row in git_refs.git_rows(release, Offline()):
+        if git_refs.FULL_COMMIT.fullmatch(row.pin):
+            assert row.status == report.NOT_VERIFIED and "unreachable" in row.reason
+        elif git_refs.SHORT_COMMIT.fullmatch(row.pin):
             # 25.12's PyTorch b4e4ee81d3 as NVIDIA gives it: the command to resolve it, never "failed" offline
-            assert row.status == verify.NOT_VERIFIED and "unreachable" in row.reason
+            assert row.status == report.NOT_VERIFIED and "unreachable" in row.reason
             assert row.reason.endswith(f"/tmp/resolve.git log -1 --format='%H %cI' {row.pin}")
         else:
-            assert row.status == verify.FAILED and "not a full commit" in row.reason
+            assert row.status == report.FAILED and "not a full commit" in row.reason
 
 
 class GitHub:
@@ -149,38 +149,38 @@ def _with_ref(ref):
 def test_a_short_commit_github_resolves_fails_naming_the_full_one():
     full = "154c6336aa7aedd40d3b3583fb5e1328f9cdf387"
     web = GitHub({"sha": full, "commit": {"committer": {"date": "2020-12-17T20:03:16Z"}}})
-    row = verify._short_commit_row("components.apex.ref", _with_ref("154c633"), web)
-    assert row.status == verify.FAILED and full in row.reason and "2020-12-17" in row.reason
+    row = git_refs._short_commit_row("components.apex.ref", _with_ref("154c633"), web)
+    assert row.status == report.FAILED and full in row.reason and "2020-12-17" in row.reason
 
 
 def test_a_short_commit_github_does_not_know_fails():
     error = urllib.error.HTTPError("https://api.github.com/", 422, "Unprocessable", {}, None)
-    row = verify._short_commit_row("components.apex.ref", _with_ref("0000000"), GitHub(error))
-    assert row.status == verify.FAILED and "HTTP 422" in row.reason
+    row = git_refs._short_commit_row("components.apex.ref", _with_ref("0000000"), GitHub(error))
+    assert row.status == report.FAILED and "HTTP 422" in row.reason
 
 
 def test_a_tag_is_never_a_commit():
     release = load_release(Project.at(REPO), "20.12").release
     apex = release.components["apex"].model_copy(update={"ref": "v0.1"})
     changed = release.model_copy(update={"components": {**release.components, "apex": apex}})
-    rows = {row.name: row for row in verify._git_rows(changed, Offline())}
-    assert rows["components.apex.ref"].status == verify.FAILED
+    rows = {row.name: row for row in git_refs.git_rows(changed, Offline())}
+    assert rows["components.apex.ref"].status == report.FAILED
 
 
 def test_output_counts_every_row():
-    rows = [verify.Row("pip", "a", "1", "linux/amd64", verify.VERIFIED),
-            verify.Row("pip", "b", "2", "linux/amd64", verify.FAILED, "gone"),
-            verify.Row("git", "c", "x", "", verify.NOT_VERIFIED, "offline")]
-    data = json.loads(verify.as_json("r", rows))
+    rows = [report.Row("pip", "a", "1", "linux/amd64", report.VERIFIED),
+            report.Row("pip", "b", "2", "linux/amd64", report.FAILED, "gone"),
+            report.Row("git", "c", "x", "", report.NOT_VERIFIED, "offline")]
+    data = json.loads(report.json_text("r", rows))
     assert data["summary"] == {"verified": 1, "failed": 1, "not verified": 1}
     assert data["rows"][1]["reason"] == "gone"
-    assert "1 verified, 1 failed, 1 not verified" in verify.as_table("r", rows)
+    assert "1 verified, 1 failed, 1 not verified" in report.table_text("r", rows)
 
 
 def test_requires_python_is_tested_against_the_target_not_the_running_interpreter():
-    assert verify.supports_python("<3.7,>=3.6", "3.6")  # dataclasses, for 20.02's Python 3.6
-    assert not verify.supports_python(">=3.8", "3.6")
-    assert verify.supports_python("", "3.12") and verify.supports_python("not a specifier", "3.12")
+    assert pins.supports_python("<3.7,>=3.6", "3.6")  # dataclasses, for 20.02's Python 3.6
+    assert not pins.supports_python(">=3.8", "3.6")
+    assert pins.supports_python("", "3.12") and pins.supports_python("not a specifier", "3.12")
 
 
 @pytest.mark.parametrize("a, b, order", [
@@ -229,18 +229,18 @@ def _release_with_apt(pins):
 
 def test_an_apt_pin_older_than_the_archives_update_fails_as_a_downgrade():
     release = _release_with_apt({"python3.12": "3.12.3-1", "libnccl2": "2.28.9-1+cuda13.0"})
-    rows = {r.name: r for r in verify._apt_rows(release, "linux/amd64", Archive())}
-    assert rows["python3.12"].status == verify.FAILED
+    rows = {r.name: r for r in apt.apt_rows(release, "linux/amd64", Archive())}
+    assert rows["python3.12"].status == report.FAILED
     assert "older than 3.12.3-1ubuntu0.17 in noble-updates" in rows["python3.12"].reason
     # not Ubuntu's: from NVIDIA's repository, which verify does not read
-    assert rows["libnccl2"].status == verify.NOT_VERIFIED
+    assert rows["libnccl2"].status == report.NOT_VERIFIED
 
 
 def test_an_apt_pin_that_is_the_newest_verifies_and_a_missing_one_fails():
     release = _release_with_apt({"python3.12": "3.12.3-1ubuntu0.17", "git": "1:2.43.0-1ubuntu6"})
-    rows = {r.name: r for r in verify._apt_rows(release, "linux/amd64", Archive())}
-    assert rows["python3.12"].status == verify.VERIFIED and "noble-updates" in rows["python3.12"].reason
-    assert rows["git"].status == verify.FAILED and "not in the archive" in rows["git"].reason
+    rows = {r.name: r for r in apt.apt_rows(release, "linux/amd64", Archive())}
+    assert rows["python3.12"].status == report.VERIFIED and "noble-updates" in rows["python3.12"].reason
+    assert rows["git"].status == report.FAILED and "not in the archive" in rows["git"].reason
 
 
 def test_a_buildable_release_without_glibc_is_bad_input(scratch):
@@ -248,7 +248,7 @@ def test_a_buildable_release_without_glibc_is_bad_input(scratch):
     scratch.manifest("r1", (REPO / "manifests" / "dev.yaml").read_text() + "os:\n  glibc: null\n")
     loaded = load_release(Project.at(scratch.root), "r1")
     with pytest.raises(ManifestError, match=r"r1.yaml: os.glibc: required by verify"):
-        verify.verify_release(loaded, Offline())
+        run.verify_release(loaded, Offline())
 
 
 class _Index:
@@ -284,8 +284,8 @@ class _Index:
 def test_an_index_answering_500_or_garbage_is_one_message_without_its_password(status, body):
     index = _Index(status, body)
     try:
-        with pytest.raises(verify.OperationError) as caught:
-            verify.index_files(index.url, "numpy", verify.Web(environ={}))
+        with pytest.raises(pins.OperationError) as caught:
+            pins.index_files(index.url, "numpy", web.Web(environ={}))
     finally:
         index.close()
     assert "s3cr3t-index" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)
@@ -296,21 +296,21 @@ def test_an_index_answering_500_or_garbage_is_one_message_without_its_password(s
 def test_verify_prints_its_table_when_an_index_answers_500_or_garbage(monkeypatch, status, body):
     """pip itself against the broken index: every pin becomes "not verified" with the reason."""
     index = _Index(status, body)
-    monkeypatch.setattr(verify, "PYPI", index.url)
+    monkeypatch.setattr(pins, "PYPI", index.url)
     loaded = load_release(Project(REPO), "dev")
     release = loaded.release
-    target = verify.Target(release.python.version, release.build.platform, release.os.glibc)
-    web = verify.Web(environ={})
-    web._reachable = {}
+    target = pins.Target(release.python.version, release.build.platform, release.os.glibc)
+    answers = web.Web(environ={})
+    answers._reachable = {}
     # two pins, and the broken index the only one (no extra index reached over the network)
     release = release.model_copy(update={"pip": release.pip.model_copy(update={"extra_index_urls": []})})
     loaded = dataclasses.replace(loaded, release=release,
                                  constraints=dataclasses.replace(loaded.constraints, pins=loaded.constraints.pins[1:3]))
     try:
-        rows = verify._pip_rows(loaded, target, web)
+        rows = pins.pip_rows(loaded, target, answers)
     finally:
         index.close()
-    assert rows and all(r.status == verify.NOT_VERIFIED for r in rows), rows
+    assert rows and all(r.status == report.NOT_VERIFIED for r in rows), rows
     assert all("***@127.0.0.1" in r.reason and "s3cr3t-index" not in r.reason for r in rows), rows
     # pip was run against the index: the host answered, so no row stops at "unreachable"
     assert not any("unreachable" in r.reason for r in rows), rows
@@ -322,21 +322,21 @@ def test_a_closure_pip_could_not_read_is_not_verified_without_the_password(monke
     """pip resolves the whole set against an index that answers 500 or garbage: never "failed" (nothing
     was found missing), never "verified"; the reason hides the index's password."""
     index = _Index(status, body)
-    monkeypatch.setattr(verify, "PYPI", index.url)
+    monkeypatch.setattr(pins, "PYPI", index.url)
     loaded = load_release(Project(REPO), "dev")
     release = loaded.release
     release = release.model_copy(update={"pip": release.pip.model_copy(update={"extra_index_urls": []})})
     loaded = dataclasses.replace(loaded, release=release,
                                  constraints=dataclasses.replace(loaded.constraints, pins=loaded.constraints.pins[1:3]))
-    target = verify.Target(release.python.version, release.build.platform, release.os.glibc)
-    web = verify.Web(environ={})
+    target = pins.Target(release.python.version, release.build.platform, release.os.glibc)
+    answers = web.Web(environ={})
     # the host answers (Web.unreachable's probe of the bare host does not carry the credentials)
-    web._reachable = {urlsplit(index.url).netloc.rpartition("@")[2]: None}
+    answers._reachable = {urlsplit(index.url).netloc.rpartition("@")[2]: None}
     try:
-        row = verify.closure_row(loaded, target, web, [])  # as if each pin had verified alone
+        row = closure_check.closure_row(loaded, target, answers, [])  # as if each pin had verified alone
     finally:
         index.close()
-    assert (row.kind, row.platform, row.status) == ("closure", "linux/amd64", verify.NOT_VERIFIED), row
+    assert (row.kind, row.platform, row.status) == ("closure", "linux/amd64", report.NOT_VERIFIED), row
     assert "s3cr3t-index" not in row.reason and row.reason, row
 
 
@@ -356,24 +356,24 @@ def _closure_with_recorded_pip(monkeypatch, release_name):
 
     def recorded_pip(arguments, indexes, target, web, scratch, quiet=True):
         (scratch / "report.json").write_text((DATA / "pip-report-requests-unpinned.json").read_text())
-        return verify.subprocess.CompletedProcess(arguments, 0, "", "")
+        return pins.subprocess.CompletedProcess(arguments, 0, "", "")
 
-    monkeypatch.setattr(verify, "run_pip", recorded_pip)
+    monkeypatch.setattr(pins, "run_pip", recorded_pip)
     loaded = load_release(Project(REPO), release_name)
-    pins = tuple(Pin(n, v, i) for i, (n, v) in enumerate(
+    four = tuple(Pin(n, v, i) for i, (n, v) in enumerate(
         [("requests", "2.32.5"), ("certifi", "2025.11.12"), ("charset-normalizer", "3.4.4"), ("idna", "3.11")]))
-    loaded = dataclasses.replace(loaded, constraints=dataclasses.replace(loaded.constraints, pins=pins))
+    loaded = dataclasses.replace(loaded, constraints=dataclasses.replace(loaded.constraints, pins=four))
     release = loaded.release
-    target = verify.Target("3.11", "linux/amd64", release.os.glibc)
-    return verify.closure_row(loaded, target, _Answers(), [])
+    target = pins.Target("3.11", "linux/amd64", release.os.glibc)
+    return closure_check.closure_row(loaded, target, _Answers(), [])
 
 
 def test_closure_verdicts_for_system_and_conda_pythons(monkeypatch):
     row = _closure_with_recorded_pip(monkeypatch, "dev")
-    assert row.status == verify.FAILED
+    assert row.status == report.FAILED
     assert row.reason.startswith("5 distributions needed on linux/amd64; 1 not pinned: urllib3 2.8.0 (required by "
                                  "requests)"), row
     # 20.12's Miniconda brings distributions of its own that verify does not read: urllib3 may be one
     row = _closure_with_recorded_pip(monkeypatch, "20.12")
-    assert row.status == verify.NOT_VERIFIED
+    assert row.status == report.NOT_VERIFIED
     assert "unless the conda environment (Miniconda3-py38_4.9.2-Linux-x86_64.sh) carries them" in row.reason, row

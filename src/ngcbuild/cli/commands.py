@@ -201,13 +201,13 @@ def publish(release: str, registry: str, records=None) -> dict:
 
 
 def sbom(release: str, image=None) -> dict:
-    from ngcbuild.publish.sbom import write_sbom
+    from ngcbuild.supply.sbom import write_sbom
 
     return write_sbom(project(), release, image=image, out=sys.stdout)
 
 
 def audit(release: str) -> dict:
-    from ngcbuild.publish.audit import audit_release
+    from ngcbuild.supply.audit import audit_release
 
     return audit_release(project(), release, out=sys.stdout)
 
@@ -219,7 +219,7 @@ def promote(release: str, source: str, target: str, trusted_keys=None) -> dict:
 
 
 def keygen(out=None) -> None:
-    from ngcbuild.publish.signing import make_key_pair
+    from ngcbuild.supply.signing import make_key_pair
 
     private, public, key_id = make_key_pair(project().root, out)
     print(f"wrote {shown_path(private)} (private, mode 0600: keep it secret) and {shown_path(public)} (public: give "
@@ -227,14 +227,14 @@ def keygen(out=None) -> None:
 
 
 def attest(release: str, registry: str, key=None) -> dict:
-    from ngcbuild.publish.attest import attest_release
+    from ngcbuild.supply.attest import attest_release
 
     return attest_release(project(), release, registry, key, out=sys.stdout)
 
 
 def verify_attestation(image: str, trusted_keys=None) -> list:
     """Outside a project (a consumer), key files are read from the current folder."""
-    from ngcbuild.publish.attest import key_root, verify_command
+    from ngcbuild.supply.attest import key_root, verify_command
 
     return verify_command(key_root(project), image, trusted_keys, out=sys.stdout)
 
@@ -279,7 +279,7 @@ def whole_number(text, flag: str, default: int, least: int) -> int:
 def _select_engine(url) -> None:
     """--engine URL: the engine this command reaches (as DOCKER_HOST names it). Either is checked
     here, before anything is rendered or tagged."""
-    from ngcbuild.engine.local_engine import engine_address
+    from ngcbuild.engine.address import engine_address
 
     if url is not None:
         from ngcbuild.engine.client import select
@@ -290,8 +290,10 @@ def _select_engine(url) -> None:
 
 def verify(release: str, as_json=False, base=None) -> None:
     """Print the verification of every pin of R (a table, or JSON); exit 1 when one failed."""
-    from ngcbuild.manifest import verify  # the module; this function is the task of the same name
     from ngcbuild.manifest.loader import load_release
+    from ngcbuild.verify.report import FAILED, VerifyFailed, json_text, summary, table_text
+    from ngcbuild.verify.run import verify_release
+    from ngcbuild.verify.web import Web
 
     if base is not None:  # checked as build checks it (credentials refused, never shown), before any query
         from ngcbuild.render.context import checked_base
@@ -300,11 +302,11 @@ def verify(release: str, as_json=False, base=None) -> None:
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
-    rows = verify.verify_release(loaded, verify.Web(), base=base)
-    sys.stdout.write(verify.as_json(release, rows) if as_json else verify.as_table(release, rows))
-    failed = verify.summary(rows)[verify.FAILED]
+    rows = verify_release(loaded, Web(), base=base)
+    sys.stdout.write(json_text(release, rows) if as_json else table_text(release, rows))
+    failed = summary(rows)[FAILED]
     if failed:
-        raise verify.VerifyFailed(f"verify {release}: {failed} failed (see the table)")
+        raise VerifyFailed(f"verify {release}: {failed} failed (see the table)")
 
 
 def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,

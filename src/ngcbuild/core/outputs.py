@@ -12,7 +12,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from ngcbuild.core.errors import OperationError, shown_path
+from ngcbuild.core.errors import OperationError, UserError, shown_path
 
 MAX_SHOWN_PATH = 160
 
@@ -73,33 +73,117 @@ def make_dir(path: Path) -> Path:
     return path
 
 
-def write_bytes(path: Path, data: bytes) -> Path:
-    with storing(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    return path
+class UnsafeOutput(UserError):
+    """An output path where writing would harm something else: a link (its target would be
+    replaced), a FIFO or device (a write would hang or reach hardware), a path that leaves the folder
+    it must stay in. Exit 2: something the user (or someone else) put there, nothing was written."""
 
 
-def write_text(path: Path, text: str) -> Path:
-    return write_bytes(path, text.encode("utf-8"))
+def write_file(path: Path, data: bytes | str, *, within: Path, mode: int | None = None) -> Path:
+    """The one writer of every file ngcbuild makes: whole or not at all, never through a link.
 
-
-def replace_text(path: Path, text: str, mode: int | None = None) -> Path:
-    """Write `path` whole or not at all: a temporary file beside it, renamed over it (a reader, or a
-    Ctrl-C, never sees half of it). The temporary file is made with mode 0600 and keeps it unless
-    `mode` says otherwise (a private key is never readable by others, not even for an instant)."""
+    `path` must stay inside `within` (the project, or build/R/) once every folder on the way is
+    resolved; the name itself must be nothing or a regular file (never followed when it is a link,
+    never opened when it is a FIFO, device or folder). The data goes to a temporary file beside it
+    (O_EXCL, mode 0600 from the start), is flushed to the disk and renamed over the name, so a reader,
+    a Ctrl-C or a crash sees the old file or the new one. The file's mode is `mode`, or what the
+    umask gives a new file (0644 under the usual 022): a private key is never readable by others,
+    not even for an instant."""
     import tempfile
 
+    data = data.encode("utf-8") if isinstance(data, str) else data
+    path = Path(path)
     with storing(path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+        _refuse_outside(path, path.parent, within)  # before a folder is made through a link
+        folder = make_dir(path.parent)
+        _refuse_unsafe(path, folder, within)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}-", dir=folder)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            if mode is not None:
-                os.chmod(tmp, mode)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, mode if mode is not None else 0o666 & ~_umask())
+            _refuse_unsafe(path, folder, within)  # again: the name may have changed while we wrote
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        _sync_folder(folder)
     return path
+
+
+def _refuse_outside(path: Path, folder: Path, within: Path) -> None:
+    """realpath resolves every link on the way and keeps the folders not made yet as they are."""
+    inside = os.path.realpath(within)
+    real_folder = os.path.realpath(folder)
+    if real_folder != inside and not real_folder.startswith(inside.rstrip(os.sep) + os.sep):
+        raise UnsafeOutput(f"{short_path(path)}: its folder leads outside {short_path(within) or '.'} "
+                           f"(to {short_path(real_folder)}); ngcbuild writes only inside it, nothing was written")
+
+
+def _refuse_unsafe(path: Path, folder: Path, within: Path) -> None:
+    import stat
+
+    _refuse_outside(path, folder, within)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeOutput(f"{short_path(path)}: is a symbolic link; ngcbuild never writes through a link "
+                           "(remove it and run again), nothing was written")
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) \
+            else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"
+        raise UnsafeOutput(f"{short_path(path)}: is {kind}, where ngcbuild writes a file (remove it and run "
+                           "again), nothing was written")
+
+
+def _umask() -> int:
+    """The process's umask: Linux tells it in /proc; elsewhere it is read by setting it back at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the rename itself durable (a crash after it must not bring the old file back)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems cannot sync a folder: the rename stands anyway
+        pass
+    finally:
+        os.close(fd)
+
+
+def open_lock_file(path: Path) -> int:
+    """A descriptor of the lock file `path` (made when missing), for flock. Never through a link (its
+    target would be made or locked), never a FIFO (opening one would hang): such a name is refused."""
+    import stat
+
+    with storing(path):
+        make_dir(path.parent)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UnsafeOutput(f"{short_path(path)}: is a symbolic link; ngcbuild never writes through a link "
+                                   "(remove it and run again)") from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UnsafeOutput(f"{short_path(path)}: is not a regular file, where ngcbuild keeps a lock (remove it "
+                               "and run again)")
+    return fd

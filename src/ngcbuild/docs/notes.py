@@ -12,7 +12,6 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from ngcbuild.core.outputs import write_text
 from ngcbuild.core.project import Project
 from ngcbuild.docs.diff import diff_releases, drafted_features
 from ngcbuild.docs.facts import (
@@ -31,9 +30,9 @@ from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.model import DriverRequirements, Example, GpuRequirements, Release
 from ngcbuild.manifest.series import Series
+from ngcbuild.workspace.release_dir import NOTES, ReleaseDir
 
 TEMPLATE = "notes/release-notes.md.j2"
-FILE_NAME = "release-notes.md"
 # torch.cuda.amp, the native AMP the notes describe, first shipped in PyTorch 1.6.
 NATIVE_AMP_SINCE = Version("1.6")
 
@@ -173,8 +172,7 @@ def render_notes(series: Series, name: str, project: Project) -> str:
 def write_notes(project: Project, name: str) -> Path:
     series = Series.load(project)
     text = render_notes(series, name, project)
-    path = project.out(name) / FILE_NAME
-    return write_text(path, text)
+    return ReleaseDir.at(project.root, name).write(NOTES, text)
 
 
 def _not_included(release: Release, catalog: Catalog) -> tuple[tuple[str, str], ...]:

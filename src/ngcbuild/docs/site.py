@@ -4,7 +4,7 @@ index.html (the support matrix, each release linked), releases/R.html (its notes
 (what changed since its predecessor), with one stylesheet. Static and offline: no scripts, no fonts,
 nothing fetched from elsewhere. Markdown becomes HTML with `markdown`, raw HTML in it disabled, so a
 manifest's text can never become markup. The whole site is made in memory first and swapped in
-like build/R/ (core/atomic_dir.py): an interrupt or a failure leaves the older complete site.
+like build/R/ (workspace/atomic_dir.py): an interrupt or a failure leaves the older complete site.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from pathlib import Path
 import jinja2
 import markdown
 
-from ngcbuild.core.atomic_dir import release_lock, replace_dir
 from ngcbuild.core.outputs import make_dir, storing
 from ngcbuild.core.project import Project
 from ngcbuild.core.templating import environment
@@ -23,6 +22,7 @@ from ngcbuild.docs.diff import render_diff
 from ngcbuild.docs.matrix import render_matrix
 from ngcbuild.docs.notes import render_notes
 from ngcbuild.manifest.series import Series
+from ngcbuild.workspace.atomic_dir import release_lock, replace_dir
 
 PAGE = "site/page.html.j2"
 STYLE = "site/style.css"

@@ -13,12 +13,12 @@ from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, OutputDamaged, excerpt
 from ngcbuild.core.files import exists, nesting, parse_json, read_text
+from ngcbuild.workspace.release_dir import AUDIT
 
-AUDIT = "audit.json"  # publish/audit.py writes it (docs/ reads what the stages wrote, never imports them)
 MAX_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 16
 VERDICTS = ("passed", "failed", "not checked")
-# what `invoke audit` writes (publish/advisories.link_of): the notes put it into Markdown unescaped
+# what `invoke audit` writes (supply/advisories.link_of): the notes put it into Markdown unescaped
 LINK = re.compile(r"https://osv\.dev/vulnerability/[A-Za-z0-9%._-]{1,300}")
 
 

@@ -1,4 +1,4 @@
-"""build/R/ -> an image on a Docker engine: the client (local or remote), the build and its event
-stream, reuse by context hash, the registry client (one retrying session) it looks images up with,
-the layer cache shared through a registry, base images, leftovers of unfinished builds, the build
-record, wheels, transfer progress, pruning, and the one way a container is run once (container.py)."""
+"""build/R/ -> an image on a Docker engine: where the engine is (address.py) and its two clients
+(local_engine.py on the socket, client.py through the SDK), the build and its event stream, reuse by
+context hash, the layer cache shared through a registry, base images, leftovers of unfinished builds,
+wheels, transfer progress, pruning, and the one way a container is run once (container.py)."""

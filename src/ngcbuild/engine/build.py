@@ -10,6 +10,7 @@ Jinja is imported on it: they cost more than the rest of the command.
 from __future__ import annotations
 
 import fcntl
+import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,13 +18,14 @@ from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, shown_path
 from ngcbuild.core.names import ImageNames, check_release_name
-from ngcbuild.core.outputs import make_dir, printer, storing
+from ngcbuild.core.outputs import open_lock_file, printer
 from ngcbuild.core.project import Project
 from ngcbuild.engine.local_engine import LocalEngine
 from ngcbuild.engine.options import BuildOptions, check_platform_listed, image_repository
-from ngcbuild.engine.registry_client import Registry, credentials
 from ngcbuild.engine.reuse import reuse
+from ngcbuild.registry.client import Registry, credentials
 from ngcbuild.render.stamp import current_stamp
+from ngcbuild.workspace.release_dir import BUILD_LOCK
 
 
 @dataclass(frozen=True)
@@ -90,13 +92,13 @@ def _engine():
 
 @contextmanager
 def _exclusive(directory: Path, name: str):
-    make_dir(directory)
-    with storing(directory / ".build.lock"):
-        lock = (directory / ".build.lock").open("w")
-    with lock:
+    fd = open_lock_file(directory / BUILD_LOCK)
+    try:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise OperationError(f"another build of {name} is running (it holds {shown_path(directory)}/.build.lock); "
+            raise OperationError(f"another build of {name} is running (it holds {shown_path(directory)}/{BUILD_LOCK}); "
                                  "wait for it to finish, or build another release") from None
         yield
+    finally:
+        os.close(fd)

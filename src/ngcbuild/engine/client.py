@@ -10,7 +10,7 @@ from docker.errors import DockerException
 
 from ngcbuild.core.errors import EngineUnavailable, UserError
 from ngcbuild.core.references import ReferenceProblem, parse_engine_url
-from ngcbuild.engine.local_engine import HOW_TO_FIX, PING_TIMEOUT_S, engine_address, unreachable_reason
+from ngcbuild.engine.address import HOW_TO_FIX, PING_TIMEOUT_S, engine_address, unreachable_reason
 
 # Long builds stream for a long time between events (a 200 MB wheel install prints nothing).
 API_TIMEOUT_S = 3600

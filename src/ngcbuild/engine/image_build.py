@@ -29,10 +29,10 @@ from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import TAIL_LINES, BuildStream, stage_names
 from ngcbuild.engine.leftovers import Journal, remove_containers
 from ngcbuild.engine.options import BuildOptions, image_repository
-from ngcbuild.engine.record import BuildFacts, BuildRecord, previous_record, record_build, record_path
-from ngcbuild.engine.registry_client import credentials
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
+from ngcbuild.registry.client import credentials
+from ngcbuild.workspace.record import BuildFacts, BuildRecord, previous_record, record_build, record_path
 
 if TYPE_CHECKING:
     from ngcbuild.render.context import Rendered

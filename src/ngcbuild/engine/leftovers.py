@@ -16,9 +16,9 @@ from pathlib import Path
 import docker
 
 from ngcbuild.core.files import exists, read_text
-from ngcbuild.core.outputs import storing
+from ngcbuild.core.outputs import write_file
+from ngcbuild.workspace.release_dir import JOURNAL
 
-JOURNAL = ".intermediate-containers"
 # How long to keep trying: the engine may itself be removing a container it was cancelling.
 GRACE_S = 20
 MAX_BYTES = 1_000_000
@@ -41,11 +41,9 @@ class Journal:
         new = [i for i in ids if i not in self._written]
         if not new:
             return
-        with storing(self.path):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write("".join(f"{i}\n" for i in new))
-                handle.flush()
+        # the whole list each time, through the one writer: a crash leaves the last list whole
+        known = [i for i in self.read() if i not in new]
+        write_file(self.path, "".join(f"{i}\n" for i in (*known, *new)), within=self.path.parent.parent)
         self._written.update(new)
 
     def clear(self) -> None:

@@ -18,55 +18,13 @@ import threading
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
-from ngcbuild.core.errors import EngineUnavailable, OperationError, UserError, excerpt
-from ngcbuild.core.references import ReferenceProblem, parse_engine_url
+from ngcbuild.core.errors import EngineUnavailable, OperationError, excerpt
+from ngcbuild.engine.address import HOW_TO_FIX, PING_TIMEOUT_S, engine_address, unreachable_reason
 
-DEFAULT_SOCKET = "/var/run/docker.sock"
-# A live engine answers a ping at once; one that accepts and never answers is as good as none.
-PING_TIMEOUT_S = 10
 # Inspecting, listing and tagging images take milliseconds; a minute means the engine is stuck.
 CALL_TIMEOUT_S = 60
 # The largest answer read: an image list of a busy engine is a few MB; more is no engine's answer.
 MAX_ANSWER_BYTES = 256 << 20
-HOW_TO_FIX = ("Start it (on our machines: `bash .ci/engine`; elsewhere: `sudo systemctl start docker`) "
-              "or point DOCKER_HOST at one.")
-
-
-def engine_address(environ=os.environ) -> str:
-    """The engine every client of this process reaches, as DOCKER_HOST names it: checked by the one
-    address parser (credentials refused, never shown) before any client sees it."""
-    value = environ.get("DOCKER_HOST")
-    if not value:
-        return f"unix://{DEFAULT_SOCKET}"
-    try:
-        return parse_engine_url(value)
-    except ReferenceProblem as exc:
-        raise UserError(f"DOCKER_HOST: {exc}") from None
-
-
-def unreachable_reason(where: str, exc: Exception, waited_s: float = PING_TIMEOUT_S) -> str:
-    """Why, in words: the socket file is missing, refuses connections, does not answer, or denies us."""
-    text = str(exc)
-    if where.startswith("unix://"):
-        path = where[len("unix://"):]
-        if not os.path.exists(path):
-            return f"{path} does not exist: no engine is running"
-    if "HTTPS server" in text or "HTTP response to HTTPS" in text:
-        return ("it speaks TLS and this client does not, or the other way round: set DOCKER_TLS_VERIFY=1 and "
-                "DOCKER_CERT_PATH to a folder with ca.pem, cert.pem and key.pem, or unset them")
-    if "SSL" in text or "certificate" in text.lower():
-        return (f"TLS failed ({text.split('(', 1)[0].strip() or 'handshake'}): DOCKER_CERT_PATH must hold the "
-                "engine's CA (ca.pem) and a client certificate it trusts (cert.pem, key.pem)")
-    if "Permission denied" in text or isinstance(exc, PermissionError):
-        return "permission denied: add your user to the docker group or use sudo"
-    if "Connection refused" in text or isinstance(exc, ConnectionRefusedError):
-        return "connection refused: nothing is listening there; the engine is not running"
-    if "timed out" in text.lower() or isinstance(exc, TimeoutError):
-        return f"no answer within {waited_s:g}s: the engine is hung or this is not a Docker engine"
-    if ("Connection aborted" in text or "RemoteDisconnected" in text
-            or isinstance(exc, (ConnectionResetError, http.client.HTTPException))):
-        return "the connection was closed without an answer: this is not a Docker engine"
-    return text.split("(", 1)[0].strip() or type(exc).__name__
 
 
 class EngineReplied(OperationError):

@@ -15,8 +15,8 @@ import time
 from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import ImageRef
-from ngcbuild.engine.record import BuildRecord, record_build
-from ngcbuild.engine.registry_client import Registry, RegistryError
+from ngcbuild.registry.client import Registry, RegistryError
+from ngcbuild.workspace.record import BuildRecord, record_build
 
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
 HASH_CHARS = 12

@@ -21,8 +21,11 @@ from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, registry_host
 from ngcbuild.engine.client import connect
-from ngcbuild.engine.record import read_record, utc_timestamp, write_record
-from ngcbuild.engine.registry_client import (
+from ngcbuild.engine.reuse import arch_of, platform_tag
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.publish.platform_records import gather, load_records
+from ngcbuild.publish.push import push_with_retries, record_tag, registry_tags
+from ngcbuild.registry.client import (
     DOCKER_LIST,
     DOCKER_MANIFEST,
     OCI_INDEX,
@@ -31,11 +34,8 @@ from ngcbuild.engine.registry_client import (
     RegistryError,
     credentials,
 )
-from ngcbuild.engine.reuse import arch_of, platform_tag
-from ngcbuild.manifest.loader import load_release
-from ngcbuild.publish.platform_records import gather, load_records
-from ngcbuild.publish.push import push_with_retries, record_tag, registry_tags
 from ngcbuild.render.context import render_files, render_loaded, render_release
+from ngcbuild.workspace.record import read_record, utc_timestamp, write_record
 
 
 class PublishRefused(OperationError):

@@ -16,7 +16,7 @@ from pathlib import Path
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.files import nesting, parse_json, read_text
 from ngcbuild.core.references import ImageRef, ReferenceProblem
-from ngcbuild.engine.record import MAX_BYTES, RECORD
+from ngcbuild.workspace.record import MAX_BYTES, RECORD
 
 
 class PlatformMissing(OperationError):

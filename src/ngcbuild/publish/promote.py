@@ -2,7 +2,7 @@
 
 Only an image whose smoke suite passed is promoted: the smoke record in build/R/record.json must
 exist, have passed, and describe the very image the promoted digest holds. And only an image whose
-attestation holds (publish/attest.py): each image manifest promoted (each platform's of a list) has a
+attestation holds (supply/attest.py): each image manifest promoted (each platform's of a list) has a
 provenance signed by a trusted key and about that very digest, and any SBOM or audit report attached
 is the one the signed statement names; these are copied with the image (after it: they name it),
 and nothing is copied when one fails. skopeo copies the manifest (every platform of a list) with its
@@ -23,9 +23,9 @@ import time
 from ngcbuild.core.errors import OperationError, RecordDamaged, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
-from ngcbuild.engine.record import read_record, record_path, utc_timestamp, write_record
-from ngcbuild.engine.registry_client import Registry, base_url, credentials
 from ngcbuild.manifest.loader import load_release
+from ngcbuild.registry.client import Registry, base_url, credentials
+from ngcbuild.workspace.record import read_record, record_path, utc_timestamp, write_record
 
 COPY_TIMEOUT_S = 3600
 
@@ -81,8 +81,8 @@ def check_every_platform(record: dict, name: str, published: dict) -> dict:
 
 def promote_release(project: Project, name: str, source: str, target: str, trusted_options=None,
                     out=sys.stdout) -> dict:
-    from ngcbuild.publish import attachments
-    from ngcbuild.publish.attest import subjects_of, trusted_keys, verify_image
+    from ngcbuild.supply import attachments
+    from ngcbuild.supply.attest import subjects_of, trusted_keys, verify_image
 
     source, target = registry_host(source, "--from"), registry_host(target, "--to")
     if source == target:

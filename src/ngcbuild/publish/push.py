@@ -12,16 +12,17 @@ import requests
 import urllib3
 
 from ngcbuild.core.errors import PushFailed, RecordDamaged, UserError, excerpt
+from ngcbuild.core.http import ATTEMPTS, BACKOFF_S
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
-from ngcbuild.engine.record import read_record, record_path, require, utc_timestamp, write_record
-from ngcbuild.engine.registry_client import ATTEMPTS, BACKOFF_S, credentials
 from ngcbuild.engine.transfer import TransferProgress
+from ngcbuild.registry.client import credentials
+from ngcbuild.workspace.record import read_record, record_path, require, utc_timestamp, write_record
 
-# ATTEMPTS and BACKOFF_S: the one schedule of registry retries (registry_client.py)
+# ATTEMPTS and BACKOFF_S: the one schedule of retries (core/http.py)
 TRANSIENT = ("connection refused", "connection reset", "i/o timeout", "timeout", "eof", "502", "503", "504",
              "500 internal server error", "broken pipe", "temporarily unavailable", "tls handshake")
 DENIED = ("unauthorized", "authentication required", "denied", "forbidden", "401", "403")

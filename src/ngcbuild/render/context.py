@@ -16,7 +16,6 @@ import jinja2
 from pydantic import TypeAdapter, ValidationError
 
 from ngcbuild.core import templating
-from ngcbuild.core.atomic_dir import release_lock, replace_dir
 from ngcbuild.core.errors import ManifestError, UserError, shown_path
 from ngcbuild.core.outputs import make_dir, storing
 from ngcbuild.core.project import Project
@@ -24,6 +23,7 @@ from ngcbuild.manifest.fields import TaggedImage
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.render.plan import ImagePlan, plan_image
 from ngcbuild.render.stamp import release_inputs, write_stamp
+from ngcbuild.workspace.atomic_dir import release_lock, replace_dir
 
 _BASE_ADAPTER = TypeAdapter(TaggedImage)
 

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
@@ -25,11 +24,11 @@ from ngcbuild.core.files import nesting, read_text
 from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
+from ngcbuild.workspace.release_dir import STAMP, ReleaseDir
 
 if TYPE_CHECKING:  # the unchanged-release path imports this module and must not load pydantic
     from ngcbuild.manifest.loader import LoadedRelease
 
-STAMP = ".rendered.json"
 _CODE = Path(__file__).resolve().parents[1]  # the whole ngcbuild package
 MAX_INPUT_BYTES = 16 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -76,14 +75,7 @@ def write_stamp(project: Project, directory: Path, files: list[str], base: str |
                 names: ImageNames) -> None:
     data = {"inputs": files, "base": base, "inputs_sha256": inputs_digest(project, files, base),
             "context_sha256": context_hash, "names": names.to_json()}
-    fd, tmp = tempfile.mkstemp(prefix=STAMP + ".", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, directory / STAMP)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    ReleaseDir(directory, project.root).write(STAMP, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 MAX_STAMP_BYTES = 1 << 20

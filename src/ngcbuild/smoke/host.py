@@ -17,13 +17,14 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from ngcbuild.core.errors import SmokeFailed, UserError
+from ngcbuild.core.outputs import write_file
 from ngcbuild.smoke.checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
-from ngcbuild.smoke.perf import MEASURED, perf_report, read_measured, render_perf, write_report
+from ngcbuild.smoke.perf import perf_report, read_measured, render_perf, write_report
 from ngcbuild.smoke.staging import stage_pytest
 from ngcbuild.smoke.summary import render_table, rows_from_junit
+from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED
 
 CHECKS_DIR = Path(__file__).parent / "checks"
-JUNIT = "smoke-junit.xml"
 HOST_DIR = "host"  # build/host/: expected.json, smoke-junit.xml, perf.json of the last host run
 TIMEOUT_S = 1800
 
@@ -135,8 +136,7 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
     """Run the checks with `python` (default: this interpreter); results into build_dir/host/."""
     python = python or sys.executable
     directory = build_dir / HOST_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "expected.json").write_bytes(expected_json)
+    write_file(directory / EXPECTED, expected_json, within=build_dir)
     print(f"smoke (host): {release} expectations, checks run by {python}"
           f"{'; --require-gpu: skips fail' if require_gpu else ''}{'; with --perf' if perf else ''}",
           file=out, flush=True)
@@ -147,14 +147,14 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
         (tmp / "out").mkdir()
         stage_pytest(tmp / "pytest", interpreter_version(python), build_dir)
         command = [python, str(CHECKS_DIR / "run_checks.py"), str(CHECKS_DIR),
-                   *host_args(require_gpu, perf, tmp / "out" / JUNIT, tmp / "out" / MEASURED)]
+                   *host_args(require_gpu, perf, tmp / "out" / JUNIT, tmp / "out" / PERF_MEASURED)]
         env = {**os.environ, "NGCBUILD_SMOKE_DIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
         exit_code = _stream(command, env, out)
         junit = tmp / "out" / JUNIT
         if not junit.is_file():
             raise SmokeFailed(f"host smoke wrote no JUnit report (exit {exit_code})")
-        (directory / JUNIT).write_bytes(junit.read_bytes())
-        measured = read_measured(tmp / "out" / MEASURED) if perf else None
+        write_file(directory / JUNIT, junit.read_bytes(), within=build_dir)
+        measured = read_measured(tmp / "out" / PERF_MEASURED) if perf else None
     rows = rows_from_junit(directory / JUNIT)
     print(render_table(rows), file=out, end="", flush=True)
     result = {"junit": str(directory / JUNIT), "exit_code": exit_code,

@@ -23,21 +23,21 @@ from pathlib import Path
 
 import docker
 
-from ngcbuild.core.atomic_dir import release_lock
 from ngcbuild.core.errors import SmokeFailed, UserError
-from ngcbuild.core.outputs import printer, replace_text
+from ngcbuild.core.outputs import printer, write_file
 from ngcbuild.core.project import Project
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import BuildStream
 from ngcbuild.engine.leftovers import remove_containers
-from ngcbuild.engine.record import read_record, require, utc_timestamp
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.smoke import mutants
 from ngcbuild.smoke.runner import MOUNT, gpu_visible, run_suite
+from ngcbuild.workspace.atomic_dir import release_lock
+from ngcbuild.workspace.record import read_record, require, utc_timestamp
+from ngcbuild.workspace.release_dir import MUTANTS, ReleaseDir
 
-RESULTS = "mutants.json"
 RELIABILITY = "RELIABILITY.md"
 BUILD_TIMEOUT_S = 600
 # With -x the suite stops at the first failure: that check is the killer, and a mutant costs only the
@@ -117,7 +117,7 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
               "killed": sum(o.killed for o in outcomes), "total": len(outcomes),
               "not_applicable": sorted(m.id for m in every if not m.applies(facts))}
     with release_lock(directory):
-        path = replace_text(directory / RESULTS, json.dumps(result, indent=2, sort_keys=True) + "\n")
+        path = ReleaseDir.of(directory).write(MUTANTS, json.dumps(result, indent=2, sort_keys=True) + "\n")
     reliability = write_section(project.root / RELIABILITY, name, result)
     say(f"mutate: {result['killed']}/{result['total']} killed in {seconds}s; {path}; section in {reliability}")
     survivors = [o.id for o in outcomes if not o.killed]
@@ -245,7 +245,7 @@ def write_section(path: Path, name: str, result: dict) -> Path:
     new = section(name, result)
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
     text = pattern.sub(lambda _: new, text, count=1) if pattern.search(text) else text.rstrip("\n") + "\n\n" + new
-    return replace_text(path, text)
+    return write_file(path, text, within=path.parent)
 
 
 def _cell(text: str) -> str:

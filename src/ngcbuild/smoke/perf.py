@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ngcbuild.core.outputs import write_text
-from ngcbuild.engine.record import utc_timestamp
 from ngcbuild.smoke.perf_reference import fraction_of_reference, reference_for
+from ngcbuild.workspace.record import utc_timestamp
+from ngcbuild.workspace.release_dir import PERF, ReleaseDir
 
-PERF_JSON = "perf.json"
-MEASURED = "perf-measured.json"
 DEFAULT_THRESHOLD = 0.05  # GEMM and copy figures repeat within ~1-2 % on an idle GPU
 
 
@@ -69,7 +67,7 @@ def read_measured(path: Path) -> dict | None:
 
 
 def write_report(directory: Path, report: dict) -> Path:
-    return write_text(directory / PERF_JSON, json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return ReleaseDir.of(directory).write(PERF, json.dumps(report, indent=2, sort_keys=True) + "\n")
 
 
 def render_perf(report: dict) -> str:

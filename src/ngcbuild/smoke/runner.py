@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import resource
-import shutil
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -23,12 +22,10 @@ from ngcbuild.core.errors import SmokeFailed, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.container import run_once
-from ngcbuild.engine.record import read_record, record_path, require, utc_timestamp, write_record
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.smoke.perf import (
     DEFAULT_THRESHOLD,
-    MEASURED,
     perf_report,
     read_measured,
     render_perf,
@@ -37,10 +34,11 @@ from ngcbuild.smoke.perf import (
 )
 from ngcbuild.smoke.staging import stage_pytest
 from ngcbuild.smoke.summary import render_table, rows_from_junit
+from ngcbuild.workspace.record import read_record, record_path, require, utc_timestamp, write_record
+from ngcbuild.workspace.release_dir import JUNIT, PERF_MEASURED, ReleaseDir
 
 CHECKS_DIR = Path(__file__).parent / "checks"
 MOUNT = "/opt/ngcbuild"
-JUNIT = "smoke-junit.xml"
 TIMEOUT_S = 1800
 VERSION_TIMEOUT_S = 120
 NGC_RUN_FLAGS = {"shm_size": "1g", "memlock": -1, "stack": 67108864}
@@ -78,8 +76,8 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
         if not junit.is_file():
             raise SmokeFailed(f"smoke suite wrote no JUnit report (container exit {exit_code})")
         directory.mkdir(parents=True, exist_ok=True)  # --image: R may never have been built here
-        shutil.copyfile(junit, directory / JUNIT)
-        measured = read_measured(tmp / "out" / MEASURED) if perf else None
+        ReleaseDir.of(directory).write(JUNIT, junit.read_bytes())
+        measured = read_measured(tmp / "out" / PERF_MEASURED) if perf else None
     counts = junit_counts(directory / JUNIT)
     image_id = client.inspect_image(ref)["Id"]
     result = {**counts, "image_id": image_id, "require_gpu": require_gpu,
@@ -118,7 +116,7 @@ def suite_args(require_gpu: bool = False, perf: bool = False, perf_only: bool = 
     if require_gpu:
         args.append("--require-gpu")
     if perf or perf_only:
-        args += ["--perf", f"--perf-out={mount}/out/{MEASURED}"]
+        args += ["--perf", f"--perf-out={mount}/out/{PERF_MEASURED}"]
     if perf_only:
         args += ["-m", "perf"]
     return args
@@ -159,7 +157,7 @@ def _baseline_perf(client, ref: str, expected_json: bytes, gpu: bool, build_dir:
         # The baseline may be any image: its own interpreter says which pytest it needs.
         stage_suite(tmp, expected_json, client.inspect_image(ref)["Config"], image_python(client, ref), build_dir)
         exit_code = _run_container(client, ref, tmp, gpu, suite_args(perf_only=True), out)
-        measured = read_measured(tmp / "out" / MEASURED)
+        measured = read_measured(tmp / "out" / PERF_MEASURED)
     if exit_code != 0:
         print(f"warning: the baseline's performance smoke exited {exit_code}", file=out, flush=True)
     return measured

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.files import read_text
-from ngcbuild.core.outputs import make_dir, write_text
+from ngcbuild.core.outputs import make_dir, write_file
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
 
@@ -153,7 +153,7 @@ def run_act(project: Project, command: list[str], out) -> int:
 
 def _run_dir(project: Project, run_id: str, event: dict) -> Path:
     directory = make_dir(project.build / "rehearse" / run_id)
-    write_text(directory / "event.json", json.dumps(event, indent=2) + "\n")
+    write_file(directory / "event.json", json.dumps(event, indent=2) + "\n", within=project.root)
     return directory
 
 

@@ -27,7 +27,7 @@ from urllib.parse import quote
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from ngcbuild.engine.registry_client import TIMEOUT_S, new_session
+from ngcbuild.core.http import TIMEOUT_S, new_session
 
 PYPI = "https://pypi.org/pypi"
 MAX_ANSWER = 32 * 1024 * 1024  # numpy's project JSON is about 4 MB

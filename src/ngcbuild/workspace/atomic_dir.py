@@ -18,6 +18,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from ngcbuild.core.outputs import open_lock_file
+
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
@@ -26,13 +28,12 @@ _RENAME_EXCHANGE = 2
 def release_lock(directory: Path):
     """Hold build/.R.lock (blocking): one writer of build/R/ at a time. The lock is a file next to
     build/R/, not inside it, so it survives the swap."""
-    lock_path = directory.parent / f".{directory.name}.lock"
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    fd = open_lock_file(directory.parent / f".{directory.name}.lock")
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with the descriptor
 
 
 def replace_dir(directory: Path, files: dict[str, bytes], executable: set[str], owned: set[str]) -> bool:

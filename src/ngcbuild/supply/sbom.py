@@ -24,16 +24,15 @@ from cyclonedx.output.json import JsonV1Dot5
 from packageurl import PackageURL
 
 from ngcbuild.core.errors import OperationError, UserError
-from ngcbuild.core.outputs import write_bytes
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.container import run_once
-from ngcbuild.engine.record import read_record, require, utc_timestamp, write_record
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
+from ngcbuild.workspace.record import read_record, require, utc_timestamp, write_record
+from ngcbuild.workspace.release_dir import SBOM, ReleaseDir
 
-SBOM = "sbom.cdx.json"
 SPEC_VERSION = "1.5"
 TIMEOUT_S = 300
 
@@ -189,7 +188,7 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
     doc = json.loads(text)
     checked = validate(doc)
     data = (text + "\n").encode()
-    path = write_bytes(directory / SBOM, data)
+    path = ReleaseDir(directory, project.root).write(SBOM, data)
     result = {"path": str(path.relative_to(project.root)), "sha256": hashlib.sha256(data).hexdigest(),
               "image_id": inspected["Id"], "components": len(doc["components"]),
               "python_distributions": len(found["python"]), "deb_packages": len(found["dpkg"])}

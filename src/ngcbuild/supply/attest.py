@@ -20,10 +20,9 @@ from ngcbuild.core.errors import OperationError, RecordDamaged, UserError
 from ngcbuild.core.files import exists, read_text
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
-from ngcbuild.engine.record import read_record, record_path, utc_timestamp, write_record
-from ngcbuild.engine.registry_client import Manifest, Registry, credentials
-from ngcbuild.publish import attachments, provenance
-from ngcbuild.publish.signing import (
+from ngcbuild.registry.client import Manifest, Registry, credentials
+from ngcbuild.supply import attachments, provenance
+from ngcbuild.supply.signing import (
     AttestationRejected,
     TrustedKey,
     load_signing_key,
@@ -31,9 +30,9 @@ from ngcbuild.publish.signing import (
     sign,
     signing_key_path,
 )
+from ngcbuild.workspace.record import read_record, record_path, utc_timestamp, write_record
+from ngcbuild.workspace.release_dir import AUDIT, SBOM
 
-AUDIT = "audit.json"  # written by `invoke audit` (when that step ran)
-SBOM = "sbom.cdx.json"
 MAX_JSON_NESTING = 64
 
 
@@ -231,7 +230,7 @@ def describe(verified: Verified, where: str) -> list[str]:
 
 
 def trusted_keys(options, root: Path) -> list[TrustedKey]:
-    from ngcbuild.publish.signing import load_trusted_keys, trusted_key_paths
+    from ngcbuild.supply.signing import load_trusted_keys, trusted_key_paths
 
     return load_trusted_keys(trusted_key_paths(options), root)
 

@@ -8,19 +8,15 @@ own sections to the same file.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ngcbuild.core.atomic_dir import release_lock
 from ngcbuild.core.errors import ManifestError, RecordDamaged, UserError, excerpt
 from ngcbuild.core.files import exists, parse_json, read_text
 from ngcbuild.core.names import ImageNames
-from ngcbuild.core.outputs import make_dir, storing
-
-RECORD = "record.json"
+from ngcbuild.workspace.atomic_dir import release_lock
+from ngcbuild.workspace.release_dir import RECORD, ReleaseDir
 
 
 def utc_timestamp(seconds: float | None = None) -> str:
@@ -137,18 +133,8 @@ def require(record: dict, directory: Path, key: str, kind: type, what: str):
 
 
 def write_record(directory: Path, record: dict) -> Path:
-    path = record_path(directory)
-    make_dir(directory)
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
     # under the release's lock: a render swapping build/R/ carries the record over, and must not
     # do so while it is being replaced
-    with storing(path), release_lock(directory):
-        fd, tmp = tempfile.mkstemp(prefix=".record-", dir=directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(record, handle, indent=2, sort_keys=True)
-                handle.write("\n")
-            os.replace(tmp, path)
-        except BaseException:  # Ctrl-C or a full disk: leave the old record and no temporary file
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    return path
+    with release_lock(directory):
+        return ReleaseDir.of(directory).write(RECORD, text)

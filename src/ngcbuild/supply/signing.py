@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, UserError, excerpt, shown_path
 from ngcbuild.core.files import read_text
-from ngcbuild.core.outputs import replace_text
+from ngcbuild.core.outputs import write_file
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 KEY_LIMIT = 16_384  # a PEM Ed25519 key is about 120 bytes
@@ -77,8 +77,8 @@ def make_key_pair(root: Path, out: str | None) -> tuple[Path, Path, str]:
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
     public_pem = private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
-    replace_text(path, pem, mode=0o600)
-    replace_text(public_path, public_pem, mode=0o644)
+    write_file(path, pem, within=root, mode=0o600)
+    write_file(public_path, public_pem, within=root, mode=0o644)
     return path, public_path, key_id(private.public_key())
 
 

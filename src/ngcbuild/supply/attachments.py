@@ -8,7 +8,7 @@ docker-registry, the local registry) has no referrers API, so the artifacts are 
 the image digest>` lists every artifact of that image (with its artifactType and annotations). The
 index also keeps the artifacts from garbage collection (they are pushed by digest, untagged).
 
-Everything goes through the project's one registry session (engine/registry_client.py: retries,
+Everything goes through the project's one registry session (registry/client.py: retries,
 deadlines, credentials). Every manifest and blob read back is checked against its digest and size:
 a truncated or replaced document is refused, never parsed.
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ngcbuild.engine.registry_client import OCI_INDEX, OCI_MANIFEST, BlobMismatch, Manifest, Registry, digest_of
-from ngcbuild.publish.signing import AttestationRejected
+from ngcbuild.registry.client import OCI_INDEX, OCI_MANIFEST, BlobMismatch, Manifest, Registry, digest_of
+from ngcbuild.supply.signing import AttestationRejected
 
 EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"

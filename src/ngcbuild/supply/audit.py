@@ -1,7 +1,7 @@
 """`invoke audit --release R`: the known vulnerabilities of R's image, from its SBOM, judged by R's policy.
 
 Every Python distribution of build/R/sbom.cdx.json (`invoke sbom`) is checked against PyPI's advisory
-data (publish/advisories.py: pip-audit, then PyPI's project JSON for a latest version). Everything else
+data (supply/advisories.py: pip-audit, then PyPI's project JSON for a latest version). Everything else
 the SBOM lists (Debian packages, CUDA libraries installed by apt among them, the OS) has no advisory
 source here and is listed as NOT CHECKED, as is a distribution PyPI could not answer for: never clean.
 
@@ -27,15 +27,13 @@ from packaging.utils import canonicalize_name
 
 from ngcbuild.core.errors import ManifestError, OperationError, OutputDamaged, UserError, excerpt
 from ngcbuild.core.files import exists, nesting, parse_json, read_text
-from ngcbuild.core.outputs import write_bytes
 from ngcbuild.core.project import Project
-from ngcbuild.engine.record import read_record, utc_timestamp, write_record
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.model import SecuritySpec
-from ngcbuild.publish.advisories import CHECKED, NOT_CHECKED, Finding, PypiAdvisories
-from ngcbuild.publish.sbom import SBOM
+from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, Finding, PypiAdvisories
+from ngcbuild.workspace.record import read_record, utc_timestamp, write_record
+from ngcbuild.workspace.release_dir import AUDIT, SBOM, ReleaseDir
 
-AUDIT = "audit.json"
 MAX_SBOM = 64 * 1024 * 1024
 MAX_DEPTH = 32  # a CycloneDX document of ours nests about 6 levels
 PASSED, FAILED = "passed", "failed"
@@ -234,7 +232,7 @@ def audit_release(project: Project, name: str, source=None, today: date | None =
     result = report(name, image, str(path.relative_to(project.root)), digest, findings, others, judged,
                     utc_timestamp())
     body = (json.dumps(result, indent=2) + "\n").encode()
-    written = write_bytes(directory / AUDIT, body)
+    written = ReleaseDir(directory, project.root).write(AUDIT, body)
     record["audit"] = {"path": str(written.relative_to(project.root)), "sha256": hashlib.sha256(body).hexdigest(),
                        "verdict": result["verdict"], "sbom_sha256": digest, "counts": result["counts"]}
     write_record(directory, record)
