@@ -9,7 +9,14 @@ the engine's own connection to the registry, not ours.
 
 from __future__ import annotations
 
+import socket
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ngcbuild.core.errors import OperationError, excerpt
+from ngcbuild.core.references import shown_url
 
 if TYPE_CHECKING:
     import requests
@@ -50,8 +57,171 @@ def new_session(retry=None) -> requests.Session:
     import requests
     from requests.adapters import HTTPAdapter
 
+    pools = _watched_pools()
+
+    class WatchedAdapter(HTTPAdapter):
+        """Every pool it makes, direct or through a proxy, is of the watched kind (fetch's deadline)."""
+
+        def init_poolmanager(self, *args, **kwargs):
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = pools
+
+        def proxy_manager_for(self, proxy, **kwargs):
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            manager.pool_classes_by_scheme = pools
+            return manager
+
     session = requests.Session()
-    adapter = HTTPAdapter(max_retries=retry if retry is not None else retry_policy())
+    adapter = WatchedAdapter(max_retries=retry if retry is not None else retry_policy())
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
+
+
+# --- one request, whole, within a deadline and a size ---------------------------------------------
+
+class HttpFailure(OperationError):
+    """A request that did not give a whole answer: unreachable after the retries, too slow, too large."""
+
+
+class AnswerTooLarge(HttpFailure):
+    pass
+
+
+class AnswerTooSlow(HttpFailure):
+    pass
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A whole answer: its status, headers and body (at most the `limit` the request was made with)."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    url: str
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+
+def fetch(session: requests.Session, method: str, url: str, *, limit: int, deadline_s: float,
+          headers: dict | None = None, data: bytes | None = None, auth=None, params=None) -> Answer:
+    """`method url` on `session`, its answer read whole: at most `limit` bytes (a larger one is
+    AnswerTooLarge, checked against Content-Length before reading and while reading) and within
+    `deadline_s` seconds for everything, retries, headers and body included (a server that trickles
+    its answer a byte at a time is cut at the deadline: the sockets of the call are shut). Messages
+    name the URL with any credentials in it masked."""
+    import requests
+
+    shown = shown_url(url).split("?")[0]
+    call = _Call()
+    timer = threading.Timer(deadline_s, call.expire)
+    timer.daemon = True
+    _calls.current = call
+    timer.start()
+    try:
+        try:
+            response = session.request(method, url, headers=headers, data=data, auth=auth, params=params,
+                                       timeout=(min(TIMEOUT_S, deadline_s), min(TIMEOUT_S, deadline_s)),
+                                       stream=True)
+        except requests.RequestException as exc:
+            if call.expired:
+                raise AnswerTooSlow(f"{shown}: no answer within {deadline_s:g}s") from None
+            raise HttpFailure(f"{shown}: cannot be reached after {ATTEMPTS} attempts "
+                              f"({type(exc).__name__}: {excerpt(_without_credentials(str(exc), url), 200)})") from None
+        try:
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > limit:
+                raise AnswerTooLarge(f"{shown}: the answer is {declared} bytes, over the {limit} read")
+            body = _read_whole(response, limit, call, shown, deadline_s)
+            return Answer(response.status_code, response.headers, body, response.url)
+        finally:
+            response.close()
+    finally:
+        timer.cancel()
+        _calls.current = None
+
+
+def _read_whole(response, limit: int, call: _Call, shown: str, deadline_s: float) -> bytes:
+    chunks, size = [], 0
+    try:
+        while True:
+            chunk = response.raw.read1(min(1 << 16, limit + 1 - size), decode_content=True)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(f"{shown}: the answer is over the {limit} bytes read")
+            if call.expired:
+                break
+    except AnswerTooLarge:
+        raise
+    except Exception as exc:  # the connection broke (or was shut at the deadline) while reading
+        if call.expired:
+            raise AnswerTooSlow(f"{shown}: no whole answer within {deadline_s:g}s") from None
+        raise HttpFailure(f"{shown}: the answer broke off ({type(exc).__name__})") from None
+    if call.expired:
+        raise AnswerTooSlow(f"{shown}: no whole answer within {deadline_s:g}s")
+    return b"".join(chunks)
+
+
+def _without_credentials(text: str, url: str) -> str:
+    """A library's message may quote the URL: its user:password@ never reaches ours."""
+    authority = url.partition("://")[2].partition("/")[0]
+    if "@" in authority:
+        text = text.replace(authority.rpartition("@")[0], "***")
+    return text
+
+
+class _Call:
+    """The sockets one fetch() has opened or reused, shut when its deadline falls."""
+
+    def __init__(self):
+        self.sockets: list[socket.socket] = []
+        self.expired = False
+        self._lock = threading.Lock()
+
+    def watch(self, sock) -> None:
+        with self._lock:
+            self.sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self.sockets:
+                _shut(sock)
+
+
+def _shut(sock) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)  # a blocked read returns at once
+    except OSError:
+        pass
+
+
+_calls = threading.local()
+
+
+def _watched_pools() -> dict:
+    """urllib3's pool classes whose connections tell the current fetch() their socket at every
+    request (a pooled connection is reused without connecting again, so the request is the hook)."""
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    def watched(base):
+        def request(self, *args, **kwargs):
+            call = getattr(_calls, "current", None)
+            try:
+                return base.request(self, *args, **kwargs)
+            finally:
+                if call is not None and self.sock is not None:
+                    call.watch(self.sock)
+        return type(f"Watched{base.__name__}", (base,), {"request": request})
+
+    http_pool = type("WatchedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": watched(HTTPConnection)})
+    https_pool = type("WatchedHTTPSConnectionPool", (HTTPSConnectionPool,), {"ConnectionCls": watched(HTTPSConnection)})
+    return {"http": http_pool, "https": https_pool}

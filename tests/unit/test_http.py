@@ -1,0 +1,92 @@
+"""core/http.fetch against a real HTTP server on the loopback that misbehaves on purpose: the whole
+call has one deadline (headers or body trickled a byte at a time are cut at it), an answer is read to
+its size cap, and no message shows the credentials of the URL."""
+
+import http.server
+import threading
+import time
+
+import pytest
+
+from ngcbuild.core.http import AnswerTooLarge, AnswerTooSlow, HttpFailure, fetch, new_session, retry_policy
+
+
+class Misbehaving(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):  # noqa: N802 - the standard library's name
+        try:
+            getattr(self, "answer_" + self.path.strip("/"))()
+        except (BrokenPipeError, ConnectionResetError):  # the client hung up at its deadline, as it must
+            pass
+
+    def answer_ok(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def answer_headers(self):  # a status line, then a header a byte every 10 ms, forever
+        self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+        for _ in range(100_000):
+            self.wfile.write(b"X")
+            self.wfile.flush()
+            time.sleep(0.01)
+
+    def answer_body(self):  # headers at once, then the body a byte every 10 ms (no length declared)
+        self.send_response(200)
+        self.end_headers()
+        for _ in range(100_000):
+            self.wfile.write(b"x")
+            self.wfile.flush()
+            time.sleep(0.01)
+
+    def answer_declared(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(10 << 20))
+        self.end_headers()
+
+    def answer_undeclared(self):
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"y" * 5000)
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_port}"
+    httpd.shutdown()
+
+
+def test_a_whole_answer_is_read(server):
+    answer = fetch(new_session(), "GET", server + "/ok", limit=10, deadline_s=5)
+    assert (answer.status, answer.body) == (200, b"ok")
+
+
+@pytest.mark.parametrize("path", ["/headers", "/body"])
+def test_a_trickled_answer_is_cut_at_the_deadline_of_the_whole_call(server, path):
+    started = time.monotonic()
+    with pytest.raises(AnswerTooSlow, match="no whole answer within 1s"):
+        fetch(new_session(), "GET", server + path, limit=1 << 20, deadline_s=1)
+    assert time.monotonic() - started < 5  # per-read timeouts alone would let it run for hours
+
+
+@pytest.mark.parametrize("path", ["/declared", "/undeclared"])
+def test_an_answer_over_the_cap_is_refused(server, path):
+    with pytest.raises(AnswerTooLarge, match="over the 1000"):
+        fetch(new_session(), "GET", server + path, limit=1000, deadline_s=5)
+
+
+def test_no_message_shows_the_credentials_of_the_url(server):
+    host = server.partition("://")[2]
+    with pytest.raises(AnswerTooSlow) as caught:
+        fetch(new_session(), "GET", f"http://user:s3cr3t@{host}/body", limit=1 << 20, deadline_s=0.5)
+    assert "s3cr3t" not in str(caught.value) and "***@" in str(caught.value)
+    with pytest.raises(HttpFailure) as caught:  # nothing listens there: the library's message quotes the URL
+        fetch(new_session(retry_policy(attempts=1)), "GET", "http://user:s3cr3t@127.0.0.1:9/x", limit=10,
+              deadline_s=20)
+    assert "s3cr3t" not in str(caught.value)
