@@ -11,12 +11,17 @@ from ngcbuild.core.outputs import replace_text
 from ngcbuild.core.project import Project
 
 REFERENCE = Path("docs") / "tasks.md"
-HEADER = ("<!-- Made by `invoke reference` from the task table (src/ngcbuild/cli/tasks.py, dev/tasks.py); "
-          "edit the table, not this file. -->\n")
+MADE_BY = ("_Made by `invoke reference` from the task table (`src/ngcbuild/cli/tasks.py`, `dev/tasks.py`): "
+           "edit the table, not this page._")
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    return _prose(text).replace("|", "\\|")
+
+
+def _prose(text: str) -> str:
+    """Text as Markdown shows it as typed: `<registry>` is not an HTML tag."""
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _option_row(option: Option) -> str:
@@ -25,14 +30,15 @@ def _option_row(option: Option) -> str:
 
 
 def _task(task: Task) -> list[str]:
-    lines = [f"### {task.name}", "", task.summary + ".", "", f"`{_cell(task.usage())}`", ""]
+    lines = [f"### {task.name}", "", _prose(task.summary) + ".", "", f"`{task.usage()}`", ""]
     facts = []
     if task.writes:
         facts.append("leaves " + ", ".join(f"`{w}`" if "/" in w and " " not in w else w for w in task.writes))
     if task.guide:
         facts.append(f"more in [{task.guide}]({task.guide})")
     if facts:
-        lines += ["; ".join(facts).capitalize() + ".", ""]
+        sentence = "; ".join(facts)
+        lines += [sentence[0].upper() + sentence[1:] + ".", ""]
     if task.options:
         lines += ["| option | type | default | what it does |", "|---|---|---|---|"]
         lines += [_option_row(option) for option in task.options]
@@ -45,17 +51,17 @@ def _task(task: Task) -> list[str]:
 
 def render_reference(tasks: tuple[Task, ...]) -> str:
     stages = tuple(dict.fromkeys(task.stage for task in tasks))
-    lines = [HEADER, "# Task reference", "",
+    lines = ["# Task reference", "", MADE_BY, "",
              "Every task runs as `ngcbuild TASK` (also `python -m ngcbuild TASK`) or `invoke TASK`, from any folder "
              "of the project; `ngcbuild TASK --help` shows the same as this page. A usage error (a missing "
              "option, an unknown one, an old spelling) is one line and exit status 2. The stages are in the "
              "order of a release (README.md: the release runbook).", ""]
     lines += ["| stage | tasks |", "|---|---|"]
-    lines += [f"| {stage.name}: {stage.about} | "
+    lines += [f"| [{stage.name}](#the-{stage.name}-stage): {stage.about} | "
               + ", ".join(f"[{t.name}](#{t.name})" for t in tasks if t.stage == stage) + " |" for stage in stages]
     lines.append("")
     for stage in stages:
-        lines += [f"## {stage.name}", "", stage.about.capitalize() + ".", ""]
+        lines += [f"## The {stage.name} stage", "", stage.about[0].upper() + stage.about[1:] + ".", ""]
         for task in tasks:
             if task.stage == stage:
                 lines += _task(task)

@@ -74,7 +74,8 @@ TOOLS = (
         Option("cache-figure", "only the registry-cache figure: a fresh private engine with --cache-from (root)",
                value=None, dest="cache"),
     ), writes=("BENCHMARKS.md",), guide="testing.md", renamed=(Renamed("--cache", "--cache-figure"),)),
-    Task("reliability", DEVELOP, "Run the hostile inputs, fault tests and secrets scans; write RELIABILITY.md", reliability, writes=("RELIABILITY.md",), guide="testing.md"),
+    Task("reliability", DEVELOP, "Run the hostile inputs, fault tests and secrets scans; write RELIABILITY.md",
+         reliability, writes=("RELIABILITY.md",), guide="testing.md"),
 )
 
 CHECKOUT_TASKS = TASKS + TOOLS

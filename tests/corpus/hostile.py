@@ -415,6 +415,7 @@ def cases() -> list[HostileCase]:
     old_spelling_cases(add)
     attestation_cases(add)
     docs_cases(add)
+    guide_cases(add)
     records_cases(add)
     engine_address_cases(add)
     stamp_cases(add)
@@ -813,6 +814,37 @@ def docs_cases(add) -> None:
     add(HostileCase("docs-missing-style-keeps-site", klass, ("docs", "--no-screenshot"),
                     setup_all(dev, old_site, replace_with_dir("templates/docs/site/style.css")),
                     exit_status=1, after=old_site_kept))
+
+
+def guide_cases(add) -> None:
+    """The site's guide: `docs` reads the project's docs/*.md (a new surface: the one reader of user
+    files). A page that is a link out of the project, a FIFO, huge, not UTF-8 or a folder is refused
+    naming it (exit 2), nothing shown of what it points at, and the older site is kept."""
+    klass = "the site's guide (docs/)"
+
+    def folder_out(project, outside):
+        (outside / "guide").mkdir()
+        (outside / "guide" / "secret.md").write_text(f"# private\n{SECRET}\n")
+        os.symlink(outside / "guide", project.root / "docs")
+
+    def many_pages(project, outside):
+        (project.root / "docs").mkdir()
+        for n in range(201):
+            (project.root / "docs" / f"p{n}.md").write_text("# a page\n")
+
+    for name, setup, mention in [
+        ("guide-page-link-outside", link_to_secret("docs/private.md"), "outside"),
+        ("guide-folder-link-outside", folder_out, "outside"),
+        ("guide-page-fifo", setup_all(write("docs/README.md", "# guide\n"), replace_with_fifo("docs/pipe.md")),
+         "FIFO"),
+        ("guide-page-huge", write("docs/huge.md", "# huge\n" + "x" * 1_100_000), "bytes"),
+        ("guide-page-not-utf8", lambda p, o: (p.root / "docs").mkdir() or (p.root / "docs" / "bad.md").write_bytes(
+            b"# bad\n\xff\xfe"), "UTF-8"),
+        ("guide-page-is-a-folder", replace_with_dir("docs/folder.md"), "directory"),
+        ("guide-too-many-pages", many_pages, "at most 200"),
+    ]:
+        add(HostileCase(name, klass, ("docs", "--no-screenshot"), setup_all(dev, old_site, setup),
+                        mentions=(mention,), absent=(SECRET,), after=old_site_kept))
 
 
 INVOKE_ONLY = ("--pty", "--dry", "--prompt-for-sudo-password", "--echo", "--warn-only", "--write-pyc")

@@ -28,7 +28,8 @@ IMAGE = Option("image", "an image in the engine to use instead of R's", value="R
 PLATFORM = Option("platform", "linux/amd64 or linux/arm64; one platform per build", value="P",
                   default_text="the manifest's build.platform")
 TRUSTED_KEY = Option("trusted-key", "public key FILE (PEM Ed25519) whose signatures are trusted", value="FILE",
-                     repeatable=True, dest="trusted_keys", default_text="the files of $NGCBUILD_TRUSTED_KEYS, :-separated")
+                     repeatable=True, dest="trusted_keys",
+                     default_text="the files of $NGCBUILD_TRUSTED_KEYS, :-separated")
 RELEASES = Option("releases", "only these releases, by name, separated by spaces or commas", value="NAMES")
 REGISTRY = "HOST[:PORT]"  # --registry: the registry that holds R's images, in every task that takes it
 
@@ -68,7 +69,8 @@ TASKS = (
     Task("render", BUILD, "Write build/R/: the Dockerfile and every context file, byte-identical",
          commands.render, (RELEASE, BASE_IMAGE),
          writes=("build/R/ (Dockerfile, context files, expected.json)",), guide="building.md", renamed=(OLD_BASE,)),
-    Task("build", BUILD, "Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3", commands.build, (
+    Task("build", BUILD, "Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3",
+         commands.build, (
         RELEASE,
         _registry("registry R's image is named for, and where an image of the same context is looked for",
                   default_text="nvcr.io"),
@@ -128,7 +130,8 @@ TASKS = (
         Option("image", "the image to describe, instead of R's", value="REF",
                default_text="the one in build/R/record.json"),
     ), writes=("build/R/sbom.cdx.json", "record.json: sbom"), guide="supply-chain.md"),
-    Task("audit", PROVE, "Check the SBOM's Python distributions against PyPI's advisory data", commands.audit, (RELEASE,),
+    Task("audit", PROVE, "Check the SBOM's Python distributions against PyPI's advisory data",
+         commands.audit, (RELEASE,),
          writes=("build/R/audit.json", "record.json: audit"), guide="supply-chain.md"),
     # --- ship
     Task("push", SHIP, "Push every tag of R, verify the digest the registry serves, record it", commands.push, (
