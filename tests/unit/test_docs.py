@@ -64,7 +64,7 @@ def test_the_release_runbook_runs_the_tasks_in_order_and_says_what_each_leaves()
 
 
 def _check_options(task, words, where) -> None:
-    given = [w.split("=")[0] for w in words if w.startswith("-")]
+    given = [w.split("=")[0] for w in words if re.match(r"-{1,2}[A-Za-z]", w)]
     flags = {option.flag for option in task.options} | {"--help", "-h"}
     old = [flag for flag in given if task.old_spelling(flag)]
     assert not old, f"{where}: {old} is an old spelling of `{task.name}`"
@@ -78,8 +78,9 @@ COMMAND = re.compile(r"(?<![\w/.-])(?:ngcbuild|invoke) ([a-z][a-z-]*)((?:[ \t]+(
 
 def _spelled_commands():
     """(file, command) for every `ngcbuild TASK ...` / `invoke TASK ...` the project spells for people
-    or machines to run: README, docs/, ARCHITECTURE.md, the workflows, the CI scripts."""
-    files = [README, REPO / "ARCHITECTURE.md", *sorted(DOCS.glob("*.md")),
+    or machines to run: README, docs/, the other pages at the root, the workflows, the CI scripts."""
+    files = [README, *(REPO / name for name in ("ARCHITECTURE.md", "SCALING.md", "BENCHMARKS.md", "RELIABILITY.md")),
+             *sorted(DOCS.glob("*.md")),
              *sorted((REPO / ".github" / "workflows").glob("*.yml")),
              *sorted(p for p in (REPO / ".ci").iterdir() if p.is_file() and p.suffix in ("", ".sh"))]
     for path in files:
