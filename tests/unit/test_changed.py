@@ -79,7 +79,7 @@ def test_a_change_to_ngcbuilds_code_or_an_image_template_selects_every_buildable
     assert _names(affected_releases(project, [rel], buildable(project))) == buildable_releases(project)
 
 
-@pytest.mark.parametrize("rel", ["tests/unit/test_plan.py", "README.md", "templates/docs/site/style.css",
+@pytest.mark.parametrize("rel", ["tests/unit/test_plan.py", "README.md", "docs/tasks.md", "templates/docs/site/style.css",
                                  "src/ngcbuild/smoke/locks/pytest-py3.10.txt", "dev/bench.py", "tasks.py"])
 def test_what_the_stamp_does_not_read_selects_nothing(rel):
     project = Project.at(REPO)
