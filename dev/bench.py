@@ -474,7 +474,7 @@ def _skip_path_section(bench: Bench, path: Path, runs: int) -> Path:
 
 
 def _write_cache_section(project: Project, runs: int, out_path: Path | None, log) -> Path:
-    """`invoke bench --cache`: its own section of BENCHMARKS.md (a run is ~10 minutes on 2 cores)."""
+    """`invoke bench --cache-figure`: its own section of BENCHMARKS.md (a run is ~10 minutes on 2 cores)."""
     started = time.time()
     figures = []
     for run in range(runs):
@@ -487,7 +487,7 @@ def _write_cache_section(project: Project, runs: int, out_path: Path | None, log
     report = "\n".join([
         "# Benchmarks",
         "",
-        f"Written by `invoke bench --cache` on {time.strftime('%Y-%m-%d')} ({platform.node()}: "
+        f"Written by `invoke bench --cache-figure` on {time.strftime('%Y-%m-%d')} ({platform.node()}: "
         f"{platform.machine()}, {_cpus()} cores, Docker engine {connect().version().get('Version')}), "
         f"{runs} run(s), {(time.time() - started) / 60:.0f} minutes in all.",
         "",

@@ -1,30 +1,31 @@
 """The checkout's tasks: every task of the product (`ngcbuild --list`) and the project's own tools,
-which work only in a checkout (they run the test suite, write BENCHMARKS.md, RELIABILITY.md and
-tests/golden/)."""
+which work only in a checkout (they run the test suite, write BENCHMARKS.md, RELIABILITY.md,
+tests/golden/ and docs/tasks.md). Declared in the same table shape as the product's
+(ngcbuild/cli/declare.py), under a stage of their own."""
 
-import shlex
+import subprocess
 import sys
 
-from invoke import Collection
+from invoke.exceptions import Exit
 
-import ngcbuild.cli.tasks
+from ngcbuild.cli.collection import collection
 from ngcbuild.cli.commands import project, whole_number
-from ngcbuild.cli.guard import command
+from ngcbuild.cli.declare import Option, Renamed, Stage, Task, check_table
+from ngcbuild.cli.tasks import STAGES, TASKS
+
+DEVELOP = Stage("develop", "this checkout's own tools (dev/; not in the installed ngcbuild)")
 
 
-@command(help={"k": "only tests matching this expression", "unit": "unit tests only (no engine)"})
-def test(c, k=None, unit=False):
-    """The whole test suite (unit + integration against a real engine and registry)."""
+def test(k=None, unit=False) -> None:
     args = ["tests/unit"] if unit else ["tests"]
     if k:
         args += ["-k", k]
-    with c.cd(str(project().root)):
-        c.run(" ".join(shlex.quote(a) for a in [sys.executable, "-m", "pytest", *args]), pty=False)
+    ran = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=project().root, check=False)
+    if ran.returncode:
+        raise Exit(code=ran.returncode)
 
 
-@command()
-def golden(c):
-    """Regenerate tests/golden/<R>/Dockerfile for every buildable release, for review with git diff."""
+def golden() -> None:
     from dev.golden import regenerate
 
     for path in regenerate(project()):
@@ -32,14 +33,14 @@ def golden(c):
     print("review the changes with `git diff tests/golden` before committing them")
 
 
-@command(help={"runs": "runs per timed figure (median and spread; default 3)",
-               "registry": "registry HOST[:PORT] for the push-reuse figure (skipped when not given)",
-               "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section",
-               "skip_path": "only the unchanged-release figures (seconds): `build` of a built release, as a process",
-               "cache": "only the registry-cache figure: a fresh private engine with --cache-from against a cold "
-                        "build (needs root); its own section"})
-def bench(c, runs=None, registry=None, release="dev", skip_path=False, cache=False):
-    """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
+def reference() -> None:
+    from dev.reference import write_reference
+
+    path = write_reference(project(), CHECKOUT_TASKS)
+    print(f"wrote {path}; review it with `git diff docs/`")
+
+
+def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False) -> None:
     from dev.bench import run_bench
 
     runs = whole_number(runs, "--runs", default=3, least=1)
@@ -48,14 +49,36 @@ def bench(c, runs=None, registry=None, release="dev", skip_path=False, cache=Fal
     print(f"figures written to {path}")
 
 
-@command()
-def reliability(c):
-    """Run the corpus of broken inputs, the fault tests and the secrets scans; write RELIABILITY.md."""
+def reliability() -> None:
     from dev.reliability import run_reliability
 
     run_reliability(project(), out=sys.stdout)
 
 
-namespace = Collection.from_module(ngcbuild.cli.tasks)  # a copy: the product's collection is left as it is
-for _task in (test, golden, bench, reliability):
-    namespace.add_task(_task)
+TOOLS = (
+    Task("test", DEVELOP, "The whole test suite: unit, and integration against a real engine", test, (
+        Option("k", "only the tests matching this pytest expression", value="EXPR"),
+        Option("unit", "unit tests only (no engine)", value=None),
+    ), writes=("RELIABILITY.md (a whole run only)",), guide="testing.md"),
+    Task("golden", DEVELOP, "Rewrite tests/golden/R/Dockerfile of every buildable release, for review",
+         golden, writes=("tests/golden/R/Dockerfile",), guide="testing.md"),
+    Task("reference", DEVELOP, "Rewrite docs/tasks.md, the task reference, from the task table", reference,
+         writes=("docs/tasks.md",), guide="testing.md"),
+    Task("bench", DEVELOP, "Speed, cache, size and push figures of dev (or cuda-dev) in BENCHMARKS.md", bench, (
+        Option("runs", "runs per timed figure (median and spread)", value="N", default_text="3"),
+        Option("registry", "registry to push to for the push-reuse figure (none: that figure is skipped)",
+               value="HOST[:PORT]"),
+        Option("release", "dev (every figure) or cuda-dev (its own section)", value="R", default="dev"),
+        Option("skip-path", "only the unchanged-release figures: `build` of a built release, as a process",
+               value=None),
+        Option("cache-figure", "only the registry-cache figure: a fresh private engine with --cache-from (root)",
+               value=None, dest="cache"),
+    ), writes=("BENCHMARKS.md",), guide="testing.md", renamed=(Renamed("--cache", "--cache-figure"),)),
+    Task("reliability", DEVELOP, "Run the hostile inputs, fault tests and secrets scans; write RELIABILITY.md",
+         reliability, writes=("RELIABILITY.md",), guide="testing.md"),
+)
+
+CHECKOUT_TASKS = TASKS + TOOLS
+CHECKOUT_STAGES = STAGES + (DEVELOP,)
+check_table(CHECKOUT_TASKS, CHECKOUT_STAGES)
+namespace = collection(CHECKOUT_TASKS)

@@ -205,16 +205,16 @@ def cases() -> list[HostileCase]:
         add(HostileCase(name, "catastrophic backtracking", argv, setup_all(dev, edit(rel, old, new)),
                         after=nothing_built))
     add(HostileCase("backtrack-base-arg", "catastrophic backtracking",
-                    ("render", "--release", "dev", "--base", "a" + "-a" * 30 + "/" + "a" * 40 + "!"),
+                    ("render", "--release", "dev", "--base-image", "a" + "-a" * 30 + "/" + "a" * 40 + "!"),
                     dev, after=nothing_built))
 
     # --- option injection into git
     for name, argv in [
-        ("git-base-output", ("changed", "--base=--output=injected")),
-        ("git-matrix-base-output", ("matrix", "--json", "--changed", "--base=--output=injected")),
-        ("git-base-exec", ("changed", "--base=--ext-diff")),
-        ("git-base-unknown", ("changed", "--base=no-such-branch")),
-        ("git-base-range", ("changed", "--base=HEAD...HEAD~9")),
+        ("git-since-output", ("changed", "--since=--output=injected")),
+        ("git-since-exec", ("changed", "--since=--ext-diff")),
+        ("git-since-unknown", ("changed", "--since=no-such-branch")),
+        ("git-since-range", ("changed", "--since=HEAD...HEAD~9")),
+        ("git-since-with-releases", ("changed", "--releases", "dev", "--since", "--output=injected")),
     ]:
         add(HostileCase(name, "option injection into git", argv, git_repo, after=no_file("injected")))
 
@@ -324,7 +324,7 @@ def cases() -> list[HostileCase]:
                     dev, after=nothing_built, mentions=("build.platforms", "--force-platform")))
     add(HostileCase("base-platform-unknown", "arguments", ("base", "--release", "dev", "--platform", "linux/mips64le"),
                     dev, after=nothing_built, mentions=("--platform",)))
-    add(HostileCase("build-base-bad", "arguments", ("build", "--release", "dev", "--base", "Not A Ref"), dev,
+    add(HostileCase("build-base-bad", "arguments", ("build", "--release", "dev", "--base-image", "Not A Ref"), dev,
                     after=nothing_built))
     add(HostileCase("record-is-a-list", "arguments", ("push", "--release", "dev", "--registry", "127.0.0.1:9"),
                     setup_all(dev, record("[]")), exit_status=1, mentions=("record.json is damaged",)))
@@ -345,18 +345,22 @@ def cases() -> list[HostileCase]:
                     dev, after=nothing_built, mentions=("record.json",)))
 
     # --- the workflow rehearsal (ngcbuild rehearse) and the dispatch's choice of releases
-    rehearse = ("rehearse", "--release", "dev", "--staging", "localhost:5000", "--registry", "localhost:5001")
+    rehearse = ("rehearse", "--releases", "dev", "--staging-registry", "localhost:5000",
+                "--release-registry", "localhost:5001")
     for name, argv in [
-        ("rehearse-staging-credentials", ("rehearse", "--release", "dev", "--staging", f"user:{SECRET}@localhost:5000",
-                                          "--registry", "localhost:5001")),
-        ("rehearse-registry-scheme", ("rehearse", "--release", "dev", "--staging", "localhost:5000",
-                                      "--registry", "http://localhost:5001")),
-        ("rehearse-same-registries", ("rehearse", "--release", "dev", "--staging", "localhost:5000",
-                                      "--registry", "localhost:5000")),
-        ("rehearse-release-injection", ("rehearse", "--release", "dev;touch injected", "--staging", "localhost:5000",
-                                        "--registry", "localhost:5001")),
-        ("rehearse-no-release", ("rehearse", "--release", " , ", "--staging", "localhost:5000",
-                                 "--registry", "localhost:5001")),
+        ("rehearse-staging-credentials", ("rehearse", "--releases", "dev",
+                                          "--staging-registry", f"user:{SECRET}@localhost:5000",
+                                          "--release-registry", "localhost:5001")),
+        ("rehearse-registry-scheme", ("rehearse", "--releases", "dev", "--staging-registry", "localhost:5000",
+                                      "--release-registry", "http://localhost:5001")),
+        ("rehearse-same-registries", ("rehearse", "--releases", "dev", "--staging-registry", "localhost:5000",
+                                      "--release-registry", "localhost:5000")),
+        ("rehearse-release-injection", ("rehearse", "--releases", "dev;touch injected",
+                                        "--staging-registry", "localhost:5000", "--release-registry", "localhost:5001")),
+        ("rehearse-no-release", ("rehearse", "--releases", " , ", "--staging-registry", "localhost:5000",
+                                 "--release-registry", "localhost:5001")),
+        ("rehearse-registry-option-like", ("rehearse", "--releases", "dev", "--staging-registry=--release-registry",
+                                           "--release-registry", "localhost:5001")),
         ("rehearse-secret-file-missing", (*rehearse, "--secret-file", "OUTSIDE/none.env")),
         ("rehearse-secret-file-dir", (*rehearse, "--secret-file", "manifests")),
         ("rehearse-secret-file-bad-line", (*rehearse, "--secret-file", "OUTSIDE/credentials")),
@@ -364,7 +368,7 @@ def cases() -> list[HostileCase]:
         ("rehearse-unknown-workflow", ("rehearse", "--workflow", "../x")),
         ("changed-releases-unknown", ("changed", "--releases", "dev nope")),
         ("changed-releases-injection", ("changed", "--releases", "--output=injected")),
-        ("matrix-releases-huge", ("matrix", "--json", "--changed", "--releases", "dev " * 2000)),
+        ("changed-releases-huge", ("changed", "--releases", "dev " * 2000)),
     ]:
         add(HostileCase(name, "arguments", argv, setup_all(git_repo, lambda p, o: secret_file(o)),
                         after=setup_all_checks(nothing_built, no_file("injected")), absent=(SECRET,)))
@@ -408,8 +412,10 @@ def cases() -> list[HostileCase]:
                     mentions=("my release.yaml",), absent=("--release",)))
 
     entry_point_cases(add)
+    old_spelling_cases(add)
     attestation_cases(add)
     docs_cases(add)
+    guide_cases(add)
     records_cases(add)
     engine_address_cases(add)
     stamp_cases(add)
@@ -685,12 +691,12 @@ def engine_address_cases(add) -> None:
                     setup_all(dev, record('{"image_id": "sha256:' + "0" * 64 + '", "tags": []}')),
                     extra_env={"DOCKER_HOST": f"tcp://ops:{SECRET}@127.0.0.1:2376"}, absent=(SECRET,)))
     add(HostileCase("verify-base-credentials", klass,
-                    ("verify", "--release", "dev", "--base", f"ops:{SECRET}@mirror.example/debian:bookworm"),
+                    ("verify", "--release", "dev", "--base-image", f"ops:{SECRET}@mirror.example/debian:bookworm"),
                     dev, absent=(SECRET,)))
     add(HostileCase("build-base-credentials", klass,
-                    ("build", "--release", "dev", "--base", f"ops:{SECRET}@mirror.example/debian:bookworm"),
+                    ("build", "--release", "dev", "--base-image", f"ops:{SECRET}@mirror.example/debian:bookworm"),
                     dev, absent=(SECRET,), after=nothing_built))
-    add(HostileCase("verify-base-not-a-ref", klass, ("verify", "--release", "dev", "--base", "Not A Ref"), dev))
+    add(HostileCase("verify-base-not-a-ref", klass, ("verify", "--release", "dev", "--base-image", "Not A Ref"), dev))
     add(HostileCase("smoke-engine-flag-password", klass,
                     ("smoke", "--release", "dev", "--engine", f"tcp://ops:{SECRET}@127.0.0.1:2376"),
                     dev, absent=(SECRET,), after=nothing_built))
@@ -810,6 +816,37 @@ def docs_cases(add) -> None:
                     exit_status=1, after=old_site_kept))
 
 
+def guide_cases(add) -> None:
+    """The site's guide: `docs` reads the project's docs/*.md (a new surface: the one reader of user
+    files). A page that is a link out of the project, a FIFO, huge, not UTF-8 or a folder is refused
+    naming it (exit 2), nothing shown of what it points at, and the older site is kept."""
+    klass = "the site's guide (docs/)"
+
+    def folder_out(project, outside):
+        (outside / "guide").mkdir()
+        (outside / "guide" / "secret.md").write_text(f"# private\n{SECRET}\n")
+        os.symlink(outside / "guide", project.root / "docs")
+
+    def many_pages(project, outside):
+        (project.root / "docs").mkdir()
+        for n in range(201):
+            (project.root / "docs" / f"p{n}.md").write_text("# a page\n")
+
+    for name, setup, mention in [
+        ("guide-page-link-outside", link_to_secret("docs/private.md"), "outside"),
+        ("guide-folder-link-outside", folder_out, "outside"),
+        ("guide-page-fifo", setup_all(write("docs/README.md", "# guide\n"), replace_with_fifo("docs/pipe.md")),
+         "FIFO"),
+        ("guide-page-huge", write("docs/huge.md", "# huge\n" + "x" * 1_100_000), "bytes"),
+        ("guide-page-not-utf8", lambda p, o: (p.root / "docs").mkdir() or (p.root / "docs" / "bad.md").write_bytes(
+            b"# bad\n\xff\xfe"), "UTF-8"),
+        ("guide-page-is-a-folder", replace_with_dir("docs/folder.md"), "directory"),
+        ("guide-too-many-pages", many_pages, "at most 200"),
+    ]:
+        add(HostileCase(name, klass, ("docs", "--no-screenshot"), setup_all(dev, old_site, setup),
+                        mentions=(mention,), absent=(SECRET,), after=old_site_kept))
+
+
 INVOKE_ONLY = ("--pty", "--dry", "--prompt-for-sudo-password", "--echo", "--warn-only", "--write-pyc")
 
 
@@ -839,6 +876,55 @@ def entry_point_cases(add) -> None:
     add(HostileCase("invoke-list", klass, ("--list",), dev, exit_status=0, shows=("verify",), hides=INVOKE_ONLY))
     add(HostileCase("invoke-task-help", klass, ("render", "--help"), dev, exit_status=0, shows=("--release",),
                     hides=INVOKE_ONLY))
+    # a task's --help is help wherever it stands: where a positional or an option's value was expected too
+    for name, argv, shows in [
+        ("help-of-a-positional-task", ("diff", "--help"), ("OLD", "NEW", "--json")),
+        ("help-after-one-positional", ("diff", "dev", "-h"), ("OLD",)),
+        ("help-where-a-value-goes", ("build", "--release", "--help"), ("--base-image", "--registry")),
+        ("help-where-a-repeated-value-goes", ("verify-attestation", "--trusted-key", "--help"),
+         ("--registry-image",)),
+    ]:
+        add(HostileCase(name, klass, argv, dev, exit_status=0, shows=shows, hides=INVOKE_ONLY, after=nothing_built))
+
+
+def old_spelling_cases(add) -> None:
+    """Options renamed so that a name has one meaning across tasks (and `matrix --changed`, which was
+    the task `changed`): the old spelling, however it is typed and whatever its value, is one line
+    naming the new one, exit 2, before the value is used (a credential in it never shown, a value
+    meant for git never reaching git, nothing built)."""
+    klass = "old spellings"
+    mirror = f"ops:{SECRET}@mirror.example/debian:bookworm"
+    for name, argv, now in [
+        ("old-build-base", ("build", "--release", "dev", "--base", mirror), "--base-image"),
+        ("old-build-base-eq", ("build", "--release", "dev", f"--base={mirror}"), "--base-image"),
+        ("old-render-base-after-value-flag", ("render", "--release", "--base", "x"), "--base-image"),
+        ("old-verify-base", ("verify", "--release", "dev", "--base", "Not A Ref"), "--base-image"),
+        ("old-changed-base", ("changed", "--base=--output=injected"), "--since"),
+        ("old-matrix-changed", ("matrix", "--json", "--changed", "--base=--output=injected"), "`ngcbuild changed"),
+        ("old-matrix-releases", ("matrix", "--releases", "dev " * 2000), "`ngcbuild changed"),
+        ("old-rehearse-release", ("rehearse", "--release", "dev;touch injected"), "--releases"),
+        ("old-rehearse-staging", ("rehearse", "--releases", "dev", "--staging", f"u:{SECRET}@localhost:5000"),
+         "--staging-registry"),
+        ("old-rehearse-registry", ("rehearse", "--releases", "dev", "--registry", "localhost:5001"),
+         "--release-registry"),
+        ("old-verify-attestation-image", ("verify-attestation", "--image",
+                                          f"u:{SECRET}@localhost:5000/nvidia/pytorch:dev-py3"), "--registry-image"),
+    ]:
+        add(HostileCase(name, klass, argv, git_repo, mentions=(now, "is now"), absent=(SECRET, "Traceback"),
+                        after=setup_all_checks(nothing_built, no_file("injected"))))
+    # the installed command answers the same way
+    add(HostileCase("old-spelling-through-ngcbuild", klass, ("changed", "--base", "HEAD"), git_repo,
+                    mentions=("--since",), program="ngcbuild", after=nothing_built))
+    # the new names, given an option as their value, are a usage error naming them
+    for name, argv, mention in [
+        ("new-base-image-option-like", ("build", "--release", "dev", "--base-image", "--force"),
+         "--base-image needs a value"),
+        ("new-since-option-like", ("changed", "--since", "--releases"), "--since"),
+        ("new-registry-image-option-like", ("verify-attestation", "--registry-image", "--trusted-key"),
+         "--registry-image needs a value"),
+    ]:
+        add(HostileCase(name, klass, argv, git_repo, mentions=(mention,), absent=("No idea", "Flag <"),
+                        after=setup_all_checks(nothing_built, no_file("injected"))))
 
 
 def a_key(rel: str, mode: int = 0o600, public: bool = False):
@@ -876,11 +962,11 @@ def key_unchanged(project: ScratchProject, outside: Path) -> str | None:
 
 
 def attestation_cases(add) -> None:
-    """The surfaces of signed provenance: keygen's output, the signing key, the trusted keys, --image.
+    """The surfaces of signed provenance: keygen's output, the signing key, the trusted keys, --registry-image.
     Each is refused before any file is written, any registry asked or the engine contacted."""
     klass = "keys and attestations"
     attest = ("attest", "--release", "dev", "--registry", "localhost:5000", "--key", "keys/signing.key")
-    verify = ("verify-attestation", "--image", "localhost:5000/nvidia/pytorch:dev-py3", "--trusted-key")
+    verify = ("verify-attestation", "--registry-image", "localhost:5000/nvidia/pytorch:dev-py3", "--trusted-key")
     promote = ("promote", "--release", "dev", "--from", "localhost:5000", "--to", "localhost:5001")
     for name, argv, setup, mentions, after, env in [
         ("keygen-out-outside", ("keygen", "--out", "OUTSIDE/k.key"), dev, ("inside the project",),
@@ -908,13 +994,14 @@ def attestation_cases(add) -> None:
         ("attest-no-key", attest[:-2], dev, ("no signing key",), nothing_built, {}),
         ("attest-registry-credentials", ("attest", "--release", "dev", "--registry", f"u:{SECRET}@localhost:5000"),
          setup_all(dev, a_key("keys/signing.key")), ("NGCBUILD_REGISTRY_USER",), nothing_built, {}),
-        ("verify-image-credentials", ("verify-attestation", "--image",
+        ("verify-image-credentials", ("verify-attestation", "--registry-image",
                                       f"u:{SECRET}@localhost:5000/nvidia/pytorch:dev-py3", "--trusted-key", "k.pub"),
          setup_all(dev, a_key("k.pub", 0o644, public=True)), ("NGCBUILD_REGISTRY_USER",), nothing_built, {}),
-        ("verify-image-option-like", ("verify-attestation", "--image=--trusted-key"), dev, ("--image",),
+        ("verify-image-option-like", ("verify-attestation", "--registry-image=--trusted-key"), dev,
+         ("--registry-image",),
          nothing_built, {}),
-        ("verify-image-without-host", ("verify-attestation", "--image", "nvidia/pytorch:dev-py3", "--trusted-key",
-                                       "k.pub"), setup_all(dev, a_key("k.pub", 0o644, public=True)),
+        ("verify-image-without-host", ("verify-attestation", "--registry-image", "nvidia/pytorch:dev-py3",
+                                       "--trusted-key", "k.pub"), setup_all(dev, a_key("k.pub", 0o644, public=True)),
          ("registry host",), nothing_built, {}),
         ("verify-trusted-key-is-private", (*verify, "k.key"), setup_all(dev, a_key("k.key")),
          ("holds a private key",), nothing_built, {}),

@@ -83,7 +83,7 @@ def test_dev_is_attested_verified_and_promoted_with_its_attestations(signed, reg
     assert {(m["artifactType"], m["annotations"]["io.ngcbuild.attachment"]) for m in index["manifests"]} == {
         ("application/vnd.dsse.envelope.v1+json", "provenance"), ("application/vnd.cyclonedx+json", "sbom")}
 
-    checked = run_invoke("verify-attestation", "--image", f"{staging}/{REPOSITORY}:dev-py3",
+    checked = run_invoke("verify-attestation", "--registry-image", f"{staging}/{REPOSITORY}:dev-py3",
                          "--trusted-key", str(signed["public"]))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     sbom_sha = signed["record"]["sbom"]["sha256"]
@@ -96,7 +96,7 @@ def test_dev_is_attested_verified_and_promoted_with_its_attestations(signed, reg
                           "--trusted-key", str(signed["public"]))
     assert promoted.returncode == 0, promoted.stdout + promoted.stderr
     assert "attestations copied" in promoted.stdout
-    on_target = run_invoke("verify-attestation", "--image", f"{release}/{REPOSITORY}@{digest}",
+    on_target = run_invoke("verify-attestation", "--registry-image", f"{release}/{REPOSITORY}@{digest}",
                            "--trusted-key", str(signed["public"]))
     assert on_target.returncode == 0, on_target.stdout + on_target.stderr
     record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
@@ -183,6 +183,6 @@ def test_a_tampered_attestation_is_refused_and_nothing_is_promoted(signed, regis
     assert "Traceback" not in refused.stderr
     assert catalog(untouched) == [], "a refused promotion left something in the target registry"
 
-    checked = run_invoke("verify-attestation", "--image", f"{staging}/{REPOSITORY}@{signed['digest']}",
+    checked = run_invoke("verify-attestation", "--registry-image", f"{staging}/{REPOSITORY}@{signed['digest']}",
                          "--trusted-key", str(signed["public"]))
     assert checked.returncode == 2 and message in checked.stderr, checked.stdout + checked.stderr

@@ -113,7 +113,7 @@ def test_dev_push_with_credentials_shows_no_secret(engine, dev_build, marker_ca,
 
 
 def test_an_image_built_from_a_mirror_records_the_mirror_when_reused(engine, dev_build):
-    """`--base` builds FROM a mirror of the manifest's base image. The record says so after the build,
+    """`--base-image` builds FROM a mirror of the manifest's base image. The record says so after the build,
     after a reuse by context hash that loads and renders the release, and after one taken on the
     unchanged-release path (build/dev/.rendered.json) that does neither."""
     mirror_repo, mirror_tag = "ngcbuild-test.invalid/mirror/debian", "bookworm-slim"
@@ -123,19 +123,19 @@ def test_an_image_built_from_a_mirror_records_the_mirror_when_reused(engine, dev
     session_record = record_file.read_text()  # with its smoke section, which later tests need
     made = []
     try:
-        built = run_invoke("build", "--release", "dev", "--base", mirror)
+        built = run_invoke("build", "--release", "dev", "--base-image", mirror)
         assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
         first = json.loads(record_file.read_text())
         made = first["tags"]
         assert first["base_image"] == mirror and first["image_id"] != dev_build["record"]["image_id"]
 
         (REPO / "build" / "dev" / ".rendered.json").unlink()  # reuse through load + render
-        reused = run_invoke("build", "--release", "dev", "--base", mirror)
+        reused = run_invoke("build", "--release", "dev", "--base-image", mirror)
         assert reused.returncode == 0 and "skipped the build of dev" in reused.stdout, reused.stdout + reused.stderr
         again = json.loads(record_file.read_text())
         assert again["base_image"] == mirror and again["image_id"] == first["image_id"]
 
-        fast = run_invoke("build", "--release", "dev", "--base", mirror)  # the unchanged-release path
+        fast = run_invoke("build", "--release", "dev", "--base-image", mirror)  # the unchanged-release path
         assert fast.returncode == 0 and "skipped the build of dev" in fast.stdout
         assert json.loads(record_file.read_text())["base_image"] == mirror
     finally:

@@ -108,8 +108,8 @@ def secret_file(directory: Path, password: str) -> Path:
 
 
 def rehearse(cwd: Path, releases: str, staging: str, release_host: str, secrets_path: Path):
-    result = run_command("ngcbuild", "rehearse", "--release", releases, "--staging", staging,
-                         "--registry", release_host, "--secret-file", str(secrets_path), cwd=cwd, timeout=3000)
+    result = run_command("ngcbuild", "rehearse", "--releases", releases, "--staging-registry", staging,
+                         "--release-registry", release_host, "--secret-file", str(secrets_path), cwd=cwd, timeout=3000)
     log = result.stdout + result.stderr
     (secrets_path.parent / "act.log").write_text(log)  # kept with the test's files for a post-mortem
     label = re.search(r"images labelled (io\.ngcbuild\.ci\.run=[0-9]+-1)\)", log)

@@ -21,7 +21,7 @@ from .conftest import IN_CI, run_invoke
 pytestmark = pytest.mark.network
 
 RELEASES = ["20.02", "20.12", "25.12", "dev", "cuda-dev"]
-MIRRORED = "20.02 --base mirror"  # 20.02 again, its removed base image replaced by a mirror
+MIRRORED = "20.02 --base-image mirror"  # 20.02 again, its removed base image replaced by a mirror
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +40,7 @@ def pypi():
 def reports(pypi):
     """release -> (exit status, JSON report), one process each."""
     runs = {release: ("--release", release) for release in RELEASES}
-    runs[MIRRORED] = ("--release", "20.02", "--base", "mirror.example/nvidia/cuda:10.2-cudnn7-devel-ubuntu18.04")
+    runs[MIRRORED] = ("--release", "20.02", "--base-image", "mirror.example/nvidia/cuda:10.2-cudnn7-devel-ubuntu18.04")
 
     def verify(args):
         return run_invoke("verify", *args, "--json", timeout=1800, env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")})

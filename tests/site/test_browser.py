@@ -115,3 +115,22 @@ def test_screenshot_of_the_index(chromium, url, tmp_path):
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == browser.PHONE
     assert len(data) > 10_000  # a rendered page, not a blank frame
+
+
+def test_the_guide_is_served_and_readable_on_a_phone(chromium, url, site):
+    """docs/ in the site: the guide's index links every page, the task reference's wide tables scroll
+    inside themselves, and a link to a task lands on its heading."""
+    dom = browser.dump_dom(chromium, url + "guide/index.html")
+    assert texts(dom, "h1") == ["ngcbuild guide"]
+    for page in sorted((REPO / "docs").glob("*.md")):
+        if page.name != "README.md":
+            assert f'href="{page.stem}.html"' in dom, page.name
+    tasks = browser.dump_dom(chromium, url + "guide/tasks.html")
+    assert 'id="build"' in tasks and 'id="the-build-stage"' in tasks
+    for page in ("guide/tasks.html", "guide/building.html"):
+        (site.directory / "_harness.html").write_text(HARNESS.format(page=page, width=390))
+        measured = re.search(r'<pre id="measured">(.*?)</pre>', browser.dump_dom(chromium, url + "_harness.html"),
+                             flags=re.DOTALL)
+        assert measured, f"the harness measured nothing: {page} did not load in the frame"
+        data = json.loads(html.unescape(measured[1]))
+        assert data["pageWidth"] <= data["frameWidth"] == 390, f"{page} scrolls sideways on a phone: {data}"

@@ -1,4 +1,4 @@
-"""`--changed`: which releases a commit touches, through `extends`, constraints, templates and
+"""`invoke changed`: which releases a commit touches, through `extends`, constraints, templates and
 ngcbuild's code: the inputs of the stamp (render/stamp.py)."""
 
 import subprocess
@@ -79,7 +79,7 @@ def test_a_change_to_ngcbuilds_code_or_an_image_template_selects_every_buildable
     assert _names(affected_releases(project, [rel], buildable(project))) == buildable_releases(project)
 
 
-@pytest.mark.parametrize("rel", ["tests/unit/test_plan.py", "README.md", "templates/docs/site/style.css",
+@pytest.mark.parametrize("rel", ["tests/unit/test_plan.py", "README.md", "docs/tasks.md", "templates/docs/site/style.css",
                                  "src/ngcbuild/smoke/locks/pytest-py3.10.txt", "dev/bench.py", "tasks.py"])
 def test_what_the_stamp_does_not_read_selects_nothing(rel):
     project = Project.at(REPO)
@@ -126,21 +126,21 @@ def test_jobs_carry_platform_and_runner_labels(repo):
     ]
 
 
-def test_a_bad_base_is_a_user_error(repo):
-    with pytest.raises(UserError, match="--base 'no-such-ref'"):
+def test_a_bad_since_is_a_user_error(repo):
+    with pytest.raises(UserError, match="--since 'no-such-ref'"):
         changed_files(Project.at(repo.root), "no-such-ref")
 
 
 def test_invoke_changed_prints_json(repo):
     _change(repo, "constraints/child.txt")
-    result = repo.invoke("changed", "--base", "HEAD~1")
+    result = repo.invoke("changed", "--since", "HEAD~1")
     assert result.returncode == 0, result.stderr
     import json
     assert json.loads(result.stdout)["releases"] == ["child"]
 
 
 def test_cuda_dev_is_built_smoked_and_published_on_gpu_runners_like_any_release():
-    """release.yml's plan (invoke matrix --json --changed) gives cuda-dev a GPU runner per platform;
+    """release.yml's plan (invoke changed) gives cuda-dev a GPU runner per platform;
     its build job smokes with --require-gpu and publishes, as for every release."""
     jobs = ci_jobs([load_release(Project.at(REPO), "cuda-dev")])
     assert [(j["platform"], "gpu" in j["runner"]) for j in jobs] == [("linux/amd64", True), ("linux/arm64", True)]

@@ -136,9 +136,10 @@ def test_each_install_method_needs_its_pins(scratch, component, expected):
     assert expected in error(scratch, BUILDABLE + f"components:\n  {component}\n")
 
 
-def test_the_readme_names_each_release_s_pytorch_as_its_manifest_does():
-    """README's "PyTorch X (YY.MM)" mentions must agree with the manifest (it once said 2.11 for 25.12)."""
-    text = (REPO / "README.md").read_text()
+def test_the_readme_and_the_guide_name_each_release_s_pytorch_as_its_manifest_does():
+    """The "PyTorch X (YY.MM)" mentions of README.md and the guide (docs/) must agree with the manifest
+    (the README once said 2.11 for 25.12)."""
+    text = "\n".join(path.read_text() for path in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
     mentions = re.findall(r"PyTorch (\d[\w.+]*) \((\d\d\.\d\d)\)", text.replace("\n", " "))
     assert mentions
     for version, name in mentions:

@@ -103,7 +103,7 @@ def test_release_workflow_rules():
     workflow = _load("release.yml")
     assert workflow["concurrency"]["cancel-in-progress"] is False
     jobs = workflow["jobs"]
-    assert "invoke matrix --json --changed" in jobs["plan"]["steps"][-1]["run"]
+    assert "invoke changed" in jobs["plan"]["steps"][-1]["run"]
     build = jobs["build"]
     assert build["strategy"]["fail-fast"] is False
     assert build["runs-on"] == "${{ matrix.runner }}"

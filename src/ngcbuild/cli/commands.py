@@ -141,7 +141,7 @@ def base(release: str = "dev", platform: str | None = None) -> None:
     platform = platform or loaded.release.build.platform
     make_base(connect(), loaded.release, platform=platform)
     if platform != loaded.release.build.platform:
-        print(f"build {platform} from it with --platform {platform} --base {base_name(loaded.release, platform)}")
+        print(f"build {platform} from it with --platform {platform} --base-image {base_name(loaded.release, platform)}")
 
 
 def notes(release: str) -> None:
@@ -242,7 +242,7 @@ def verify_attestation(image: str, trusted_keys=None) -> list:
 def changed_jobs(base=None, releases=None) -> dict:
     """The releases (and CI jobs) that changes since `base` touch; all buildable ones without a base;
     only those named in `releases` when given (a manual dispatch's choice).
-    For `invoke matrix --json --changed [--base REF] [--releases NAMES]`."""
+    For `invoke changed [--since REF] [--releases NAMES]`."""
     from ngcbuild.render.changed import selection
     from ngcbuild.workflow.choose import narrow, parse_names
 
@@ -318,8 +318,8 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
             raise UserError("--workflow ci takes --job only (its jobs need no registry and no secret)")
         rehearse_ci(project(), list(jobs or []), out=sys.stdout)
     elif workflow == "release":
-        missing = [flag for flag, value in (("--release", release), ("--staging", staging), ("--registry", registry))
-                   if value is None]
+        missing = [flag for flag, value in (("--releases", release), ("--staging-registry", staging),
+                                            ("--release-registry", registry)) if value is None]
         if missing:
             raise UserError(f"rehearse: missing {', '.join(missing)} (see `ngcbuild rehearse --help`)")
         if jobs:

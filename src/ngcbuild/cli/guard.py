@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import sys
 
-from invoke import task
 from invoke.exceptions import Exit
 
 from ngcbuild.core.errors import NgcbuildError, excerpt
@@ -59,26 +57,3 @@ def _engine_failure(exc: Exception) -> str | None:
             # a backstop: the connection to the engine broke somewhere no module expected it
             return f"the connection to the Docker engine broke: {excerpt(str(exc), 300)}"
     return None
-
-
-def command(positional=(), **options):
-    """A task: guarded, every argument a --flag unless named in `positional` (so `build --help` is
-    help, not a release named "--help"), no automatic short flags (`-h` is help, never `--host`).
-    An argument without a default is required: its absence is a usage error (exit 2)."""
-
-    def decorate(function):
-        required = [name for name, p in list(inspect.signature(function).parameters.items())[1:]
-                    if p.default is inspect.Parameter.empty and name not in positional]
-
-        @functools.wraps(function)
-        def checked(c, *args, **kwargs):
-            missing = [name for name in required if kwargs.get(name) is None]
-            if missing:
-                flags = ", ".join("--" + name.rstrip("_").replace("_", "-") for name in missing)
-                raise Exit(f"ngcbuild: {function.__name__}: missing {flags} "
-                           f"(see `ngcbuild {function.__name__} --help`)", code=2)
-            return function(c, *args, **kwargs)
-
-        return task(positional=list(positional), auto_shortflags=False, **options)(guarded(checked))
-
-    return decorate

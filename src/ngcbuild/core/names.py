@@ -27,11 +27,11 @@ class ImageNames:
     tag: str  # 25.12-py3
     repository_path: str  # nvidia/pytorch (the registry host is the build's option)
     default_platform: str  # the platform that gets `tag` itself (others get tag-<arch>)
-    base_image: str  # what it is built FROM: the manifest's, or the --base mirror
+    base_image: str  # what it is built FROM: the manifest's, or the --base-image mirror
 
     @classmethod
     def of(cls, release, base_image: str | None = None) -> "ImageNames":
-        """The names of a validated release; `base_image` is the --base mirror when one is used."""
+        """The names of a validated release; `base_image` is the --base-image mirror when one is used."""
         return cls(release=release.release, tag=release.tag, repository_path=release.image.repository,
                    default_platform=release.build.platform, base_image=base_image or release.base.image)
 

@@ -77,7 +77,7 @@ MAX_SOCKET_PATH = 107  # sun_path of a unix socket address, less its terminating
 
 def parse_engine_url(value: str) -> str:
     """A Docker engine address (`--engine`, DOCKER_HOST) as the engine clients take it, or
-    ReferenceProblem. Credentials are refused and never shown; ssh:// is not offered (see README)."""
+    ReferenceProblem. Credentials are refused and never shown; ssh:// is not offered (see docs/building.md)."""
     if not isinstance(value, str) or not value:
         raise ReferenceProblem(f"is empty; expected {ENGINE_EXAMPLE}")
     if not value.isprintable() or len(value) > 4096:

@@ -1,7 +1,8 @@
 """The documentation site: build/site/ from the same documents as `notes`, `matrix` and `diff`.
 
-index.html (the support matrix, each release linked), releases/R.html (its notes) and diffs/R.html
-(what changed since its predecessor), with one stylesheet. Static and offline: no scripts, no fonts,
+index.html (the support matrix, each release linked), releases/R.html (its notes), diffs/R.html
+(what changed since its predecessor) and guide/ (the project's docs/, docs/guide.py), with one
+stylesheet. Static and offline: no scripts, no fonts,
 nothing fetched from elsewhere. Markdown becomes HTML with `markdown`, raw HTML in it disabled, so a
 manifest's text can never become markup. The whole site is made in memory first and swapped in
 like build/R/ (workspace/atomic_dir.py): an interrupt or a failure leaves the older complete site.
@@ -19,6 +20,7 @@ from ngcbuild.core.outputs import make_dir, storing
 from ngcbuild.core.project import Project
 from ngcbuild.core.templating import environment
 from ngcbuild.docs.diff import render_diff
+from ngcbuild.docs.guide import guide_pages
 from ngcbuild.docs.matrix import render_matrix
 from ngcbuild.docs.notes import render_notes
 from ngcbuild.manifest.series import Series
@@ -39,8 +41,10 @@ class Site:
         return self.directory / "index.html"
 
 
-def to_html(text: str) -> str:
-    converter = markdown.Markdown(extensions=["tables", "footnotes", "sane_lists"], output_format="html")
+def to_html(text: str, anchors: bool = False) -> str:
+    """`anchors`: headings get ids (the guide's links to a task of docs/tasks.md need them)."""
+    extensions = ["tables", "footnotes", "sane_lists"] + (["toc"] if anchors else [])
+    converter = markdown.Markdown(extensions=extensions, output_format="html")
     converter.preprocessors.deregister("html_block")
     converter.inlinePatterns.deregister("html")
     return converter.convert(text)
@@ -58,10 +62,12 @@ def build_site(project: Project, out: Path | None = None) -> Site:
     page = _environment(project).get_template(PAGE)
     names = series.names
 
-    def write(rel: str, title: str, body_markdown: str, current=None, related=()) -> None:
+    guide = guide_pages(project)
+
+    def write(rel: str, title: str, body_markdown: str, current=None, related=(), anchors=False) -> None:
         root = "../" if "/" in rel else ""
-        html = page.render(title=title, body=to_html(body_markdown), root=root, releases=names,
-                           current=current, related=related)
+        html = page.render(title=title, body=to_html(body_markdown, anchors), root=root, releases=names,
+                           current=current, related=related, guide=bool(guide), in_guide=rel.startswith("guide/"))
         files[rel] = html.encode("utf-8")
 
     matrix = render_matrix(project, series, link="releases/{}.html")
@@ -79,6 +85,8 @@ def build_site(project: Project, out: Path | None = None) -> Site:
             write(f"diffs/{name}.html", f"Changes from {old} to {name}", render_diff(project, series, old, name),
                   current=name, related=[(f"Release notes of {name}", f"../releases/{name}.html"),
                                          (f"Release notes of {old}", f"../releases/{old}.html")])
+    for entry in guide:
+        write(entry.rel, entry.title, entry.markdown, anchors=True)
     make_dir(directory.parent)
     with storing(directory), release_lock(directory):
         # the screenshot belongs to the old site's pages: it goes with them

@@ -5,7 +5,7 @@ its own architecture whatever `--platform` says, a build records the platform it
 
 The manifest's platform gets the manifest's name (`debian:bookworm-slim`); another platform gets
 that name with the architecture appended (`debian:bookworm-slim-arm64`), since one local name holds
-one architecture: build that platform with `--base debian:bookworm-slim-arm64`. Another
+one architecture: build that platform with `--base-image debian:bookworm-slim-arm64`. Another
 architecture is bootstrapped under emulation (`.ci/qemu`)."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def ensure_base(client: docker.APIClient, release: Release, log=print, ref: str 
         made = f"; `invoke base --release {release.release} --platform {platform}` makes " \
                f"{base_name(release, platform)}" if release.base.bootstrap is not None else ""
         raise OperationError(f"base image {ref} for {platform} is not here and cannot be pulled; "
-                             f"pull or load it, or pass --base{made}")
+                             f"pull or load it, or pass --base-image{made}")
     log(f"making {ref} locally with debootstrap (`invoke base --release {release.release} --platform {platform}`)")
     make_base(client, release, log=log, platform=platform)
     return "bootstrapped"

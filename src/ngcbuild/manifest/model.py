@@ -60,7 +60,7 @@ class BaseImage(Strict):
     digest: Digest | None = None
     bootstrap: Bootstrap | None = None
     # A tag its registry no longer serves (when and why): `invoke verify` refuses it and names the way
-    # out, a mirror given with --base, and what that mirror must also fix (each item of mirror_must).
+    # out, a mirror given with --base-image, and what that mirror must also fix (each item of mirror_must).
     removed: Text | None = None
     mirror_must: list[Text] = Field(default_factory=list)
     # What the base image provides that no component of the manifest records, each with its evidence

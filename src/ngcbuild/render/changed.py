@@ -1,4 +1,4 @@
-"""Which releases a change touches, for the release workflow's `invoke matrix --json --changed`.
+"""Which releases a change touches, for the release workflow's `invoke changed`.
 
 A release is affected when an input of its stamp changed (stamp.py holds the one definition): its
 manifest or any manifest in its `extends` chain, its constraints file, or a shared input, which
@@ -34,7 +34,7 @@ def _git(project: Project, *args: str) -> subprocess.CompletedProcess:
         raise OperationError(f"cannot run git to find changed files: {exc}") from None
 
 
-def commit_of(project: Project, ref: str, flag: str = "--base") -> str:
+def commit_of(project: Project, ref: str, flag: str = "--since") -> str:
     """The commit `ref` names, verified. A ref is never handed to git where it could be read as an
     option (`--output=FILE`), and only a commit is accepted (not a range, not a tree)."""
     if not isinstance(ref, str) or not ref or ref.startswith("-") or any(ord(c) < 32 or ord(c) == 127 for c in ref):
@@ -51,7 +51,7 @@ def changed_files(project: Project, base: str, head: str = "HEAD") -> list[str]:
     result = _git(project, "diff", "--name-only", "--no-renames", f"{base_commit}...{head_commit}", "--")
     if result.returncode != 0:
         message = (result.stderr.strip().splitlines() or ["no message"])[0]
-        raise OperationError(f"--base {excerpt(base)}: git diff failed: {excerpt(message, 200)}")
+        raise OperationError(f"--since {excerpt(base)}: git diff failed: {excerpt(message, 200)}")
     top = _git(project, "rev-parse", "--show-toplevel").stdout.strip()
     prefix = project.root.resolve().relative_to(Path(top).resolve())
     files = []

@@ -135,13 +135,13 @@ def _check_partials(project: Project, loaded: LoadedRelease, plan: ImagePlan) ->
 
 
 def checked_base(base: str | None) -> str | None:
-    """--base: a mirror of the base image; validated like the manifest's own value."""
+    """--base-image: a mirror of the base image; validated like the manifest's own value."""
     if base is None:
         return None
     try:
         return _BASE_ADAPTER.validate_python(base)
     except ValidationError as exc:
-        raise UserError(f"--base: {exc.errors()[0]['msg']}") from None
+        raise UserError(f"--base-image: {exc.errors()[0]['msg']}") from None
 
 
 def write(rendered: Rendered) -> None:

@@ -2,7 +2,7 @@
 to be unchanged without loading or rendering it again.
 
 The stamp holds a digest of every input of the render (the manifest chain, the constraints file,
-the image templates, ngcbuild's own code and the --base value) with the context hash and image names
+the image templates, ngcbuild's own code and the --base-image value) with the context hash and image names
 that render produced. When the digest of those same files still matches, the context hash is still
 right: `build` can look for the image of that hash without pydantic or Jinja (tenths of a second).
 Any difference, or a stamp that cannot be read, means: load, validate and render as usual.
@@ -59,7 +59,7 @@ def is_shared_input(project: Project, path: Path) -> bool:
 
 
 def inputs_digest(project: Project, files: list[str], base: str | None) -> str:
-    """sha256 over the named project files, the shared inputs (templates, ngcbuild's code) and --base."""
+    """sha256 over the named project files, the shared inputs (templates, ngcbuild's code) and --base-image."""
     digest = hashlib.sha256(json.dumps({"base": base, "files": files}).encode())
     paths = [project.root / rel for rel in files]
     for folder, pattern in shared_inputs(project):

@@ -49,7 +49,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
               out=sys.stdout) -> dict:
     loaded = load_release(project, name)
     record = read_record(project.out(name)) if image is None else None
-    # A build from a mirror (--base) expects that base in its labels; the record says which it was.
+    # A build from a mirror (--base-image) expects that base in its labels; the record says which it was.
     base = record.get("base_image") if record else None
     rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
     directory = rendered.directory

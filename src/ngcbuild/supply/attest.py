@@ -5,7 +5,7 @@ and the audit report, next to each pushed image; `verify_image`: check those att
 What a verified attestation proves: the holder of a trusted key signed this statement about this
 very image manifest (its digest), and the SBOM and audit report attached are the ones it names. It
 does not prove that the key was not stolen, nor that the files the statement lists are free of
-defects; it is only as true as the machine that signed it (README: the trust model).
+defects; it is only as true as the machine that signed it (docs/trust-model.md).
 """
 
 from __future__ import annotations
@@ -236,13 +236,13 @@ def trusted_keys(options, root: Path) -> list[TrustedKey]:
 
 
 def verify_command(root: Path, image: str, trusted_options, out=sys.stdout) -> list[Verified]:
-    """`invoke verify-attestation --image HOST/REPO[:TAG|@DIGEST]`: exit 0 verified, 2 refused (or bad
+    """`invoke verify-attestation --registry-image HOST/REPO[:TAG|@DIGEST]`: exit 0 verified, 2 refused (or bad
     input), 1 the registry could not be asked."""
     from ngcbuild.core.references import image_ref
 
-    ref = image_ref(image, "--image")
+    ref = image_ref(image, "--registry-image")
     if ref.host is None:
-        raise UserError(f"--image {ref}: expected a reference with its registry host (HOST[:PORT]/name:tag), "
+        raise UserError(f"--registry-image {ref}: expected a reference with its registry host (HOST[:PORT]/name:tag), "
                         "the registry the attestations are read from")
     trusted = trusted_keys(trusted_options, root)
     registry = Registry(ref.host, credentials())

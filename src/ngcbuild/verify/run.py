@@ -48,7 +48,7 @@ def _base_row(release, base: str | None) -> Row:
         return Row("base", image, base, "", NOT_VERIFIED,
                    f"built FROM the mirror {base}, which verify does not query" + (f"; it must {must}" if must else ""))
     if release.base.removed:
-        way_out = f"build FROM a mirror of it: invoke build --release {release.release} --base MIRROR/IMAGE:TAG"
+        way_out = f"build FROM a mirror of it: invoke build --release {release.release} --base-image MIRROR/IMAGE:TAG"
         if release.base.mirror_must:
             way_out += "; the mirror must also " + "; and ".join(release.base.mirror_must)
         return Row("base", image, image, "", FAILED, f"{release.base.removed}. Way out: {way_out}")

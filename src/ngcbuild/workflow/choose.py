@@ -1,5 +1,5 @@
 """The releases an operator names when dispatching the release workflow by hand (its `releases`
-input, passed on as `invoke matrix --json --changed --releases "..."`): the plan narrowed to them.
+input, passed on as `invoke changed --releases "..."`): the plan narrowed to them.
 A name the plan does not hold stops the plan, listing the names it could have been."""
 
 from __future__ import annotations

@@ -164,12 +164,12 @@ def rehearse_release(project: Project, releases: str, staging: str, registry: st
 
     names = parse_names(releases)
     if not names:
-        raise UserError("--release: which release(s) to rehearse, by name (such as dev)")
-    staging = registry_host(staging, "--staging")
-    registry = registry_host(registry, "--registry")
+        raise UserError("--releases: which release(s) to rehearse, by name (such as dev)")
+    staging = registry_host(staging, "--staging-registry")
+    registry = registry_host(registry, "--release-registry")
     if staging == registry:
-        raise UserError(f"--registry {excerpt(registry)}: the release registry must differ from --staging "
-                        "(promotion copies from one to the other)")
+        raise UserError(f"--release-registry {excerpt(registry)}: the release registry must differ from "
+                        "--staging-registry (promotion copies from one to the other)")
     secrets = check_secret_file(secret_file) if secret_file is not None else None
     find_act()
     run_id = str(time.time_ns() // 1_000_000)
