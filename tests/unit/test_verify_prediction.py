@@ -43,8 +43,8 @@ def index():
     fake.close()
 
 
-def _rows(scratch, index, monkeypatch, tmp_path, pins: str) -> dict:
-    scratch.manifest("trt", MANIFEST)
+def _rows(scratch, index, monkeypatch, tmp_path, pins: str, manifest: str = MANIFEST) -> dict:
+    scratch.manifest("trt", manifest)
     scratch.constraints("trt", pins)
     monkeypatch.setattr(sources, "PYPI", index.url)
     loaded = load_release(Project.at(scratch.root), "trt")
@@ -90,3 +90,13 @@ def test_with_the_libraries_pinned_the_prediction_and_pip_check_pass(scratch, in
     assert rows[("closure", "constraints/trt.txt")].status == report.VERIFIED
     assert _real_pip_check(index, tmp_path, f"tensorrt-cu13=={TRT}", f"tensorrt-cu13-bindings=={TRT}",
                            f"tensorrt-cu13-libs=={TRT}") == "No broken requirements found.\n"
+
+
+def test_a_tolerance_no_predicted_line_needs_is_an_error(scratch, index, monkeypatch, tmp_path):
+    tolerance = ("  wrong_wheel_tags:\n    - distribution: tensorrt-cu13-bindings\n      platforms: [linux/amd64]\n"
+                 "      tag: py3-none-manylinux2014_sbsa\n      evidence: none\n")
+    rows = _rows(scratch, index, monkeypatch, tmp_path, PINS + f"tensorrt-cu13-libs=={TRT}\n", MANIFEST + tolerance)
+    check = rows[("pip-check", "pip check")]
+    assert check.status == report.FAILED, check
+    assert ("pip.wrong_wheel_tags names tensorrt-cu13-bindings on linux/amd64, but pip check prints no line of it "
+            "there") in check.reason, check

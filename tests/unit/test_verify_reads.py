@@ -159,15 +159,36 @@ def _member(name, data=b"", kind=None, target=""):
 
 @pytest.mark.parametrize("members,message", [
     ([_member("demo-1.0/PKG-INFO", b"x"), _member("demo-1.0/evil", kind=b"2", target="/etc/passwd")],
-     "is not a plain file or folder"),
+     "links out of the archive"),
+    ([_member("demo-1.0/PKG-INFO", b"x"), _member("demo-1.0/evil", kind=b"2", target="../../etc/passwd")],
+     "links out of the archive"),
+    ([_member("demo-1.0/PKG-INFO", b"x"), _member("demo-1.0/fifo", kind=b"6")], "is not a plain file, folder or link"),
     ([_member("demo-1.0/PKG-INFO", b"x"), _member("demo-1.0/../../outside", b"x")], "would land outside"),
     ([_member("/abs/PKG-INFO", b"x")], "would land outside"),
-], ids=["symlink", "climbing", "absolute"])
+], ids=["symlink-absolute", "symlink-climbing", "fifo", "climbing", "absolute"])
 def test_a_source_archive_with_links_or_paths_out_of_its_folder_is_refused(fake, tmp_path, members, message):
     fake.add("demo-1.0.tar.gz", _tar(members))
     with pytest.raises(metadata.MetadataError, match=message):
         _reader(tmp_path, fake).metadata(_file(fake, "demo", "1.0"))
     assert not (tmp_path.parent / "outside").exists()
+
+
+def test_a_link_inside_a_source_archive_becomes_a_copy(fake, tmp_path):
+    """pandocfilters 1.4.3's README.rst is a hard link to its README; its setup.py reads it."""
+    filename, data = sdist("demo", "1.0", ["built-dep==1.0"])
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        members = [(m, archive.extractfile(m).read()) for m in archive]
+    members += [_member("demo-1.0/README", b"read me"), _member("demo-1.0/README.rst", kind=tarfile.LNKTYPE,
+                                                                  target="demo-1.0/README"),
+                _member("demo-1.0/docs.txt", kind=tarfile.SYMTYPE, target="README")]
+    fake.add("demo-1.0.tar.gz", _tar(members))
+    assert _reader(tmp_path, fake).metadata(_file(fake, "demo", "1.0")).requires_dist == ("built-dep==1.0",)
+    unpacked = next(tmp_path.glob("sdist-*/src/demo-1.0"))
+    assert (unpacked / "README.rst").read_bytes() == (unpacked / "docs.txt").read_bytes() == b"read me"
+    assert not (unpacked / "README.rst").is_symlink()
 
 
 def _files(*names, yanked=()):
@@ -215,3 +236,17 @@ def test_a_project_page_is_read_for_its_shape():
     assert first.url == "https://i.example/f/a-1.0-py3-none-any.whl" and first.sha256 == "a" * 64
     assert (first.metadata, first.metadata_sha256, first.requires_python) == (True, "b" * 64, ">=3.8")
     assert (second.yanked, second.metadata, second.metadata_sha256) == (True, True, None)
+
+
+def test_a_pep_503_page_gives_the_same_files():
+    page = b"""<html><body>
+    <a href="../../f/a-1.0-py3-none-any.whl#sha256=""" + b"c" * 64 + b"""" data-requires-python="&gt;=3.8"
+       data-core-metadata="sha256=""" + b"d" * 64 + b"""">a-1.0-py3-none-any.whl</a>
+    <a href="https://f.example/a-0.9.tar.gz" data-yanked="">a-0.9.tar.gz</a>
+    </body></html>"""
+    files = index.parse_html_page(page, "https://i.example/simple", "https://i.example/simple/a/", "a")
+    first, second = files
+    assert (first.filename, first.url, first.sha256) == ("a-1.0-py3-none-any.whl",
+                                                         "https://i.example/f/a-1.0-py3-none-any.whl", "c" * 64)
+    assert (first.requires_python, first.metadata, first.metadata_sha256) == (">=3.8", True, "d" * 64)
+    assert (second.filename, second.yanked, second.metadata) == ("a-0.9.tar.gz", True, False)

@@ -84,11 +84,12 @@ def _walk_with_unpinned(items, pinned, environment, unread, outside, target: Tar
         tried.update(new)
         sources.read_listings(new)
         files = {dep: sources.choose(dep, ",".join(s for s in found.wanted[dep] if s), target) for dep in new}
-        sources.read_metadata([f for f in files.values() if f is not None])
+        readable = [f for f in files.values() if f is not None]
+        sources.read_metadata(readable)
         for dep, file in files.items():
-            if file is None:
-                continue
-            versions[dep] = version_of(file)
+            if file is not None:
+                versions[dep] = version_of(file)
+        for file in readable:
             try:
                 metadata = sources.metadata(file)
             except MetadataError:

@@ -75,7 +75,9 @@ def image_distributions(loaded: LoadedRelease, sources: Sources, chosen: dict[st
         metadata = pin.metadata
         if metadata is None:
             installed[key] = Installed(pin.name, pin.version, None)
-            unknown[key] = pin.problem or _why_no_file(sources)
+            unknown[key] = pin.problem or "no file on a reachable index"
+            if sources.unreachable and (pin.file is None or not is_wheel(pin.file)):
+                unknown[key] += f"; {', '.join(sources.unreachable.values())}"
         else:
             installed[key] = Installed(metadata.name, metadata.version, metadata.requires_dist, metadata.tags)
     builds = source_builds(loaded, {key: pin.version for key, pin in chosen.items()})
@@ -95,9 +97,3 @@ def _archives_read_instead_of_wheels(sources: Sources, chosen: dict[str, Chosen]
         return []
     return [f"{', '.join(built)} read from a source archive, while {', '.join(sources.unreachable)} (unreachable "
             "here) may hold a wheel of it that pip would prefer"]
-
-
-def _why_no_file(sources: Sources) -> str:
-    if sources.unreachable:
-        return "no file on a reachable index; " + "; ".join(sources.unreachable.values())
-    return "no file pip can install"

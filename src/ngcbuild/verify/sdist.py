@@ -33,6 +33,9 @@ MAX_UNPACKED = 512 << 20
 MAX_MEMBERS = 50_000
 PIP_TIMEOUT_S = 300
 HOOK_TIMEOUT_S = 180
+# NVIDIA's placeholder archives on PyPI (DALI, TensorRT's libraries): their backend fetches the real
+# wheel from NVIDIA's index at install time; the archive's own metadata is not the distribution's.
+PLACEHOLDER_BACKENDS = ("wheel_stub.buildapi",)
 DEFAULT_BUILD_SYSTEM = {"requires": ["setuptools>=40.8.0"], "build-backend": "setuptools.build_meta:__legacy__"}
 
 # Run by `python -I -S -c`: import the backend from the build environment (and the archive's own
@@ -102,6 +105,9 @@ class SdistReader:
 
     def _build(self, source: Path, folder: Path) -> Metadata:
         system = _build_system(source)
+        if system["build-backend"].split(":")[0].strip() in PLACEHOLDER_BACKENDS:
+            raise MetadataError(f"a placeholder: its build backend {system['build-backend']} only sends pip to "
+                                "another index, where the distribution is")
         env = self._environment(tuple(sorted(system["requires"])))
         backend_path = json.dumps(system.get("backend-path", []))
         more = self._hook(source, folder, env, system["build-backend"], backend_path, "requires")
@@ -199,8 +205,9 @@ def _build_system(source: Path) -> dict:
 
 
 def _unpack(data: bytes, filename: str, into: Path) -> Path:
-    """The archive's plain files and folders under `into` (links, devices, absolute or climbing names
-    refused; bounded count and size); the one folder it holds, where PKG-INFO lies."""
+    """The archive's plain files and folders under `into` (bounded count and size; absolute or climbing
+    names refused); a link (pandocfilters' README.rst) becomes a copy of the file it names in the
+    archive, and is refused when it names anything else. Returns the one folder the archive holds."""
     members, total = [], 0
     for member in _members(data, filename):  # counted as they come: a bomb stops at its first large header
         members.append(member)
@@ -208,24 +215,58 @@ def _unpack(data: bytes, filename: str, into: Path) -> Path:
         if len(members) > MAX_MEMBERS or total > MAX_UNPACKED:
             raise MetadataError(f"{filename}: over {MAX_MEMBERS} members or {MAX_UNPACKED} bytes unpacked")
     into.mkdir(parents=True)
-    for name, _size, read in members:
-        path = PurePosixPath(name)
-        if path.is_absolute() or ".." in path.parts or not path.parts:
-            raise MetadataError(f"{filename}: a member named {excerpt(name, 80)} would land outside its folder")
-        target = into.joinpath(*path.parts)
+    files: dict[str, bytes] = {}
+    for name, _size, read, _link in members:
+        target = into.joinpath(*_inside(name, filename).parts)
         if read is None:
             target.mkdir(parents=True, exist_ok=True)
-        else:
+        elif read is not _LINK:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(read())
-    tops = {PurePosixPath(name).parts[0] for name, _, _ in members}
+            files[str(_inside(name, filename))] = read()
+            target.write_bytes(files[str(_inside(name, filename))])
+    for name, _size, read, link in members:
+        if read is _LINK:
+            if str(link) not in files:
+                raise MetadataError(f"{filename}: {excerpt(name, 80)} links to {excerpt(str(link), 80)}, not a file "
+                                    "of the archive")
+            target = into.joinpath(*_inside(name, filename).parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(files[str(link)])
+    tops = {_inside(name, filename).parts[0] for name, *_ in members}
     if len(tops) != 1 or not (into / next(iter(tops))).is_dir():
         raise MetadataError(f"{filename}: not one folder at its top, as a source archive has")
     return into / next(iter(tops))
 
 
+_LINK = object()  # a member that is a link: its target is copied once every file is out
+
+
+def _inside(name: str, filename: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or not path.parts:
+        raise MetadataError(f"{filename}: a member named {excerpt(name, 80)} would land outside its folder")
+    return path
+
+
+def _link_target(name: str, target: str, hard: bool, filename: str) -> PurePosixPath:
+    """The archive path a link names: a hard link's is the archive's own path, a symbolic link's is
+    relative to its folder (normalised; never out of the archive)."""
+    parts = [] if hard else list(PurePosixPath(name).parent.parts)
+    if PurePosixPath(target).is_absolute():
+        raise MetadataError(f"{filename}: {excerpt(name, 80)} links out of the archive")
+    for part in PurePosixPath(target).parts:
+        if part == "..":
+            if not parts:
+                raise MetadataError(f"{filename}: {excerpt(name, 80)} links out of the archive")
+            parts.pop()
+        elif part != ".":
+            parts.append(part)
+    return PurePosixPath(*parts) if parts else PurePosixPath(".")
+
+
 def _members(data: bytes, filename: str):
-    """(name, size, reader or None for a folder) of each member; anything but a file or folder refused."""
+    """(name, size, reader or None for a folder or _LINK, the link's archive path) of each member;
+    anything but a file, folder or link refused."""
     try:
         if filename.endswith(".zip"):
             archive = zipfile.ZipFile(io.BytesIO(data))
@@ -234,13 +275,18 @@ def _members(data: bytes, filename: str):
                 if mode and (mode & 0o170000) not in (0, 0o100000, 0o040000):
                     raise MetadataError(f"{filename}: {excerpt(info.filename, 80)} is not a plain file or folder")
                 yield (info.filename.rstrip("/"), info.file_size,
-                       None if info.is_dir() else (lambda i=info: archive.read(i)))
+                       None if info.is_dir() else (lambda i=info: archive.read(i)), None)
             return
         archive = tarfile.open(fileobj=io.BytesIO(data), mode="r:*")
         for info in archive:
-            if not (info.isfile() or info.isdir()):
-                raise MetadataError(f"{filename}: {excerpt(info.name, 80)} is not a plain file or folder")
-            yield (info.name.rstrip("/"), info.size if info.isfile() else 0,
-                   None if info.isdir() else (lambda i=info: archive.extractfile(i).read()))
+            name = info.name.rstrip("/")
+            if info.isdir():
+                yield name, 0, None, None
+            elif info.isfile():
+                yield name, info.size, (lambda i=info: archive.extractfile(i).read()), None
+            elif info.issym() or info.islnk():
+                yield name, 0, _LINK, _link_target(name, info.linkname, info.islnk(), filename)
+            else:
+                raise MetadataError(f"{filename}: {excerpt(info.name, 80)} is not a plain file, folder or link")
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
         raise MetadataError(f"{filename}: not a readable source archive ({excerpt(str(exc), 120)})") from None
