@@ -108,6 +108,9 @@ class Misbehaviour:
     lie_content_range: bool = False  # a range answer saying other bytes than those asked for
     ignore_range: bool = False  # the whole file, 200, whatever the Range header
     trickle_s: float = 0.0  # seconds between the bytes of a project page
+    trickle_files_s: float = 0.0  # seconds between the bytes of a file's answer
+    huge_pages: bool = False  # project pages declaring 10 GB (and sending a few bytes)
+    page_body: bytes | None = None  # every project page answers this instead
     served: set[str] = field(default_factory=set)  # file names whose metadata the index serves (PEP 658)
 
 
@@ -178,7 +181,13 @@ class FakeIndex:
             pass
 
     def _page(self, handler, project: str, body: bool) -> None:
-        data = self.page(project)
+        data = self.misbehaviour.page_body if self.misbehaviour.page_body is not None else self.page(project)
+        if self.misbehaviour.huge_pages:
+            handler.send_response(200)
+            handler.send_header("Content-Length", str(10 << 30))
+            handler.end_headers()
+            handler.wfile.write(b'{"files": [')
+            return
         if data is None:
             self._send(handler, 404, b"", body)
             return
@@ -215,8 +224,18 @@ class FakeIndex:
             self._send(handler, 416, b"", body)
             return
         said = (first + 1, last + 1) if self.misbehaviour.lie_content_range else (first, last)
-        self._send(handler, 206, data[first:last + 1], body,
-                   {"Content-Range": f"bytes {said[0]}-{min(said[1], len(data) - 1)}/{len(data)}"})
+        headers = {"Content-Range": f"bytes {said[0]}-{min(said[1], len(data) - 1)}/{len(data)}"}
+        if not self.misbehaviour.trickle_files_s:
+            self._send(handler, 206, data[first:last + 1], body, headers)
+            return
+        handler.send_response(206)
+        handler.send_header("Content-Range", headers["Content-Range"])
+        handler.send_header("Content-Length", str(last - first + 1))
+        handler.end_headers()
+        for byte in data[first:last + 1]:
+            handler.wfile.write(bytes([byte]))
+            handler.wfile.flush()
+            time.sleep(self.misbehaviour.trickle_files_s)
 
     @staticmethod
     def _send(handler, status: int, data: bytes, body: bool, headers: dict | None = None) -> None:

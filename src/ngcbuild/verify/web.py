@@ -30,9 +30,10 @@ class HttpStatus(OperationError):
 class Web:
     """HTTP(S) reads for verify, each whole within its deadline and size cap."""
 
-    def __init__(self, environ=os.environ):
+    def __init__(self, environ=os.environ, deadline_s: float = DEADLINE_S):
         self.bundle = next((environ[k] for k in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
                             if environ.get(k) and Path(environ[k]).is_file()), None)
+        self.deadline_s = deadline_s
         self._sessions = threading.local()  # requests' sessions are not shared between threads
         self._lock = threading.Lock()
         self._reachable: dict[str, str | None] = {}
@@ -49,9 +50,10 @@ class Web:
         return session
 
     def fetch(self, url: str, *, limit: int, headers: dict | None = None, method: str = "GET",
-              deadline_s: float = DEADLINE_S, probe: bool = False) -> Answer:
+              deadline_s: float | None = None, probe: bool = False) -> Answer:
         """One request, its answer whole (any status): HttpFailure when it cannot be had in time or size."""
-        answer = fetch(self._session(probe), method, url, limit=limit, deadline_s=deadline_s, headers=headers)
+        answer = fetch(self._session(probe), method, url, limit=limit, headers=headers,
+                       deadline_s=min(deadline_s or self.deadline_s, self.deadline_s))
         with self._lock:
             self.fetched += len(answer.body)
             self.requests += 1
