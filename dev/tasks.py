@@ -37,9 +37,17 @@ def golden(c):
                "release": "dev (every figure) or cuda-dev (cold build, size, one pin, push); its own section",
                "skip_path": "only the unchanged-release figures (seconds): `build` of a built release, as a process",
                "cache": "only the registry-cache figure: a fresh private engine with --cache-from against a cold "
-                        "build (needs root); its own section"})
-def bench(c, runs=None, registry=None, release="dev", skip_path=False, cache=False):
+                        "build (needs root); its own section",
+               "verify": "only the verify figures: `invoke verify` of cuda-dev and 25.12 as processes, time and bytes, "
+                         "against the one at this git revision (the baseline) in the same run; its own section"})
+def bench(c, runs=None, registry=None, release="dev", skip_path=False, cache=False, verify=None):
     """Build speed, cache reuse, image size, render and push figures for `dev` (or cuda-dev), in BENCHMARKS.md."""
+    if verify is not None:
+        from dev.bench_verify import run_verify_bench
+
+        path = run_verify_bench(project(), verify, runs=whole_number(runs, "--runs", default=1, least=1))
+        print(f"figures written to {path}")
+        return
     from dev.bench import run_bench
 
     runs = whole_number(runs, "--runs", default=3, least=1)

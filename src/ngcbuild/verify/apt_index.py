@@ -92,6 +92,6 @@ def decompress(data: bytes, url: str) -> str:
 
 
 def index_urls(url: str, suite: str, component: str, arch: str) -> list[str]:
-    """Where a suite's Packages index lies, compressed both ways archives use (gzip first)."""
+    """Where a suite's Packages index lies, compressed both ways archives use (xz first: a quarter smaller)."""
     base = f"{url.rstrip('/')}/dists/{suite}/{component}/binary-{arch}/Packages"
-    return [base + ".gz", base + ".xz"]
+    return [base + ".xz", base + ".gz"]

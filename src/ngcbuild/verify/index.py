@@ -32,6 +32,7 @@ class IndexFile:
     # PEP 658: the index serves the wheel's METADATA at url + ".metadata"; its sha256 when the index gives one
     metadata: bool
     metadata_sha256: str | None
+    size: int | None = None  # as the index gives it (PEP 700), where it does
 
 
 class NotAProjectPage(OperationError):
@@ -70,7 +71,8 @@ def parse_page(body: bytes, index: str, page_url: str, name: str) -> list[IndexF
             requires_python=entry["requires-python"] if isinstance(entry.get("requires-python"), str) else "",
             yanked=entry.get("yanked") not in (None, False),
             metadata=served is True or isinstance(served, dict),
-            metadata_sha256=_hex(served.get("sha256")) if isinstance(served, dict) else None)
+            metadata_sha256=_hex(served.get("sha256")) if isinstance(served, dict) else None,
+            size=entry["size"] if type(entry.get("size")) is int and entry["size"] >= 0 else None)
     return list(found.values())
 
 

@@ -42,8 +42,8 @@ DEFAULT_BUILD_SYSTEM = {"requires": ["setuptools>=40.8.0"], "build-backend": "se
 # backend-path) and call one hook; the answer goes to a JSON file (setup.py may print anything).
 _HOOK = r"""
 import importlib, json, os, sys
-env, backend, backend_path, phase, out = sys.argv[1:6]
-sys.path[:0] = [os.path.abspath(p) for p in json.loads(backend_path)] + [env]
+envs, backend, backend_path, phase, out = sys.argv[1:6]
+sys.path[:0] = [os.path.abspath(p) for p in json.loads(backend_path)] + json.loads(envs)
 module, _, attribute = backend.partition(":")
 hooks = importlib.import_module(module.strip())
 for part in filter(None, attribute.strip().split(".")):
@@ -108,16 +108,17 @@ class SdistReader:
         if system["build-backend"].split(":")[0].strip() in PLACEHOLDER_BACKENDS:
             raise MetadataError(f"a placeholder: its build backend {system['build-backend']} only sends pip to "
                                 "another index, where the distribution is")
-        env = self._environment(tuple(sorted(system["requires"])))
+        envs = [self._environment(tuple(sorted(system["requires"])))]
         backend_path = json.dumps(system.get("backend-path", []))
-        more = self._hook(source, folder, env, system["build-backend"], backend_path, "requires")
+        more = self._hook(source, folder, envs, system["build-backend"], backend_path, "requires")
         if not isinstance(more, list) or not all(isinstance(r, str) for r in more):
             raise MetadataError("its build backend's get_requires_for_build_wheel gave no list of requirements")
-        if more:
-            env = self._environment(tuple(sorted({*system["requires"], *more})))
+        more = sorted(set(more) - set(system["requires"]))
+        if more:  # a folder of its own, before the first on the path: what is there is not fetched again
+            envs.insert(0, self._environment(tuple(more)))
         out = folder / "metadata"
         out.mkdir()
-        name = self._hook(source, out, env, system["build-backend"], backend_path, "metadata")
+        name = self._hook(source, out, envs, system["build-backend"], backend_path, "metadata")
         if name is None:
             raise MetadataError(f"its build backend {system['build-backend']} has no prepare_metadata_for_build_wheel "
                                 "hook, and verify does not build wheels")
@@ -128,13 +129,13 @@ class SdistReader:
         return parse_metadata(metadata.read_text("utf-8", "replace"),
                               f"built from the source archive (PEP 517) with Python {version} on this machine")
 
-    def _hook(self, source: Path, out: Path, env: Path, backend: str, backend_path: str, phase: str):
+    def _hook(self, source: Path, out: Path, envs: list[Path], backend: str, backend_path: str, phase: str):
         home = out / "home"
         home.mkdir(exist_ok=True)
         environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(home),
                    "LC_ALL": "C.UTF-8", "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}
-        result = self.work.run([sys.executable, "-I", "-S", "-c", _HOOK, str(env), backend, backend_path, phase,
-                                str(out)], timeout=HOOK_TIMEOUT_S, cwd=source, env=environ)
+        result = self.work.run([sys.executable, "-I", "-S", "-c", _HOOK, json.dumps([str(e) for e in envs]), backend,
+                                backend_path, phase, str(out)], timeout=HOOK_TIMEOUT_S, cwd=source, env=environ)
         answer = out / "hook.json"
         if result.returncode != 0 or not answer.is_file():
             tail = (result.stderr.strip().splitlines() or ["no message"])[-1]
