@@ -33,7 +33,7 @@ def prediction_row(loaded: LoadedRelease, target: Target, sources: Sources, chos
     unused = [n for n in names if not any(tolerated(line, [n]) for line in found.lines)]
     undecided = [n for n in unused if canonicalize_name(n) in unknown]  # its tags were not read: cannot say
     unused = [n for n in unused if n not in undecided]
-    gaps = [f"the requirements of {installed[key].name} {installed[key].version} are not known here ({why})"
+    gaps = [f"the requirements of {installed[key].name} {installed[key].version} ({why})"
             for key, why in sorted(unknown.items())]
     if release.python.conda is not None:
         gaps.append(f"the distributions of the conda environment itself "

@@ -47,7 +47,8 @@ def verify_release(loaded: LoadedRelease, web: Web, base: str | None = None) -> 
     targets = [Target(python, platform, release.os.glibc) for platform in platforms]
     rows = [_base_row(release, base)]
     work = Work()
-    with tempfile.TemporaryDirectory(prefix="ngcbuild-verify-") as scratch:
+    # an interrupted run's workers may still be writing there as it is removed: never an error of its own
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-verify-", ignore_cleanup_errors=True) as scratch:
         try:
             rows += _python_rows(loaded, targets, web, work, Path(scratch))
         finally:
