@@ -250,3 +250,20 @@ def test_a_pep_503_page_gives_the_same_files():
                                                          "https://i.example/f/a-1.0-py3-none-any.whl", "c" * 64)
     assert (first.requires_python, first.metadata, first.metadata_sha256) == (">=3.8", True, "d" * 64)
     assert (second.filename, second.yanked, second.metadata) == ("a-0.9.tar.gz", True, False)
+
+
+def test_nvidias_placeholder_archives_are_named_never_built(fake, tmp_path):
+    """DALI 1.52.0 and TensorRT's libraries on PyPI: a stub whose backend sends pip to NVIDIA's index."""
+    import io
+    import tarfile
+
+    _, data = sdist("demo", "1.0", [])
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        members = [(m, archive.extractfile(m).read()) for m in archive]
+    stub = b'[build-system]\nrequires = ["wheel-stub"]\nbuild-backend = "wheel_stub.buildapi"\n'
+    members = [(_member(m.name, stub)[0], stub) if m.name.endswith("pyproject.toml") else (m, body)
+               for m, body in members]
+    fake.add("demo-1.0.tar.gz", _tar(members))
+    with pytest.raises(metadata.MetadataError, match="a placeholder: its build backend wheel_stub.buildapi"):
+        _reader(tmp_path, fake).metadata(_file(fake, "demo", "1.0"))
+    assert not list(tmp_path.glob("build-env-*"))  # nothing installed for it

@@ -17,6 +17,7 @@ from ngcbuild.verify.finder import is_wheel, parsed
 from ngcbuild.verify.index import IndexFile
 from ngcbuild.verify.metadata import Metadata, MetadataError
 from ngcbuild.verify.report import FAILED, NOT_VERIFIED, VERIFIED, Row
+from ngcbuild.verify.sdist import PLACEHOLDER
 from ngcbuild.verify.sources import Sources
 from ngcbuild.verify.target import Target
 from ngcbuild.verify.wheel_tags import platforms_of
@@ -63,7 +64,9 @@ def pip_rows(chosen: dict[str, Chosen], target: Target, sources: Sources, wrong_
                 rows.append(tag_row)
             continue
         status, reason = explain_missing(pin.version, [f.filename for f in listing.files if not f.yanked], target)
-        if pin.file is not None and status == NOT_VERIFIED:  # a source archive the image builds
+        if pin.file is not None and pin.problem.startswith(PLACEHOLDER):  # NVIDIA's wheel_stub
+            status, reason = FAILED, f"only the source archive {pin.file.filename}, {pin.problem}"
+        elif pin.file is not None and status == NOT_VERIFIED:  # a source archive the image builds
             how = (f"its metadata {pin.metadata.read}" if pin.metadata is not None
                    else f"its metadata could not be read ({pin.problem})")
             reason = f"{reason}; {how}"

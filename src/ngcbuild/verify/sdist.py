@@ -36,6 +36,7 @@ HOOK_TIMEOUT_S = 180
 # NVIDIA's placeholder archives on PyPI (DALI, TensorRT's libraries): their backend fetches the real
 # wheel from NVIDIA's index at install time; the archive's own metadata is not the distribution's.
 PLACEHOLDER_BACKENDS = ("wheel_stub.buildapi",)
+PLACEHOLDER = "a placeholder"
 DEFAULT_BUILD_SYSTEM = {"requires": ["setuptools>=40.8.0"], "build-backend": "setuptools.build_meta:__legacy__"}
 
 # Run by `python -I -S -c`: import the backend from the build environment (and the archive's own
@@ -106,7 +107,7 @@ class SdistReader:
     def _build(self, source: Path, folder: Path) -> Metadata:
         system = _build_system(source)
         if system["build-backend"].split(":")[0].strip() in PLACEHOLDER_BACKENDS:
-            raise MetadataError(f"a placeholder: its build backend {system['build-backend']} only sends pip to "
+            raise MetadataError(f"{PLACEHOLDER}: its build backend {system['build-backend']} only sends pip to "
                                 "another index, where the distribution is")
         envs = [self._environment(tuple(sorted(system["requires"])))]
         backend_path = json.dumps(system.get("backend-path", []))
