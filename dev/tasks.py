@@ -40,7 +40,13 @@ def reference() -> None:
     print(f"wrote {path}; review it with `git diff docs/`")
 
 
-def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False) -> None:
+def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False, verify=None) -> None:
+    if verify is not None:
+        from dev.bench_verify import run_verify_bench
+
+        path = run_verify_bench(project(), verify, runs=whole_number(runs, "--runs", default=1, least=1))
+        print(f"figures written to {path}")
+        return
     from dev.bench import run_bench
 
     runs = whole_number(runs, "--runs", default=3, least=1)
@@ -73,6 +79,8 @@ TOOLS = (
                value=None),
         Option("cache-figure", "only the registry-cache figure: a fresh private engine with --cache-from (root)",
                value=None, dest="cache"),
+        Option("verify", "only the verify figures: `invoke verify` of cuda-dev and 25.12 as processes, time and "
+               "bytes, against the one at this git revision (the baseline)", value="REV"),
     ), writes=("BENCHMARKS.md",), guide="testing.md", renamed=(Renamed("--cache", "--cache-figure"),)),
     Task("reliability", DEVELOP, "Run the hostile inputs, fault tests and secrets scans; write RELIABILITY.md",
          reliability, writes=("RELIABILITY.md",), guide="testing.md"),

@@ -3,18 +3,19 @@ verified, failed with a reason, or not verified with a reason; nothing from an i
 reach passes; the base image that is gone is refused with the way out, and with a mirror 20.02 passes;
 20.12 and 25.12 pass apart from what this machine cannot reach; a short commit GitHub cannot resolve here
 is "not verified" with the command that resolves it; each platform's pin set is closed (cuda-dev) or, where
-a pin is only on an unreachable index (dev's torch), "not verified".
+a pin is only on an unreachable index (dev's torch), "not verified"; each platform's `pip check` is
+predicted (cuda-dev's arm64 prints only the line its manifest tolerates).
 
 Needs PyPI (through the host's proxy); with CI=true an unreachable PyPI is a failure, never a skip."""
 
 import json
 import os
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ngcbuild.verify.run import Web
+from ngcbuild.core.errors import OperationError
+from ngcbuild.verify.web import Web
 
 from .conftest import IN_CI, run_invoke
 
@@ -26,11 +27,9 @@ MIRRORED = "20.02 --base-image mirror"  # 20.02 again, its removed base image re
 
 @pytest.fixture(scope="session")
 def pypi():
-    web = Web()
     try:
-        urllib.request.urlopen(urllib.request.Request("https://pypi.org/simple/pip/"), timeout=15,
-                               context=web.context).read(1)
-    except OSError as exc:
+        Web().get("https://pypi.org/simple/pip/")
+    except OperationError as exc:
         if IN_CI:
             pytest.fail(f"CI=true and PyPI is unreachable: {exc}", pytrace=False)
         pytest.skip(f"PyPI is unreachable: {exc}")
@@ -103,6 +102,23 @@ def test_public_wheels_pin_sets_are_closed_on_every_platform(reports):
     closure = _rows(reports["cuda-dev"][1], "closure")
     assert [(r["platform"], r["status"]) for r in closure] == [("linux/amd64", "verified"), ("linux/arm64", "verified")]
     assert all(r["reason"].endswith("distributions, all pinned") for r in closure), closure
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_each_platform_gets_one_prediction_of_the_images_pip_check(reports, release):
+    _, report, _ = reports[release]
+    predicted = _rows(report, "pip-check")
+    assert sorted(r["platform"] for r in predicted) == sorted({r["platform"] for r in _rows(report, "pip")})
+    for row in predicted:
+        assert row["reason"].startswith(f"{row['pin']} ("), row  # N distributions (where they come from)
+
+
+def test_cuda_dev_s_pip_check_prints_only_the_tolerated_line_on_arm64(reports):
+    rows = {r["platform"]: r for r in _rows(reports["cuda-dev"][1], "pip-check")}
+    assert rows["linux/amd64"]["status"] == "verified" and "prints no broken requirement" in rows["linux/amd64"]["reason"]
+    assert rows["linux/arm64"]["status"] == "verified", rows["linux/arm64"]
+    assert ("prints only the tolerated line(s) nvidia-cusparselt-cu13 0.8.0 is not supported on this platform"
+            in rows["linux/arm64"]["reason"]), rows["linux/arm64"]
 
 
 def test_a_set_needing_an_unreachable_index_is_not_verified_never_passed(reports):

@@ -1,7 +1,8 @@
 """`invoke verify` reads each resolved wheel's own WHEEL file, as a process against a real index:
 a planted wheel named for x86_64 whose metadata says `manylinux2014_sbsa` (as NVIDIA's aarch64
 cuSPARSELt does for aarch64) fails verify, and passes it once the manifest names it in
-`pip.wrong_wheel_tags` with the evidence. The index is a local HTTP server on 127.0.0.1 that
+`pip.wrong_wheel_tags` with the evidence; the prediction of the image's `pip check` (pip 26.3 in dev)
+says the line pip prints for it, and that it is tolerated. The index is a local HTTP server on 127.0.0.1 that
 answers range requests, as PyPI's file host does; pip resolves the wheel from it for real.
 
 Needs PyPI (the release's other pins resolve there first); with CI=true an unreachable PyPI fails."""
@@ -105,9 +106,12 @@ def _project(scratch, index: str, wrong_tags: str = "") -> None:
     constraints.write_text(constraints.read_text() + "plantedwheel==1.0\n")
 
 
-def _tag_rows(result) -> list[dict]:
+def _tag_rows(result, kind="wheel-tags") -> list[dict]:
     assert "Traceback" not in result.stderr, result.stderr
-    return [r for r in json.loads(result.stdout)["rows"] if r["kind"] == "wheel-tags"]
+    return [r for r in json.loads(result.stdout)["rows"] if r["kind"] == kind]
+
+
+LINE = "plantedwheel 1.0 is not supported on this platform"
 
 
 def test_verify_fails_a_planted_wheel_whose_metadata_names_another_platform(scratch, index, pypi):  # noqa: F811
@@ -116,6 +120,8 @@ def test_verify_fails_a_planted_wheel_whose_metadata_names_another_platform(scra
     rows = _tag_rows(result)
     assert [(r["name"], r["platform"], r["status"]) for r in rows] == [("plantedwheel", "linux/amd64", "failed")]
     assert "its WHEEL file says manylinux2014_sbsa, no tag of linux/amd64" in rows[0]["reason"]
+    [check] = _tag_rows(result, "pip-check")
+    assert check["status"] == "failed" and f"the image's pip check would print: {LINE}" in check["reason"], check
     assert result.returncode == 1
 
 
@@ -126,4 +132,6 @@ def test_a_wrong_tag_the_manifest_names_with_evidence_is_tolerated(scratch, inde
     rows = _tag_rows(result)
     assert [(r["name"], r["status"]) for r in rows] == [("plantedwheel", "verified")]
     assert "planted by the test" in rows[0]["reason"]
+    [check] = _tag_rows(result, "pip-check")  # dev's torch is not read here (its index is the local one now)
+    assert f"prints only the tolerated line(s) {LINE} (pip.wrong_wheel_tags)" in check["reason"], check
     assert Path(scratch.root / "build").exists() is False  # verify writes nothing

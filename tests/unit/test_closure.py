@@ -1,22 +1,28 @@
 """The pure half of verify's closure check (verify/closure.py): which distributions the pins need on
-the target, read from a pip report, and pip's reason for a set that does not resolve. pip itself, on
-PyPI and on a local index, is in tests/integration/test_verify_closure.py."""
+the target, from their metadata, with the target's markers. On PyPI, as a process, in
+tests/integration/test_verify_closure.py."""
 
 import json
 
+from packaging.utils import canonicalize_name
+
 from ngcbuild.verify import closure
+from ngcbuild.verify.target import Target
 
 from ..conftest import REPO
 
 DATA = REPO / "tests" / "data" / "verify"
-AMD64_311 = closure.marker_environment("3.11", "x86_64")
+AMD64_311 = Target("3.11.2", "linux/amd64", "2.36").markers()
 REQUESTS = {"requests": "2.32.5", "certifi": "2025.11.12", "charset-normalizer": "3.4.4", "idna": "3.11"}
 
 
 def _recorded():
-    """pip 23.2's report for requests 2.32.5 and three of its four requirements, urllib3 left unpinned
-    (PyPI, Python 3.11, manylinux x86_64; descriptions cut)."""
-    return json.loads((DATA / "pip-report-requests-unpinned.json").read_text())
+    """The metadata of requests 2.32.5, three of its four requirements and urllib3 2.8.0 (as pip 23.2
+    reported it from PyPI for Python 3.11, manylinux x86_64; descriptions cut)."""
+    report = json.loads((DATA / "pip-report-requests-unpinned.json").read_text())
+    return {canonicalize_name(i["metadata"]["name"]): (i["metadata"]["name"], i["metadata"]["version"],
+                                                       tuple(i["metadata"].get("requires_dist") or []))
+            for i in report["install"]}
 
 
 def test_a_requirement_the_constraints_do_not_pin_is_named_with_who_requires_it():
@@ -44,19 +50,19 @@ def test_extras_nobody_asked_for_are_not_needed():
 
 
 def _report(*items):
-    return {"install": [{"metadata": {"name": n, "version": v, "requires_dist": r}} for n, v, r in items]}
+    return {canonicalize_name(n): (n, v, tuple(r)) for n, v, r in items}
 
 
 def test_markers_are_the_targets_not_the_interpreter_running_pip():
     # jupyter-server's `overrides; python_version < "3.12"` (pip 23.2 on Python 3.11 resolved it for 25.12's 3.12)
     report = _report(("jupyter-server", "2.17.0", ['overrides>=5.0; python_version < "3.12"']),
                      ("overrides", "7.7.0", []))
-    assert closure.walk(report, {"jupyter-server": "2.17.0"}, closure.marker_environment("3.12", "x86_64")).unpinned == {}
+    assert closure.walk(report, {"jupyter-server": "2.17.0"}, Target("3.12.3", "linux/amd64", "2.39").markers()).unpinned == {}
     on_311 = closure.walk(report, {"jupyter-server": "2.17.0"}, AMD64_311)
     assert on_311.unpinned == {"overrides": ("7.7.0", {"jupyter-server"})}
     # a requirement only aarch64 has, which pip on x86_64 did not resolve: named, without a version
     arm = closure.walk(_report(("torch", "2.13.0", ['cuda-toolkit[cudart]==13.0.3; platform_machine == "aarch64"'])),
-                       {"torch": "2.13.0"}, closure.marker_environment("3.11", "aarch64"))
+                       {"torch": "2.13.0"}, Target("3.11.2", "linux/arm64", "2.36").markers())
     assert arm.unpinned == {"cuda-toolkit": ("", {"torch"})}
 
 
@@ -79,19 +85,12 @@ def test_unread_pins_and_what_the_image_builds_are_compared_but_not_walked():
     assert unread.unpinned == {} and unread.excluded == [] and unread.reached == {"torchao"}
 
 
-def test_pips_reason_for_a_conflict_is_its_error_line_and_the_dependency_first():
-    reason = closure.conflict_reason((DATA / "pip-output-conflict.txt").read_text())
-    assert reason.startswith("Cannot install -r conf.txt (line 1) and urllib3==1.21 because these package "
-                             "versions have conflicting dependencies. (requests 2.32.5 depends on urllib3<3 and >=1.21.1;")
-    assert "ResolutionImpossible" not in reason and "loosen" not in reason
-    assert closure.conflict_reason("WARNING: x\nsomething broke\n") == "something broke"
-
-
-def test_a_conflict_of_what_a_distribution_requires_is_told_from_a_pin_without_files():
-    assert closure.dependency_conflict((DATA / "pip-output-conflict.txt").read_text())
-    # pip 23.2 against an index answering 500: the pin has no file, nothing depends on anything
-    no_file = ("The conflict is caused by:\n    The user requested requests==2.32.5\n"
-               "    The user requested (constraint) requests==2.32.5\n\nTo fix this you could try to:\n"
-               "1. loosen the range of package versions you've specified\n")
-    assert not closure.dependency_conflict(no_file)
-    assert not closure.dependency_conflict("ERROR: No matching distribution found for urllib3<3")
+def test_markers_are_evaluated_for_the_images_full_python_version():
+    """python_full_version is the interpreter the manifest pins (3.11.2 for bookworm), not 3.11.0."""
+    report = _report(("a", "1", ['b; python_full_version < "3.11.1"', 'c; python_full_version >= "3.11.2"']),
+                     ("b", "1", []), ("c", "1", []))
+    on_bookworm = closure.walk(report, {"a": "1"}, AMD64_311)
+    assert on_bookworm.unpinned == {"c": ("1", {"a"})}
+    # what MAJOR.MINOR.0 would have said: b needed, c not
+    at_zero = closure.walk(report, {"a": "1"}, Target("3.11.0", "linux/amd64", "2.36").markers())
+    assert at_zero.unpinned == {"b": ("1", {"a"})}

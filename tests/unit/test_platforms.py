@@ -2,12 +2,8 @@
 check in the image, `invoke verify`), the local name of another platform's base image, and a build
 for a platform the manifest does not list."""
 
-import io
-import random
-import re
 import shutil
 import subprocess
-import zipfile
 
 import pytest
 
@@ -18,7 +14,10 @@ from ngcbuild.engine.options import check_platform_listed, options_from
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.verify import pins, report
-from ngcbuild.verify.wheel_tags import RangeFile, WheelMetadataError, declared_tags, tags_of
+from ngcbuild.verify.index import IndexFile
+from ngcbuild.verify.metadata import Metadata
+from ngcbuild.verify.target import Target
+from ngcbuild.verify.wheel_tags import tags_of
 
 from ..conftest import REPO
 
@@ -60,6 +59,25 @@ def test_the_image_pip_check_tolerates_exactly_the_listed_wheel_tags(tmp_path, m
     assert (_run_check(tmp_path, line, machine, pip_out, status) == 0) is passes
 
 
+@pytest.mark.parametrize("machine,line,passes", [
+    ("aarch64", UNSUPPORTED, True),
+    ("x86_64", UNSUPPORTED, False),
+    ("aarch64", "nvidia-nccl-cu13 2.28.9 is not supported on this platform", False),
+    ("aarch64", "xnvidia-cusparselt-cu13 0.8.0 is not supported on this platform", False),
+    ("aarch64", "nvidia-cusparselt-cu13 0.8.0 is not supported on this platform.", False),
+    ("aarch64", "nvidia-cusparselt-cu13 requires x, which is not installed.", False),
+])
+def test_verify_tolerates_exactly_the_lines_the_image_lets_pass(tmp_path, machine, line, passes):
+    """verify's prediction (pip_check.tolerated) and the rendered RUN step agree, line by line."""
+    from ngcbuild.verify.pip_check import tolerated
+
+    release = load_release(PROJECT, "cuda-dev").release
+    platform = {"aarch64": "linux/arm64", "x86_64": "linux/amd64"}[machine]
+    names = [w.distribution for w in release.pip.wrong_wheel_tags if platform in w.platforms]
+    assert (_run_check(tmp_path, _pip_check_line("cuda-dev"), machine, line, 1) == 0) is passes
+    assert tolerated(line, names) is passes
+
+
 def test_a_release_without_wrong_wheel_tags_runs_plain_pip_check():
     assert _pip_check_line("dev") == "python3 -m pip check --disable-pip-version-check"
 
@@ -71,100 +89,41 @@ def test_expected_json_names_the_tolerated_wheels_per_machine():
     assert expected["pip_check_tolerated"] == {"aarch64": ["nvidia-cusparselt-cu13"]}
 
 
-def _wheel(tag_lines: str, name="demo-1.0.dist-info") -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as wheel:
-        wheel.writestr("demo/_native.so", random.Random(7).randbytes(3_000_000))  # a body to read past
-        wheel.writestr(f"{name}/WHEEL", f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\n{tag_lines}")
-        wheel.writestr(f"{name}/METADATA", "Name: demo\nVersion: 1.0\n")
-    return buffer.getvalue()
-
-
-class _Server:
-    """Answers HEAD with the size and GET with the asked range of `data`, counting requests."""
-
-    def __init__(self, data: bytes):
-        self.data, self.requests = data, []
-
-    def __call__(self, request, timeout):
-        self.requests.append(request.get_header("Range"))
-        data = self.data
-        if request.get_method() == "GET":
-            first, last = (int(x) for x in re.fullmatch(r"bytes=(\d+)-(\d+)", request.get_header("Range")).groups())
-            body = data[first:last + 1]
-        else:
-            body = b""
-
-        class Response(io.BytesIO):
-            headers = {"content-length": str(len(data))}
-
-            def __enter__(self):
-                return self
-
-        response = Response(body)
-        response.headers = _Headers({"Content-Length": str(len(data))})
-        return response
-
-
-class _Headers(dict):
-    def get(self, key, default=None):
-        return next((v for k, v in self.items() if k.lower() == key.lower()), default)
-
-
-def test_declared_tags_are_read_from_the_wheel_file_with_a_few_range_requests():
-    data = _wheel("Tag: py3-none-manylinux2014_sbsa\n")
-    server = _Server(data)
-    assert declared_tags("https://example.invalid/demo.whl", server, 5) == ["py3-none-manylinux2014_sbsa"]
-    fetched = sum(int(b) - int(a) + 1 for a, b in (re.findall(r"\d+", r) for r in server.requests if r))
-    assert len(server.requests) <= 6 and fetched < len(data) / 5  # the directory and the member, not the body
-
-
 def test_compressed_tag_sets_are_expanded():
     assert tags_of("Tag: cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64\nTag: py3-none-any\n") == [
         "cp311-cp311-manylinux2014_x86_64", "cp311-cp311-manylinux_2_17_x86_64", "py3-none-any"]
 
 
-@pytest.mark.parametrize("data,message", [
-    (b"not a zip at all" * 100, "not a zip file"),
-    (_wheel("Tag: py3-none-any\n", name="a/b.dist-info"), "0 WHEEL files"),
-])
-def test_a_wheel_that_is_not_one_is_a_clear_error(data, message):
-    with pytest.raises(WheelMetadataError, match=message):
-        declared_tags("https://example.invalid/x.whl", _Server(data), 5)
-
-
-def test_a_short_answer_to_a_range_request_is_an_error():
-    reader = RangeFile(100, lambda first, last: b"x")
-    with pytest.raises(WheelMetadataError, match="asked for 10 bytes, got 1"):
-        reader.read(10)
-
-
-TARGET = pins.Target("3.11", "linux/arm64", "2.36")
+TARGET = Target("3.11.2", "linux/arm64", "2.36")
 FILE = "nvidia_cusparselt_cu13-0.8.0-py3-none-manylinux2014_aarch64.whl"
 
 
+def _chosen(tags, filename=FILE, name="nvidia-cusparselt-cu13"):
+    file = IndexFile(filename, "https://files.example/" + filename, "https://pypi.example/simple", None, "", False,
+                     False, None)
+    metadata = Metadata(name, "0.8.0", (), "", tags, "range reads of the wheel") if tags is not False else None
+    return pins.Chosen(name, "0.8.0", file, metadata, "HTTP 500" if metadata is None else "")
+
+
 def test_verify_fails_a_wheel_whose_metadata_names_no_tag_of_its_platform():
-    row = pins.wheel_tag_row("nvidia-cusparselt-cu13", "0.8.0", FILE, "u", TARGET, {},
-                               lambda url: ["py3-none-manylinux2014_sbsa"])
+    row = pins.wheel_tag_row(_chosen(("py3-none-manylinux2014_sbsa",)), TARGET, {})
     assert row.status == report.FAILED and "manylinux2014_sbsa, no tag of linux/arm64" in row.reason
 
 
 def test_verify_accepts_a_known_wrong_tag_with_its_evidence():
-    row = pins.wheel_tag_row("nvidia-cusparselt-cu13", "0.8.0", FILE, "u", TARGET,
-                               {"nvidia-cusparselt-cu13": "read on 2026-11-24"}, lambda url: ["py3-none-manylinux2014_sbsa"])
+    row = pins.wheel_tag_row(_chosen(("py3-none-manylinux2014_sbsa",)), TARGET,
+                             {"nvidia-cusparselt-cu13": "read on 2026-11-24"})
     assert row.status == report.VERIFIED and "read on 2026-11-24" in row.reason
 
 
 def test_verify_is_quiet_about_wheels_whose_tags_fit():
-    assert pins.wheel_tag_row("x", "1", FILE, "u", TARGET, {}, lambda url: ["py3-none-manylinux2014_aarch64"]) is None
-    assert pins.wheel_tag_row("x", "1", "x-1-py3-none-any.whl", "u", TARGET, {}, None) is None
+    assert pins.wheel_tag_row(_chosen(("py3-none-manylinux2014_aarch64",)), TARGET, {}) is None
+    assert pins.wheel_tag_row(_chosen(None, "x-1-py3-none-any.whl", "x"), TARGET, {}) is None
 
 
-def test_an_unreadable_wheel_is_not_verified_never_passed():
-    def broken(url):
-        raise WheelMetadataError("HTTP 500")
-
-    row = pins.wheel_tag_row("x", "1", FILE, "u", TARGET, {}, broken)
+def test_an_unreadable_wheel_is_left_to_its_pip_row_which_is_not_verified():
+    assert pins.wheel_tag_row(_chosen(False), TARGET, {}) is None
+    row = pins._wheel_row(_chosen(False), TARGET)
     assert row.status == report.NOT_VERIFIED and "HTTP 500" in row.reason
 
 

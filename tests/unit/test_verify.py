@@ -1,19 +1,20 @@
-"""The pure parts of `invoke verify`: wheel tags, pip's report and complaints, why a pin has no wheel,
-and the rows for base images and git refs. The indexes themselves are in tests/integration/test_verify.py."""
+"""The parts of `invoke verify` that need no outside index: wheel tags, why a pin has no wheel, the rows
+for base images, git refs and apt pins, and what an index answering 500 or garbage becomes. Reading
+metadata from a local index is in test_verify_reads.py; PyPI itself in tests/integration/test_verify.py."""
 
 import dataclasses
 import gzip
 import json
-import urllib.error
 from datetime import date
-from urllib.parse import urlsplit
 
 import pytest
 
 from ngcbuild.core.errors import ManifestError
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.verify import apt, apt_index, closure_check, git_refs, pins, report, run, web
+from ngcbuild.verify import apt, apt_index, closure_check, git_refs, pins, report, run, sources, web
+from ngcbuild.verify.parallel import Work
+from ngcbuild.verify.target import Target, platform_tags
 
 from ..conftest import REPO
 
@@ -30,41 +31,24 @@ class Offline:
 
 
 def test_platform_tags_list_every_manylinux_glibc_down_to_the_oldest():
-    tags = pins.platform_tags("linux/amd64", "2.39")
+    tags = platform_tags("linux/amd64", "2.39")
     assert tags[0] == "manylinux_2_39_x86_64"
     assert tags[-1] == "linux_x86_64"
     # pip matches literally: the 2_28 wheels of DALI and the legacy names must all be there
     for tag in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux_2_5_x86_64",
                 "manylinux2014_x86_64", "manylinux2010_x86_64", "manylinux1_x86_64"):
         assert tag in tags
-    arm = pins.platform_tags("linux/arm64", "2.36")
+    arm = platform_tags("linux/arm64", "2.36")
     assert "manylinux_2_17_aarch64" in arm and "manylinux_2_16_aarch64" not in arm
     assert "manylinux2014_aarch64" in arm and "manylinux1_aarch64" not in arm
     # an old glibc admits no newer wheel
-    assert "manylinux_2_28_x86_64" not in pins.platform_tags("linux/amd64", "2.27")
+    assert "manylinux_2_28_x86_64" not in platform_tags("linux/amd64", "2.27")
 
 
 def test_abi_of_old_pythons_carries_the_m_flag():
-    assert pins.Target("3.6", "linux/amd64", "2.27").abi == "cp36m"
-    assert pins.Target("3.8", "linux/amd64", "2.31").abi == "cp38"
-    assert pins.Target("3.12", "linux/amd64", "2.39").abi == "cp312"
-
-
-def test_a_recorded_pip_report_gives_each_distribution_and_its_file():
-    resolved = pins.parse_report(json.loads((DATA / "pip-report-25.12.json").read_text()))
-    assert resolved["absl-py"][:3] == ("2.3.1", "absl_py-2.3.1-py3-none-any.whl", ">=3.8")
-    assert resolved["absl-py"][3].endswith("/absl_py-2.3.1-py3-none-any.whl")
-    version, filename, _, _ = resolved["numpy"]
-    assert version == "2.3.5"
-    assert filename.startswith("numpy-2.3.5-cp312-cp312-manylinux") and filename.endswith("x86_64.whl")
-    assert set(resolved) == {"absl-py", "numpy", "nvidia-nvjpeg2k-cu13", "pyzmq"}
-
-
-def test_pips_complaint_names_the_pin_it_stopped_at():
-    stderr = (DATA / "pip-stderr-no-match.txt").read_text()
-    assert pins.unmatched_requirement(stderr) == "nvidia-dali-cuda130"
-    assert pins.unmatched_requirement("ERROR: No matching distribution found for Foo_Bar[x]==1.0") == "foo-bar"
-    assert pins.unmatched_requirement("ERROR: network down") is None
+    assert Target("3.6.5", "linux/amd64", "2.27").abi == "cp36m"
+    assert Target("3.8.5", "linux/amd64", "2.31").abi == "cp38"
+    assert Target("3.12.3", "linux/amd64", "2.39").abi == "cp312"
 
 
 def _dali_files():
@@ -72,25 +56,25 @@ def _dali_files():
 
 
 def test_dali_1_52_is_a_placeholder_on_pypi_and_fails():
-    target = pins.Target("3.12", "linux/amd64", "2.39")
-    status, reason = pins.explain_missing("nvidia-dali-cuda130", "1.52.0", _dali_files(), target)
+    target = Target("3.12.3", "linux/amd64", "2.39")
+    status, reason = pins.explain_missing("1.52.0", _dali_files(), target)
     assert status == report.FAILED
     assert "only the source archive nvidia_dali_cuda130-1.52.0.tar.gz" in reason
     assert "platform wheels for other versions" in reason
 
 
 def test_a_missing_version_and_a_wheel_for_other_tags_fail_with_what_exists():
-    target = pins.Target("3.12", "linux/amd64", "2.27")
-    status, reason = pins.explain_missing("nvidia-dali-cuda130", "1.99.0", _dali_files(), target)
+    target = Target("3.12.3", "linux/amd64", "2.27")
+    status, reason = pins.explain_missing("1.99.0", _dali_files(), target)
     assert status == report.FAILED and "no release 1.99.0" in reason and "2.4.0" in reason
     # 1.53.0 has manylinux_2_28 wheels only: glibc 2.27 cannot take them
-    status, reason = pins.explain_missing("nvidia-dali-cuda130", "1.53.0", _dali_files(), target)
+    status, reason = pins.explain_missing("1.53.0", _dali_files(), target)
     assert status == report.FAILED and "manylinux_2_28_x86_64.whl" in reason and "glibc 2.27" in reason
 
 
 def test_a_pure_python_source_archive_is_left_to_the_build():
-    target = pins.Target("3.6", "linux/amd64", "2.27")
-    status, reason = pins.explain_missing("future", "0.18.2", ["future-0.18.2.tar.gz"], target)
+    target = Target("3.6.5", "linux/amd64", "2.27")
+    status, reason = pins.explain_missing("0.18.2", ["future-0.18.2.tar.gz"], target)
     assert status == report.NOT_VERIFIED and "future-0.18.2.tar.gz" in reason
 
 
@@ -137,7 +121,7 @@ class GitHub:
     def get(self, url, accept=None):
         if isinstance(self.answer, Exception):
             raise self.answer
-        return json.dumps(self.answer).encode()
+        return self.answer if isinstance(self.answer, bytes) else json.dumps(self.answer).encode()
 
 
 def _with_ref(ref):
@@ -154,9 +138,17 @@ def test_a_short_commit_github_resolves_fails_naming_the_full_one():
 
 
 def test_a_short_commit_github_does_not_know_fails():
-    error = urllib.error.HTTPError("https://api.github.com/", 422, "Unprocessable", {}, None)
+    error = web.HttpStatus("https://api.github.com/", 422)
     row = git_refs._short_commit_row("components.apex.ref", _with_ref("0000000"), GitHub(error))
     assert row.status == report.FAILED and "HTTP 422" in row.reason
+
+
+@pytest.mark.parametrize("answer", [b"[]", b'{"sha": "x"}', b'{"sha": "154c6336aa7aedd40d3b3583fb5e1328f9cdf387"}',
+                                    b'{"sha": 7, "commit": {"committer": {"date": "2020-12-17"}}}', b"\xff not json"],
+                         ids=["a-list", "short-sha", "no-commit", "sha-a-number", "not-json"])
+def test_github_answering_garbage_is_not_verified_never_a_traceback(answer):
+    row = git_refs._short_commit_row("components.apex.ref", _with_ref("154c633"), GitHub(answer))
+    assert row.status == report.NOT_VERIFIED and "not a commit" in row.reason
 
 
 def test_a_tag_is_never_a_commit():
@@ -177,10 +169,12 @@ def test_output_counts_every_row():
     assert "1 verified, 1 failed, 1 not verified" in report.table_text("r", rows)
 
 
-def test_requires_python_is_tested_against_the_target_not_the_running_interpreter():
-    assert pins.supports_python("<3.7,>=3.6", "3.6")  # dataclasses, for 20.02's Python 3.6
-    assert not pins.supports_python(">=3.8", "3.6")
-    assert pins.supports_python("", "3.12") and pins.supports_python("not a specifier", "3.12")
+def test_requires_python_is_tested_against_the_images_full_interpreter_version():
+    assert pins.supports_python("<3.7,>=3.6", "3.6.5")  # dataclasses, for 20.02's Python 3.6
+    assert not pins.supports_python(">=3.8", "3.6.5")
+    assert pins.supports_python("", "3.12.3") and pins.supports_python("not a specifier", "3.12.3")
+    # the patch level decides: 25.12's Python is 3.12.3, not 3.12.0
+    assert not pins.supports_python(">=3.12.4", "3.12.3") and pins.supports_python(">=3.12.1", "3.12.3")
 
 
 @pytest.mark.parametrize("a, b, order", [
@@ -213,7 +207,7 @@ class Archive(Offline):
         for suite, text in PACKAGES.items():
             if f"/dists/{suite}/main/binary-amd64/Packages.gz" in url:
                 return gzip.compress(text.encode())
-        raise urllib.error.HTTPError(url, 404, "not found", None, None)
+        raise web.HttpStatus(url, 404)
 
 
 def _release_with_apt(pins):
@@ -251,6 +245,17 @@ def test_a_buildable_release_without_glibc_is_bad_input(scratch):
         run.verify_release(loaded, Offline())
 
 
+def test_a_conda_release_without_the_interpreters_full_version_is_bad_input(scratch):
+    scratch.copy_release("20.12", "r2")
+    text = (REPO / "manifests" / "20.12.yaml").read_text()
+    scratch.manifest("r2", "\n".join(line for line in text.splitlines() if "full_version:" not in line) + "\n")
+    (scratch.root / "manifests" / "parts" / "ngc-20.yaml").write_text(
+        (REPO / "manifests" / "parts" / "ngc-20.yaml").read_text())
+    loaded = load_release(Project.at(scratch.root), "r2")
+    with pytest.raises(ManifestError, match=r"r2.yaml: python.full_version: required by verify"):
+        run.verify_release(loaded, Offline())
+
+
 class _Index:
     """A local index that answers every request with one status and body (500, or garbage)."""
 
@@ -259,11 +264,16 @@ class _Index:
         import threading
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
+            def do_GET(self):  # noqa: N802 - the standard library's name
                 self.send_response(status)
                 self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_HEAD(self):  # noqa: N802
+                self.send_response(status)
+                self.end_headers()
 
             def log_message(self, *args):
                 pass
@@ -277,103 +287,105 @@ class _Index:
         self.server.server_close()
 
 
-@pytest.mark.parametrize("status,body", [(500, b"Internal Server Error"), (200, b"[1, 2, 3]"),
-                                         (200, b'{"files": "not a list"}'), (200, b'{"files": [7]}'),
-                                         (200, b"\xff\xfe not json")],
-                         ids=["500", "a-list", "files-a-string", "files-of-numbers", "not-json"])
+GARBAGE = [(500, b"Internal Server Error"), (200, b"[1, 2, 3]"), (200, b'{"files": "not a list"}'),
+           (200, b'{"files": [7]}'), (200, b'{"files": [{"filename": "x-1.tar.gz"}]}'), (200, b"\xff\xfe not json")]
+GARBAGE_IDS = ["500", "a-list", "files-a-string", "files-of-numbers", "file-without-url", "not-json"]
+
+
+@pytest.mark.parametrize("status,body", GARBAGE, ids=GARBAGE_IDS)
 def test_an_index_answering_500_or_garbage_is_one_message_without_its_password(status, body):
+    from ngcbuild.verify.index import Pages
+
     index = _Index(status, body)
     try:
-        with pytest.raises(pins.OperationError) as caught:
-            pins.index_files(index.url, "numpy", web.Web(environ={}))
+        with pytest.raises(report.OperationError) as caught:
+            Pages(web.Web(environ={})).files(index.url, "numpy")
     finally:
         index.close()
     assert "s3cr3t-index" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)
 
 
-@pytest.mark.parametrize("status,body", [(500, b"Internal Server Error"), (200, b"<html>garbage</html>")],
-                         ids=["500", "garbage"])
-def test_verify_prints_its_table_when_an_index_answers_500_or_garbage(monkeypatch, status, body):
-    """pip itself against the broken index: every pin becomes "not verified" with the reason."""
-    index = _Index(status, body)
-    monkeypatch.setattr(pins, "PYPI", index.url)
+def _two_pins_of_dev_on(index_url, monkeypatch):
+    monkeypatch.setattr(sources, "PYPI", index_url)
     loaded = load_release(Project(REPO), "dev")
     release = loaded.release
-    target = pins.Target(release.python.version, release.build.platform, release.os.glibc)
-    answers = web.Web(environ={})
-    answers._reachable = {}
     # two pins, and the broken index the only one (no extra index reached over the network)
     release = release.model_copy(update={"pip": release.pip.model_copy(update={"extra_index_urls": []})})
-    loaded = dataclasses.replace(loaded, release=release,
-                                 constraints=dataclasses.replace(loaded.constraints, pins=loaded.constraints.pins[1:3]))
-    try:
-        rows = pins.pip_rows(loaded, target, answers)
-    finally:
-        index.close()
-    assert rows and all(r.status == report.NOT_VERIFIED for r in rows), rows
-    assert all("***@127.0.0.1" in r.reason and "s3cr3t-index" not in r.reason for r in rows), rows
-    # pip was run against the index: the host answered, so no row stops at "unreachable"
-    assert not any("unreachable" in r.reason for r in rows), rows
+    return dataclasses.replace(loaded, release=release,
+                               constraints=dataclasses.replace(loaded.constraints, pins=loaded.constraints.pins[1:3]))
 
 
-@pytest.mark.parametrize("status,body", [(500, b"Internal Server Error"), (200, b"<html>garbage</html>")],
-                         ids=["500", "garbage"])
-def test_a_closure_pip_could_not_read_is_not_verified_without_the_password(monkeypatch, status, body):
-    """pip resolves the whole set against an index that answers 500 or garbage: never "failed" (nothing
-    was found missing), never "verified"; the reason hides the index's password."""
+@pytest.mark.parametrize("status,body", GARBAGE[:2], ids=GARBAGE_IDS[:2])
+def test_verify_prints_its_table_when_an_index_answers_500_or_garbage(monkeypatch, tmp_path, status, body):
+    """Every pin becomes "not verified" with the reason; the closure and the pip check prediction too,
+    never "failed" (nothing was found missing) nor "verified"; the index's password never shown."""
     index = _Index(status, body)
-    monkeypatch.setattr(pins, "PYPI", index.url)
-    loaded = load_release(Project(REPO), "dev")
-    release = loaded.release
-    release = release.model_copy(update={"pip": release.pip.model_copy(update={"extra_index_urls": []})})
-    loaded = dataclasses.replace(loaded, release=release,
-                                 constraints=dataclasses.replace(loaded.constraints, pins=loaded.constraints.pins[1:3]))
-    target = pins.Target(release.python.version, release.build.platform, release.os.glibc)
-    answers = web.Web(environ={})
-    # the host answers (Web.unreachable's probe of the bare host does not carry the credentials)
-    answers._reachable = {urlsplit(index.url).netloc.rpartition("@")[2]: None}
+    loaded = _two_pins_of_dev_on(index.url, monkeypatch)
+    target = Target("3.11.2", "linux/amd64", "2.36")
     try:
-        row = closure_check.closure_row(loaded, target, answers, [])  # as if each pin had verified alone
+        rows = run._python_rows(loaded, [target], web.Web(environ={}), Work(), tmp_path)
     finally:
         index.close()
-    assert (row.kind, row.platform, row.status) == ("closure", "linux/amd64", report.NOT_VERIFIED), row
-    assert "s3cr3t-index" not in row.reason and row.reason, row
+    assert [r.kind for r in rows] == ["pip", "pip", "closure", "pip-check"], rows
+    assert all(r.status == report.NOT_VERIFIED for r in rows), rows
+    assert all("s3cr3t-index" not in r.reason for r in rows), rows
+    pip_rows = rows[:2]
+    assert all("***@127.0.0.1" in r.reason for r in pip_rows), rows
+    # the host answered, so no pin row stops at "unreachable"
+    assert not any("unreachable" in r.reason for r in pip_rows), rows
 
 
-class _Answers:
-    """Every index answers (pip itself is replaced by its recorded report in these tests)."""
+class _Sources:
+    """The indexes as the closure sees them when each pin's metadata is already read: nothing else to find."""
 
-    bundle = None
+    reachable, unreachable = ["https://pypi.example/simple"], {}
 
-    def unreachable(self, url):
+    def read_listings(self, names):
+        pass
+
+    def choose(self, name, specifier, target):
         return None
 
+    def read_metadata(self, files):
+        pass
 
-def _closure_with_recorded_pip(monkeypatch, release_name):
-    """closure_row for `release_name` with requests' four pins, pip's run replaced by its recorded
-    report (requests 2.32.5 without urllib3): the verdict's own logic."""
+
+def _chosen(*items):
+    from ngcbuild.verify.metadata import Metadata
+    from ngcbuild.verify.pins import Chosen
+
+    return {n: Chosen(n, v, None, Metadata(n, v, tuple(r), "", None, "test")) for n, v, r in items}
+
+
+REQUESTS = [("requests", "2.32.5", ["charset_normalizer<4,>=2", "idna<4,>=2.5", "urllib3<3,>=1.21.1",
+                                    "certifi>=2017.4.17", 'PySocks!=1.5.7,>=1.5.6; extra == "socks"']),
+            ("certifi", "2025.11.12", []), ("charset-normalizer", "3.4.4", []), ("idna", "3.11", [])]
+
+
+def _closure(release_name, *items):
     from ngcbuild.manifest.constraints import Pin
 
-    def recorded_pip(arguments, indexes, target, web, scratch, quiet=True):
-        (scratch / "report.json").write_text((DATA / "pip-report-requests-unpinned.json").read_text())
-        return pins.subprocess.CompletedProcess(arguments, 0, "", "")
-
-    monkeypatch.setattr(pins, "run_pip", recorded_pip)
     loaded = load_release(Project(REPO), release_name)
-    four = tuple(Pin(n, v, i) for i, (n, v) in enumerate(
-        [("requests", "2.32.5"), ("certifi", "2025.11.12"), ("charset-normalizer", "3.4.4"), ("idna", "3.11")]))
-    loaded = dataclasses.replace(loaded, constraints=dataclasses.replace(loaded.constraints, pins=four))
-    release = loaded.release
-    target = pins.Target("3.11", "linux/amd64", release.os.glibc)
-    return closure_check.closure_row(loaded, target, _Answers(), [])
+    pins_ = tuple(Pin(n, v, i) for i, (n, v, _) in enumerate(items))
+    loaded = dataclasses.replace(loaded, constraints=dataclasses.replace(loaded.constraints, pins=pins_))
+    target = Target("3.11.2", "linux/amd64", "2.36")
+    return closure_check.closure_row(loaded, target, _Sources(), _chosen(*items))
 
 
-def test_closure_verdicts_for_system_and_conda_pythons(monkeypatch):
-    row = _closure_with_recorded_pip(monkeypatch, "dev")
+def test_closure_verdicts_for_system_and_conda_pythons():
+    row = _closure("dev", *REQUESTS)
     assert row.status == report.FAILED
-    assert row.reason.startswith("5 distributions needed on linux/amd64; 1 not pinned: urllib3 2.8.0 (required by "
+    assert row.reason.startswith("5 distributions needed on linux/amd64; 1 not pinned: urllib3 (required by "
                                  "requests)"), row
     # 20.12's Miniconda brings distributions of its own that verify does not read: urllib3 may be one
-    row = _closure_with_recorded_pip(monkeypatch, "20.12")
+    row = _closure("20.12", *REQUESTS)
     assert row.status == report.NOT_VERIFIED
     assert "unless the conda environment (Miniconda3-py38_4.9.2-Linux-x86_64.sh) carries them" in row.reason, row
+
+
+def test_a_closed_set_verifies_and_an_excluded_pin_fails_naming_both_versions():
+    closed = _closure("dev", *REQUESTS, ("urllib3", "2.5.0", []))
+    assert (closed.status, closed.reason) == (report.VERIFIED, "5 distributions, all pinned")
+    excluded = _closure("dev", *REQUESTS, ("urllib3", "1.21", []))
+    assert excluded.status == report.FAILED
+    assert "requests 2.32.5 requires urllib3<3,>=1.21.1, pinned urllib3==1.21" in excluded.reason, excluded

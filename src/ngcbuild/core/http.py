@@ -128,8 +128,10 @@ def fetch(session: requests.Session, method: str, url: str, *, limit: int, deadl
         except requests.RequestException as exc:
             if call.expired:
                 raise AnswerTooSlow(f"{shown}: no answer within {deadline_s:g}s") from None
-            raise HttpFailure(f"{shown}: cannot be reached after {ATTEMPTS} attempts "
-                              f"({type(exc).__name__}: {excerpt(_without_credentials(str(exc), url), 200)})") from None
+            cause = _innermost(exc)
+            why = excerpt(_without_credentials(str(cause), url), 200)
+            raise HttpFailure(f"{shown}: cannot be reached after {_attempts(session, url)} attempt(s) "
+                              f"({type(cause).__name__}: {why})") from None
         try:
             declared = response.headers.get("Content-Length", "")
             if declared.isdigit() and int(declared) > limit:
@@ -165,6 +167,28 @@ def _read_whole(response, limit: int, call: _Call, shown: str, deadline_s: float
     if call.expired:
         raise AnswerTooSlow(f"{shown}: no whole answer within {deadline_s:g}s")
     return b"".join(chunks)
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The error under requests' and urllib3's wrappers (RemoteDisconnected, a refused connection):
+    what the message needs, without the pool and retry text around it."""
+    seen = {id(exc)}
+    while True:
+        inner = getattr(exc, "reason", None)
+        if not isinstance(inner, BaseException):
+            inner = next((a for a in reversed(exc.args) if isinstance(a, BaseException)), None)
+        if not isinstance(inner, BaseException):
+            inner = exc.__cause__ or exc.__context__
+        if inner is None or id(inner) in seen:
+            return exc
+        seen.add(id(inner))
+        exc = inner
+
+
+def _attempts(session, url: str) -> int:
+    """How many times the session tries a request to `url` (its adapter's retry policy)."""
+    total = getattr(getattr(session.get_adapter(url), "max_retries", None), "total", None)
+    return total + 1 if isinstance(total, int) and not isinstance(total, bool) else ATTEMPTS
 
 
 def _without_credentials(text: str, url: str) -> str:

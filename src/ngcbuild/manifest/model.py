@@ -7,9 +7,10 @@ constraint file, what is bundled) are fields here, never `if release >= ...` in 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from ngcbuild.manifest.fields import (
@@ -55,6 +56,30 @@ class Bootstrap(Strict):
     variant: Literal["minbase", "buildd"] = "minbase"
 
 
+def _check_requirement(value: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        Requirement(value)
+    except InvalidRequirement as exc:
+        raise PydanticCustomError("ngcbuild_requirement", "{value} is not a PEP 508 requirement ({why})",
+                                  {"value": value[:80], "why": str(exc).splitlines()[0][:120]}) from None
+    return value
+
+
+# One Requires-Dist line (`sympy>=1.13.3`, `setuptools; python_version >= "3.12"`): read by verify only.
+RequiresDist = Annotated[Prose, AfterValidator(_check_requirement)]
+
+
+class DeclaredDistribution(Strict):
+    """A Python distribution the base image carries (pip lists it in the image), for verify's
+    prediction of the image's `pip check`: its version, its Requires-Dist, and where that was read."""
+
+    version: Version
+    requires_dist: list[RequiresDist] = Field(default_factory=list)
+    evidence: Text
+
+
 class BaseImage(Strict):
     image: TaggedImage
     digest: Digest | None = None
@@ -66,6 +91,9 @@ class BaseImage(Strict):
     # What the base image provides that no component of the manifest records, each with its evidence
     # (cuda-compiler: "a devel image: nvcc is in /usr/local/cuda/bin"): a need it meets (components.*.needs).
     provides: dict[Capability, Text] = Field(default_factory=dict)
+    # The Python distributions the base image carries (none where absent): `invoke verify` predicts the
+    # image's `pip check` from them with everything the image installs.
+    python_distributions: dict[PackageName, DeclaredDistribution] = Field(default_factory=dict)
 
 
 class ImageSpec(Strict):
@@ -103,6 +131,9 @@ class CondaSpec(Strict):
 
 class PythonSpec(Strict):
     version: MajorMinor
+    # The interpreter's full version where no apt pin of it says (a conda installer's Python): verify
+    # evaluates markers (python_full_version) and Requires-Python with it (interpreter_version).
+    full_version: Version | None = None
     # Archived releases may know only the version; buildable ones need install and site_packages.
     install: Literal["system", "conda"] | None = None
     site_packages: AbsPath | None = None
@@ -111,6 +142,29 @@ class PythonSpec(Strict):
     apt_packages: dict[PackageName, Version] = Field(default_factory=dict)
     # Distribution packages needed only in the builder stage (pip for the staged installs).
     builder_apt_packages: dict[PackageName, Version] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _full_version_is_of_version(self):
+        if self.full_version is not None and not re.fullmatch(re.escape(self.version) + r"\.[0-9]+", self.full_version):
+            raise PydanticCustomError("ngcbuild_python", "full_version {full} is not a {version}.N version",
+                                      {"full": self.full_version, "version": self.version})
+        return self
+
+    @property
+    def interpreter_version(self) -> str | None:
+        """MAJOR.MINOR.PATCH of the image's interpreter: full_version, else the upstream version of the
+        apt pin of python{version} (or python3): 3.12.3-1ubuntu0.17 is 3.12.3. None when neither says."""
+        if self.full_version is not None:
+            return self.full_version
+        for package in (f"python{self.version}", "python3"):
+            pin = self.apt_packages.get(package)
+            if pin is None:
+                continue
+            upstream = pin.split(":", 1)[-1].rsplit("-", 1)[0]
+            match = re.match(re.escape(self.version) + r"\.[0-9]+", upstream)
+            if match:
+                return match.group(0)
+        return None
 
 
 class WrongWheelTag(Strict):
@@ -177,6 +231,10 @@ class Component(Strict):
     # What this release's build of it needs beyond the catalog's `needs` (PyTorch 20.12 links OpenMPI and
     # MAGMA): a step, or the base image with evidence, must provide each, and the builder runs that first.
     needs: list[Capability] = Field(default_factory=list)
+    # install: source: the Requires-Dist of the distribution the build installs, as its setup at the
+    # pinned commit declares them (where that was read: `source`). verify predicts the image's `pip check`
+    # from them; absent, that prediction is "not verified" (verify does not read source trees).
+    requires_dist: list[RequiresDist] | None = None
 
     @model_validator(mode="after")
     def _method_needs_its_pins(self):
@@ -189,6 +247,9 @@ class Component(Strict):
         if self.install in ("apt", "conda") and not self.packages:
             raise PydanticCustomError("ngcbuild_packages", "install: {method} needs packages (name: version)",
                                       {"method": self.install})
+        if self.requires_dist is not None and self.install != "source":
+            raise PydanticCustomError("ngcbuild_requires", "requires_dist is for install: source (a wheel's metadata "
+                                      "is read from its index)")
         if self.install == "none" and not self.reason:
             raise PydanticCustomError("ngcbuild_reason", "install: none needs a reason (why the image lacks it)")
         return self

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import urllib.error
-
+from ngcbuild.core.http import HttpFailure
 from ngcbuild.verify import apt_index
 from ngcbuild.verify.report import FAILED, NOT_VERIFIED, VERIFIED, Row
-from ngcbuild.verify.web import Web
+from ngcbuild.verify.web import HttpStatus, Web
 
 
 def apt_pins(release) -> dict[str, str]:
@@ -69,8 +68,8 @@ def _read_index(url: str, suite: str, component: str, arch: str, web: Web) -> st
     for index in apt_index.index_urls(url, suite, component, arch):
         try:
             return apt_index.decompress(web.get(index), index)
-        except urllib.error.HTTPError:
+        except HttpStatus:
             continue
-        except (urllib.error.URLError, OSError, EOFError, ValueError):
+        except (HttpFailure, OSError, EOFError, ValueError):
             return None
     return None

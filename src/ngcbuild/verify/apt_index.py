@@ -3,9 +3,9 @@ holds, and Debian's order of versions (so that a pin older than the archive's up
 
 from __future__ import annotations
 
-import gzip
 import lzma
 import re
+import zlib
 from collections import defaultdict
 from functools import cmp_to_key
 
@@ -73,11 +73,25 @@ def parse_packages(text: str) -> dict[str, set[str]]:
     return versions
 
 
+MAX_INDEX_TEXT = 512 << 20  # an archive's Packages index, uncompressed (Ubuntu's universe: tens of MB)
+
+
 def decompress(data: bytes, url: str) -> str:
-    return (lzma.decompress(data) if url.endswith(".xz") else gzip.decompress(data)).decode("utf-8", "replace")
+    """A Packages index, uncompressed to at most MAX_INDEX_TEXT (a larger one is refused: ValueError)."""
+    if url.endswith(".xz"):
+        decompressor = lzma.LZMADecompressor()
+    else:
+        decompressor = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)  # gzip
+    try:
+        text = decompressor.decompress(data, MAX_INDEX_TEXT + 1)
+    except (lzma.LZMAError, zlib.error) as exc:
+        raise ValueError(f"{url}: not a compressed index ({exc})") from None
+    if len(text) > MAX_INDEX_TEXT:
+        raise ValueError(f"{url}: over {MAX_INDEX_TEXT} bytes uncompressed")
+    return text.decode("utf-8", "replace")
 
 
 def index_urls(url: str, suite: str, component: str, arch: str) -> list[str]:
-    """Where a suite's Packages index lies, compressed both ways archives use (gzip first)."""
+    """Where a suite's Packages index lies, compressed both ways archives use (xz first: a quarter smaller)."""
     base = f"{url.rstrip('/')}/dists/{suite}/{component}/binary-{arch}/Packages"
-    return [base + ".gz", base + ".xz"]
+    return [base + ".xz", base + ".gz"]

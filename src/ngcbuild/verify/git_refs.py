@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
 from datetime import date, datetime
 
+from ngcbuild.core.http import HttpFailure
 from ngcbuild.verify.report import FAILED, NOT_VERIFIED, VERIFIED, Row
-from ngcbuild.verify.web import Web
+from ngcbuild.verify.web import HttpStatus, Web
 
 FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
 
@@ -60,18 +60,17 @@ def _short_commit_row(where: str, component, web: Web) -> Row:
     why = web.unreachable(api) if api else f"{component.repo} is not on GitHub"
     if not why:
         try:
-            data = json.loads(web.get(api, accept="application/vnd.github+json"))
-        except urllib.error.HTTPError as exc:
+            sha, when = _commit(web.get(api, accept="application/vnd.github+json"))
+        except HttpStatus as exc:
             if exc.code in (404, 422):
                 return Row("git", where, component.ref, "", FAILED,
                            f"GitHub answered HTTP {exc.code}: no single commit starts with {component.ref}")
             why = f"GitHub answered HTTP {exc.code}"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (HttpFailure, ValueError) as exc:
             why = str(exc)
         else:
             return Row("git", where, component.ref, "", FAILED,
-                       f"an abbreviated commit: it is {data['sha']}, committed "
-                       f"{data['commit']['committer']['date'][:10]}; write the full commit")
+                       f"an abbreviated commit: it is {sha}, committed {when}; write the full commit")
     return Row("git", where, component.ref, "", NOT_VERIFIED,
                f"an abbreviated commit ({len(component.ref)} hex digits) not resolved here ({why}); the Dockerfile "
                f"checks that the commit it checks out starts with it. To resolve it on a host with GitHub access: "
@@ -90,13 +89,24 @@ def _commit_date_row(where: str, component, cutoff: date | None, web: Web) -> Ro
     if why:
         return Row("git", where, component.ref, "", NOT_VERIFIED, f"a full commit; its date is not checked: {why}")
     try:
-        data = json.loads(web.get(api, accept="application/vnd.github+json"))
-    except urllib.error.HTTPError as exc:
+        _sha, when = _commit(web.get(api, accept="application/vnd.github+json"))
+    except HttpStatus as exc:
         status = FAILED if exc.code in (404, 422) else NOT_VERIFIED
         return Row("git", where, component.ref, "", status, f"GitHub answered HTTP {exc.code} for this commit")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (HttpFailure, ValueError) as exc:
         return Row("git", where, component.ref, "", NOT_VERIFIED, f"a full commit; its date is not checked: {exc}")
-    when = datetime.fromisoformat(data["commit"]["committer"]["date"].replace("Z", "+00:00")).date()
     if when >= cutoff:
         return Row("git", where, component.ref, "", FAILED, f"committed {when}, after the release (before {cutoff})")
     return Row("git", where, component.ref, "", VERIFIED, f"committed {when}, before {cutoff}")
+
+
+def _commit(body: bytes) -> tuple[str, date]:
+    """GitHub's answer for one commit, shape-checked: (its full hash, its committer's date)."""
+    try:
+        data = json.loads(body)
+        sha, stamp = data["sha"], data["commit"]["committer"]["date"]
+        if not (isinstance(sha, str) and FULL_COMMIT.fullmatch(sha) and isinstance(stamp, str)):
+            raise TypeError
+        return sha, datetime.fromisoformat(stamp.replace("Z", "+00:00")).date()
+    except (ValueError, TypeError, KeyError, UnicodeDecodeError):
+        raise ValueError("GitHub's answer is not a commit (no full sha and committer date)") from None

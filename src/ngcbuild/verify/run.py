@@ -1,23 +1,34 @@
-"""`invoke verify --release R`: is every pin of R there to be installed, before a GPU runner tries?
+"""`invoke verify --release R`: is every pin of R there to be installed, and will the image's own last
+check pass, before a GPU runner tries?
 
-Each pip pin is resolved with pip's own resolver in dry-run mode, for R's Python and each platform R
-builds, against the indexes R names; each git ref must be a full commit dated before the release (a
-short hash, as NVIDIA gives some, is resolved where GitHub answers, else "not verified" with the command
-that resolves it); a base image known to be gone is refused with the way out. What this machine cannot reach is reported
-as "not verified" with the reason, never as verified.
+For R's interpreter and each platform R builds: each pip pin's file on the indexes R names (chosen as
+pip chooses, its metadata read without downloading it), the closure of the pin set, and the image's
+`pip check` predicted from the metadata of everything the image will hold; each apt pin against its
+archive; each git ref must be a full commit dated before the release (a short hash, as NVIDIA gives
+some, is resolved where GitHub answers, else "not verified" with the command that resolves it); a base
+image known to be gone is refused with the way out. What this machine cannot reach is reported as "not
+verified" with the reason, never as verified.
 """
 
 from __future__ import annotations
 
-import urllib.error
+import tempfile
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
 
 from ngcbuild.core.errors import ManifestError
+from ngcbuild.core.http import HttpFailure
 from ngcbuild.manifest.loader import LoadedRelease
 from ngcbuild.verify.apt import apt_rows
 from ngcbuild.verify.closure_check import closure_row
 from ngcbuild.verify.git_refs import git_rows
-from ngcbuild.verify.pins import Target, pip_rows
+from ngcbuild.verify.parallel import Work
+from ngcbuild.verify.pins import choose_pins, pip_rows
+from ngcbuild.verify.prediction import prediction_row
 from ngcbuild.verify.report import FAILED, NOT_VERIFIED, VERIFIED, Row
+from ngcbuild.verify.sources import Sources, release_indexes
+from ngcbuild.verify.target import Target
 from ngcbuild.verify.web import Web
 
 
@@ -27,17 +38,45 @@ def verify_release(loaded: LoadedRelease, web: Web, base: str | None = None) -> 
         raise ManifestError(loaded.path, "os.glibc",
                             "required by verify: the C library version (e.g. '2.39') that says which "
                             "manylinux wheels the image can install")
+    python = release.python.interpreter_version
+    if python is None:
+        raise ManifestError(loaded.path, "python.full_version",
+                            f"required by verify where no apt pin of python{release.python.version} or python3 "
+                            "says it: the interpreter's full version (e.g. '3.8.5'), for markers and Requires-Python")
     platforms = list(dict.fromkeys((release.build.platform, *release.build.published_platforms)))
+    targets = [Target(python, platform, release.os.glibc) for platform in platforms]
     rows = [_base_row(release, base)]
-    for platform in platforms:
-        target = Target(release.python.version, platform, release.os.glibc)
-        pins = pip_rows(loaded, target, web)
-        rows += pins
-        if loaded.constraints is not None and loaded.constraints.pins:
-            rows.append(closure_row(loaded, target, web, pins))
-        rows += apt_rows(release, platform, web)
+    work = Work()
+    # an interrupted run's workers may still be writing there as it is removed: never an error of its own
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-verify-", ignore_cleanup_errors=True) as scratch:
+        try:
+            rows += _python_rows(loaded, targets, web, work, Path(scratch))
+        finally:
+            work.cancel()  # nothing of this run outlives it: no worker takes more, no build process is left
+    for target in targets:
+        rows += apt_rows(release, target.platform, web)
     rows += git_rows(release, web)
     rows += _other_rows(release, web)
+    return rows
+
+
+def _python_rows(loaded: LoadedRelease, targets: list[Target], web: Web, work: Work, scratch: Path) -> list[Row]:
+    """The pip, wheel-tags, closure and pip-check rows of every platform, from one read of the indexes."""
+    if loaded.constraints is None or not loaded.constraints.pins:
+        return []
+    release, pins = loaded.release, loaded.constraints.pins
+    sources = Sources(release_indexes(release), web, work, scratch)
+    sources.read_listings([pin.key for pin in pins])
+    files = [sources.choose(pin.name, f"=={pin.version}", target) for target in targets for pin in pins]
+    sources.read_metadata([file for file in files if file is not None])
+    rows = []
+    for target in targets:
+        chosen = choose_pins(pins, target, sources)
+        wrong = {canonicalize_name(w.distribution): w.evidence for w in release.pip.wrong_wheel_tags
+                 if target.platform in w.platforms}
+        rows += pip_rows(chosen, target, sources, wrong)
+        rows.append(closure_row(loaded, target, sources, chosen))
+        rows.append(prediction_row(loaded, target, sources, chosen))
     return rows
 
 
@@ -72,10 +111,10 @@ def _url_row(name: str, url: str, web: Web) -> Row:
     why = web.unreachable(url)
     if why:
         return Row("url", name, url, "", NOT_VERIFIED, why)
-    try:
-        web.get(url, method="HEAD")
-    except urllib.error.HTTPError as exc:
-        return Row("url", name, url, "", FAILED, f"HTTP {exc.code}")
-    except (urllib.error.URLError, OSError) as exc:
+    try:  # a HEAD's Content-Length is the archive's size, not a body to read: no cap on it
+        answer = web.fetch(url, method="HEAD", limit=1 << 62)
+    except HttpFailure as exc:
         return Row("url", name, url, "", NOT_VERIFIED, str(exc))
+    if answer.status >= 400:
+        return Row("url", name, url, "", FAILED, f"HTTP {answer.status}")
     return Row("url", name, url, "", VERIFIED, "the archive downloads")

@@ -1,51 +1,86 @@
-"""verify's reads of the outside world: HTTPS with the host's CA bundle (behind an intercepting proxy)."""
+"""verify's reads of the outside world: indexes, wheels by range, apt archives, GitHub. Each read is
+one request through core/http.fetch (the one session policy: retries, one deadline for the whole call,
+a size cap), with the host's CA bundle (behind an intercepting proxy), and every byte received counted
+(`fetched`: what BENCHMARKS.md reports). Safe to share between verify's worker threads."""
 
 from __future__ import annotations
 
 import os
-import ssl
-import urllib.error
-import urllib.request
+import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ngcbuild.core.errors import excerpt
+from ngcbuild.core.errors import OperationError
+from ngcbuild.core.http import Answer, AnswerTooLarge, HttpFailure, fetch, new_session, retry_policy
 from ngcbuild.core.references import shown_url
-from ngcbuild.verify.wheel_tags import declared_tags
 
-TIMEOUT = 15
+DEADLINE_S = 60  # one read, its retries included
+PROBE_DEADLINE_S = 15  # is a host there at all
+PAGE_LIMIT = 64 << 20  # a project page of an index (pydantic-core's lists 7 MB of files)
+
+
+class HttpStatus(OperationError):
+    """The server answered, with an error status (404, 500...)."""
+
+    def __init__(self, url: str, code: int):
+        super().__init__(f"{shown_url(url).split('?')[0]}: HTTP {code}")
+        self.code = code
 
 
 class Web:
-    """HTTPS reads with the host's CA bundle (behind an intercepting proxy) and a short timeout."""
+    """HTTP(S) reads for verify, each whole within its deadline and size cap."""
 
-    def __init__(self, environ=os.environ):
+    def __init__(self, environ=os.environ, deadline_s: float = DEADLINE_S):
         self.bundle = next((environ[k] for k in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
                             if environ.get(k) and Path(environ[k]).is_file()), None)
-        self.context = ssl.create_default_context(cafile=self.bundle)
+        self.deadline_s = deadline_s
+        self._sessions = threading.local()  # requests' sessions are not shared between threads
+        self._lock = threading.Lock()
         self._reachable: dict[str, str | None] = {}
+        self.fetched = 0  # bytes of every answer's body
+        self.requests = 0
 
-    def get(self, url: str, accept: str | None = None, method: str = "GET") -> bytes:
-        request = urllib.request.Request(url, headers={"Accept": accept} if accept else {}, method=method)
-        with urllib.request.urlopen(request, timeout=TIMEOUT, context=self.context) as response:
-            return response.read()
+    def _session(self, probe: bool):
+        key = "probe" if probe else "read"
+        session = getattr(self._sessions, key, None)
+        if session is None:
+            session = new_session(retry_policy(attempts=1) if probe else retry_policy(attempts=3, backoff_s=0.5))
+            session.verify = self.bundle or True
+            setattr(self._sessions, key, session)
+        return session
 
-    def wheel_tags(self, url: str) -> list[str]:
-        """The tags the wheel at `url` declares in its WHEEL file (range requests)."""
-        return declared_tags(url, lambda request, timeout: urllib.request.urlopen(
-            request, timeout=timeout, context=self.context), TIMEOUT)
+    def fetch(self, url: str, *, limit: int, headers: dict | None = None, method: str = "GET",
+              deadline_s: float | None = None, probe: bool = False) -> Answer:
+        """One request, its answer whole (any status): HttpFailure when it cannot be had in time or size."""
+        answer = fetch(self._session(probe), method, url, limit=limit, headers=headers,
+                       deadline_s=min(deadline_s or self.deadline_s, self.deadline_s))
+        with self._lock:
+            self.fetched += len(answer.body)
+            self.requests += 1
+        return answer
+
+    def get(self, url: str, accept: str | None = None, method: str = "GET", limit: int = PAGE_LIMIT) -> bytes:
+        """The body of a successful answer; HttpStatus for an error status, HttpFailure for no answer."""
+        answer = self.fetch(url, limit=limit, headers={"Accept": accept} if accept else None, method=method)
+        if answer.status >= 400:
+            raise HttpStatus(url, answer.status)
+        return answer.body
 
     def unreachable(self, url: str) -> str | None:
         """None when the host answers (any HTTP status), else why not."""
         # the host alone: an index URL's user:password@ is no part of a host name (it never resolved)
         host = urlsplit(url).netloc.rpartition("@")[2]
-        if host not in self._reachable:
+        with self._lock:
+            known = host in self._reachable
+        if not known:
             try:
-                self.get(f"https://{host}/" if url.startswith("https") else f"http://{host}/")
-                self._reachable[host] = None
-            except urllib.error.HTTPError:
-                self._reachable[host] = None
-            except (urllib.error.URLError, OSError) as exc:
-                self._reachable[host] = (f"{shown_url(host)} is unreachable from here "
-                                         f"({excerpt(str(getattr(exc, 'reason', exc)), 200)})")
+                self.fetch(f"https://{host}/" if url.startswith("https") else f"http://{host}/", limit=PAGE_LIMIT,
+                           method="HEAD", deadline_s=PROBE_DEADLINE_S, probe=True)
+                why = None
+            except AnswerTooLarge:  # it answered, declaring a large page
+                why = None
+            except HttpFailure as exc:
+                why = f"{shown_url(host)} is unreachable from here: {str(exc)[:300]}"
+            with self._lock:
+                self._reachable.setdefault(host, why)
         return self._reachable[host]

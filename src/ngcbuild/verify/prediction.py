@@ -1,0 +1,99 @@
+"""The pip-check row: the image's own last check, `pip check` after every install, predicted on one
+platform before any build. The image will hold every pin of the constraints file (each installed with
+--no-deps: a wheel, or a source archive pip builds), the distributions its source builds install and
+those of its base image; pip_check.py (pure) predicts what pip check prints for that set.
+
+Every line it would print fails the row, unless the manifest tolerates it (pip.wrong_wheel_tags on
+this platform, the lines the image's RUN step lets pass); a tolerance no predicted line uses is an error
+too: it would hide the next wheel of that name whose tags are wrong. What is not known here (a pin on
+an unreachable index, a source build whose requirements are not declared, a conda environment's own
+distributions) makes the row "not verified" with the reason, unless a line already fails it."""
+
+from __future__ import annotations
+
+from packaging.utils import canonicalize_name
+
+from ngcbuild.manifest.loader import LoadedRelease
+from ngcbuild.verify.finder import is_wheel
+from ngcbuild.verify.installed import base_distributions, source_builds
+from ngcbuild.verify.pins import Chosen
+from ngcbuild.verify.pip_check import Installed, predict, tolerated
+from ngcbuild.verify.report import FAILED, NOT_VERIFIED, VERIFIED, Row
+from ngcbuild.verify.sources import Sources
+from ngcbuild.verify.target import Target
+
+
+def prediction_row(loaded: LoadedRelease, target: Target, sources: Sources, chosen: dict[str, Chosen]) -> Row:
+    release = loaded.release
+    installed, unknown, counts = image_distributions(loaded, sources, chosen)
+    found = predict(installed, target.markers(), set(target.tag_priority))
+    names = [w.distribution for w in release.pip.wrong_wheel_tags if target.platform in w.platforms]
+    failing = [line for line in found.lines if not tolerated(line, names)]
+    used = [line for line in found.lines if tolerated(line, names)]
+    unused = [n for n in names if not any(tolerated(line, [n]) for line in found.lines)]
+    undecided = [n for n in unused if canonicalize_name(n) in unknown]  # its tags were not read: cannot say
+    unused = [n for n in unused if n not in undecided]
+    gaps = [f"the requirements of {installed[key].name} {installed[key].version} ({why})"
+            for key, why in sorted(unknown.items())]
+    if release.python.conda is not None:
+        gaps.append(f"the distributions of the conda environment itself "
+                    f"({release.python.conda.installer.rsplit('/', 1)[-1]}), which verify does not read")
+    gaps += _archives_read_instead_of_wheels(sources, chosen)
+    gaps += [f"whether pip.wrong_wheel_tags' {name} is needed" for name in undecided]
+    size = f"{len(installed)} distributions ({counts})"
+
+    def row(status: str, reason: str) -> Row:
+        return Row("pip-check", "pip check", f"{len(installed)} distributions", target.platform, status, reason)
+
+    problems = []
+    if failing:
+        problems.append("the image's pip check would print: " + " | ".join(failing))
+    if unused:
+        problems.append("pip.wrong_wheel_tags names " + ", ".join(unused) + f" on {target.platform}, but pip check "
+                        "prints no line of it there: a tolerance nothing needs hides the next wheel of that name "
+                        "whose tags are wrong; remove it")
+    if problems:
+        return row(FAILED, f"{size}: " + "; ".join(problems) + (f"; besides, {'; '.join(gaps)}" if gaps else ""))
+    said = ("prints only the tolerated line(s) " + " | ".join(used) + " (pip.wrong_wheel_tags)" if used
+            else "prints no broken requirement")
+    if not found.platform_checked:
+        said += " (the image's pip predates the platform check of pip 23.3)"
+    if gaps:
+        return row(NOT_VERIFIED, f"{size}: pip check {said} for what is known; not known here: " + "; ".join(gaps))
+    return row(VERIFIED, f"{size}: pip check {said}")
+
+
+def image_distributions(loaded: LoadedRelease, sources: Sources, chosen: dict[str, Chosen]):
+    """(canonical name -> Installed for everything the image will hold, canonical name -> why its
+    requirements are not known, a count of where they come from). A pin overrides the base's."""
+    installed: dict[str, Installed] = {}
+    unknown: dict[str, str] = {}
+    base = base_distributions(loaded.release)
+    for key, beside in base.items():
+        installed[key] = Installed(beside.name, beside.version, beside.requires, None, beside.origin)
+    for key, pin in chosen.items():
+        metadata = pin.metadata
+        if metadata is None:
+            installed[key] = Installed(pin.name, pin.version, None)
+            unknown[key] = pin.problem or "no file on a reachable index"
+            if sources.unreachable and (pin.file is None or not is_wheel(pin.file)):
+                unknown[key] += f"; {', '.join(sources.unreachable.values())}"
+        else:
+            installed[key] = Installed(metadata.name, metadata.version, metadata.requires_dist, metadata.tags)
+    builds = source_builds(loaded, {key: pin.version for key, pin in chosen.items()})
+    for key, beside in builds.items():
+        installed[key] = Installed(beside.name, beside.version, beside.requires, None, beside.origin)
+        if beside.requires is None:
+            unknown[key] = beside.unknown
+    return installed, unknown, f"{len(chosen)} pinned, {len(builds)} built from source, {len(base)} of the base image"
+
+
+def _archives_read_instead_of_wheels(sources: Sources, chosen: dict[str, Chosen]) -> list[str]:
+    """Where an index is unreachable, a pin read from a source archive may be a wheel there, which the
+    image's pip would prefer (and whose metadata may say otherwise)."""
+    built = sorted(pin.metadata.name for pin in chosen.values()
+                   if pin.metadata is not None and pin.file is not None and not is_wheel(pin.file))
+    if not (sources.unreachable and built):
+        return []
+    return [f"{', '.join(built)} read from a source archive, while {', '.join(sources.unreachable)} (unreachable "
+            "here) may hold a wheel of it that pip would prefer"]

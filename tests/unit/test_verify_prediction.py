@@ -1,0 +1,105 @@
+"""The 25.12 TensorRT defect, planted on a local index of small fake distributions (never PyPI's moving
+state): `tensorrt-cu13` 10.14.1.48.post1 exists only as a source archive whose setup computes its
+requirements (its PKG-INFO, Metadata-Version 2.1, says none), among them
+`tensorrt_cu13_libs==10.14.1.48.post1`; the image installs it and its bindings with --no-deps and
+leaves the libraries out. verify must predict the image's `pip check` failure with pip's own line, and
+real pip, installing the same two distributions from the same index into a virtual environment, must
+print exactly that line. With the libraries pinned, both pass."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import load_release
+from ngcbuild.verify import report, run, sources
+from ngcbuild.verify.parallel import Work
+from ngcbuild.verify.target import Target
+from ngcbuild.verify.web import Web
+
+from ..fake_index import FakeIndex, sdist, wheel
+
+TRT = "10.14.1.48.post1"
+LINE = f"tensorrt-cu13 {TRT} requires tensorrt-cu13-libs, which is not installed."
+MANIFEST = """\
+extends: parts/debian-bookworm
+summary: a tiny release carrying 25.12's TensorRT Python packages
+pip:
+  constraint_file: true
+"""
+PINS = f"tensorrt-cu13=={TRT}\ntensorrt-cu13-bindings=={TRT}\n"
+
+
+@pytest.fixture
+def index():
+    fake = FakeIndex()
+    fake.add(*sdist("tensorrt_cu13", TRT, [f"tensorrt_cu13_libs=={TRT}", f"tensorrt_cu13_bindings=={TRT}",
+                                           'numpy; extra == "numpy"']))
+    fake.add(*wheel("tensorrt_cu13_bindings", TRT))
+    fake.add(*wheel("tensorrt_cu13_libs", TRT))
+    yield fake
+    fake.close()
+
+
+def _rows(scratch, index, monkeypatch, tmp_path, pins: str, manifest: str = MANIFEST) -> dict:
+    scratch.manifest("trt", manifest)
+    scratch.constraints("trt", pins)
+    monkeypatch.setattr(sources, "PYPI", index.url)
+    loaded = load_release(Project.at(scratch.root), "trt")
+    target = Target(loaded.release.python.interpreter_version, "linux/amd64", loaded.release.os.glibc)
+    rows = run._python_rows(loaded, [target], Web(environ={}), Work(), tmp_path / "scratch")
+    return {(r.kind, r.name): r for r in rows}
+
+
+def _real_pip_check(index, tmp_path, *requirements) -> str:
+    """pip itself: a virtual environment, the pins installed from the fake index with --no-deps (the
+    source archive built by pip with its own backend), then `pip check`'s output."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    python = str(venv / "bin" / "python")
+    # no PIP_* settings, and no PYTHONPATH: the checkout's src/ (an editable install leaves
+    # ngcbuild.egg-info there) would put ngcbuild's own metadata into the venv's pip check
+    environ = {**{k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "PYTHONPATH"},
+               "PIP_CONFIG_FILE": os.devnull,
+               "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    subprocess.run([python, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--index-url", index.url,
+                    *requirements], check=True, capture_output=True, timeout=300, env=environ)
+    check = subprocess.run([python, "-m", "pip", "check"], capture_output=True, text=True, timeout=120, env=environ)
+    return check.stdout
+
+
+def test_the_planted_tensorrt_defect_is_predicted_with_pip_checks_own_line(scratch, index, monkeypatch, tmp_path):
+    rows = _rows(scratch, index, monkeypatch, tmp_path, PINS)
+    check = rows[("pip-check", "pip check")]
+    assert check.status == report.FAILED, check
+    assert f"the image's pip check would print: {LINE}" in check.reason, check
+    closure = rows[("closure", "constraints/trt.txt")]
+    assert closure.status == report.FAILED and f"tensorrt-cu13-libs {TRT} (required by tensorrt_cu13)" in closure.reason
+    # its pip row: a source archive the build compiles, its metadata built (never installed)
+    pin = rows[("pip", "tensorrt-cu13")]
+    assert pin.status == report.NOT_VERIFIED and "built from the source archive (PEP 517)" in pin.reason, pin
+    # pip itself prints exactly that line for the same distributions
+    assert _real_pip_check(index, tmp_path, f"tensorrt-cu13=={TRT}", f"tensorrt-cu13-bindings=={TRT}") == LINE + "\n"
+
+
+def test_with_the_libraries_pinned_the_prediction_and_pip_check_pass(scratch, index, monkeypatch, tmp_path):
+    rows = _rows(scratch, index, monkeypatch, tmp_path, PINS + f"tensorrt-cu13-libs=={TRT}\n")
+    check = rows[("pip-check", "pip check")]
+    assert (check.status, check.reason) == (
+        report.VERIFIED, "3 distributions (3 pinned, 0 built from source, 0 of the base image): pip check prints no "
+                         "broken requirement (the image's pip predates the platform check of pip 23.3)"), check
+    assert rows[("closure", "constraints/trt.txt")].status == report.VERIFIED
+    assert _real_pip_check(index, tmp_path, f"tensorrt-cu13=={TRT}", f"tensorrt-cu13-bindings=={TRT}",
+                           f"tensorrt-cu13-libs=={TRT}") == "No broken requirements found.\n"
+
+
+def test_a_tolerance_no_predicted_line_needs_is_an_error(scratch, index, monkeypatch, tmp_path):
+    tolerance = ("  wrong_wheel_tags:\n    - distribution: tensorrt-cu13-bindings\n      platforms: [linux/amd64]\n"
+                 "      tag: py3-none-manylinux2014_sbsa\n      evidence: none\n")
+    rows = _rows(scratch, index, monkeypatch, tmp_path, PINS + f"tensorrt-cu13-libs=={TRT}\n", MANIFEST + tolerance)
+    check = rows[("pip-check", "pip check")]
+    assert check.status == report.FAILED, check
+    assert ("pip.wrong_wheel_tags names tensorrt-cu13-bindings on linux/amd64, but pip check prints no line of it "
+            "there") in check.reason, check
