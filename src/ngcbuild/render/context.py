@@ -23,7 +23,8 @@ from ngcbuild.manifest.fields import TaggedImage
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.render.plan import ImagePlan, plan_image
 from ngcbuild.render.stamp import release_inputs, write_stamp
-from ngcbuild.workspace.atomic_dir import release_lock, replace_dir
+from ngcbuild.workspace.atomic_dir import replace_dir
+from ngcbuild.workspace.locks import release_lock
 
 _BASE_ADAPTER = TypeAdapter(TaggedImage)
 

@@ -34,9 +34,10 @@ from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.smoke import mutants
 from ngcbuild.smoke.runner import MOUNT, gpu_visible, run_suite
-from ngcbuild.workspace.atomic_dir import release_lock
-from ngcbuild.workspace.record import read_record, require, utc_timestamp
+from ngcbuild.workspace.locks import release_lock
+from ngcbuild.workspace.record import read_record, require
 from ngcbuild.workspace.release_dir import MUTANTS, ReleaseDir
+from ngcbuild.workspace.sections import utc_timestamp
 
 RELIABILITY = "RELIABILITY.md"
 BUILD_TIMEOUT_S = 600
@@ -67,10 +68,10 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
     loaded = load_release(project, name)
     directory = project.out(name)
     record = read_record(directory) if image is None else None
-    base = record.get("base_image") if record else None
+    base = record.build.base_image if record else None
     rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
-    ref = image or require(record, directory, "image_id", str, "the id of the built image")
-    if record and record.get("context_sha256") != rendered.context_hash:
+    ref = image or require(record.build.image_id, directory, "image_id", "the id of the built image")
+    if record and record.build.context_sha256 != rendered.context_hash:
         say(f"warning: {ref[:19]} was built from another context than the manifest renders now; "
             "rebuild to plant defects in the current image")
     expected = json.loads(rendered.files["expected.json"])
