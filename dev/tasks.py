@@ -1,6 +1,6 @@
 """The checkout's tasks: every task of the product (`ngcbuild --list`) and the project's own tools,
 which work only in a checkout (they run the test suite, write BENCHMARKS.md, RELIABILITY.md and
-tests/golden/)."""
+tests/golden/: the project files no test run and no command of the product writes)."""
 
 import shlex
 import sys
@@ -48,12 +48,14 @@ def bench(c, runs=None, registry=None, release="dev", skip_path=False, cache=Fal
     print(f"figures written to {path}")
 
 
-@command()
-def reliability(c):
-    """Run the corpus of broken inputs, the fault tests and the secrets scans; write RELIABILITY.md."""
+@command(help={"from_run": "take the figures the last whole test run left in build/reliability/ instead of "
+                           "running the reliability tests again"})
+def reliability(c, from_run=False):
+    """Refresh RELIABILITY.md: the figures of the reliability tests (the corpus of broken and hostile inputs,
+    the fault tests, the secrets scans) and the planted-defect tables `mutate` left in build/R/."""
     from dev.reliability import run_reliability
 
-    run_reliability(project(), out=sys.stdout)
+    run_reliability(project(), out=sys.stdout, from_run=from_run)
 
 
 namespace = Collection.from_module(ngcbuild.cli.tasks)  # a copy: the product's collection is left as it is

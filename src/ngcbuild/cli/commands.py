@@ -107,6 +107,7 @@ def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, pyt
     from ngcbuild.manifest.loader import load_release
     from ngcbuild.render.context import render_files
     from ngcbuild.smoke import host
+    from ngcbuild.workspace.release_dir import EXPECTED
 
     python = _interpreter(python) if python is not None else sys.executable
     if expect_from_env == bool(release):
@@ -117,7 +118,7 @@ def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, pyt
         expected = json.dumps(host.expectations_from_env(facts), indent=2, sort_keys=True).encode() + b"\n"
         name = "host"
     else:
-        expected = render_files(where, load_release(where, release)).files["expected.json"]
+        expected = render_files(where, load_release(where, release)).files[EXPECTED]
         name = release
     host.run_host(where.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
 

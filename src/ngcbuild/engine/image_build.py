@@ -33,6 +33,7 @@ from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
 from ngcbuild.registry.client import credentials
 from ngcbuild.workspace.record import Record, previous_record, record_build, record_path
+from ngcbuild.workspace.release_dir import DOCKERFILE
 from ngcbuild.workspace.sections import BuildFacts, BuildRecord
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: 
     if not options.cache_from:
         return [], []
     names = rendered.plan.names
-    stages = stage_names(rendered.files["Dockerfile"].decode())
+    stages = stage_names(rendered.files[DOCKERFILE].decode())
     previous = previous_record(rendered.directory)
     tagged = [f"{layer_cache.cache_repository(registry, names)}:{layer_cache.cache_tag(names, platform, stage)}"
               for registry in {options.registry, options.cache_from} for stage in stages]

@@ -36,7 +36,7 @@ from ngcbuild.registry.client import (
     credentials,
 )
 from ngcbuild.render.context import render_files, render_loaded, render_release
-from ngcbuild.workspace.record import Record, read_record, write_record
+from ngcbuild.workspace.record import Record, read_record, record_path, write_record
 from ngcbuild.workspace.sections import Published, utc_timestamp
 
 
@@ -152,7 +152,7 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
         # one platform: its job pushed R-py3 itself, and promotion copies that image
         write_record(rendered.directory, record)
         say(f"{name} has one platform ({release.build.platform}): no list to write; its record, smoke run and "
-            f"pushes are in {rendered.directory / 'record.json'}")
+            f"pushes are in {record_path(rendered.directory)}")
         return record
     registry = Registry(host, auth)
     repository_path = release.image.repository

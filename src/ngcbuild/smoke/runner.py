@@ -36,7 +36,7 @@ from ngcbuild.smoke.perf import (
 from ngcbuild.smoke.staging import stage_pytest
 from ngcbuild.smoke.summary import render_table, rows_from_junit
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
-from ngcbuild.workspace.release_dir import JUNIT, PERF_MEASURED, ReleaseDir
+from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
 from ngcbuild.workspace.sections import SmokeRun, utc_timestamp
 
 CHECKS_DIR = Path(__file__).parent / "checks"
@@ -71,7 +71,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
 
     with tempfile.TemporaryDirectory(prefix="ngcbuild-smoke-") as tmp:
         tmp = Path(tmp)
-        stage_suite(tmp, rendered.files["expected.json"], config, loaded.release.python.version, project.build)
+        stage_suite(tmp, rendered.files[EXPECTED], config, loaded.release.python.version, project.build)
         args = suite_args(require_gpu=require_gpu, perf=perf)
         exit_code = _run_container(client, ref, tmp, gpu, args, out)
         junit = tmp / "out" / JUNIT
@@ -89,7 +89,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
     if perf:
         report = perf_report(name, image_id, measured)
         if baseline_ref:
-            other = _baseline_perf(client, baseline_ref, rendered.files["expected.json"], gpu, project.build, out)
+            other = _baseline_perf(client, baseline_ref, rendered.files[EXPECTED], gpu, project.build, out)
             report = with_baseline(report, perf_report(baseline, client.inspect_image(baseline_ref)["Id"], other),
                                    baseline_ref, threshold)
             regressed = report["baseline"]["regressions"]
@@ -142,7 +142,7 @@ def stage_suite(tmp: Path, expected_json: bytes, config: dict, python: str, buil
     """What the container mounts beside the checks: expectations, the image's config, the locked
     pytest of the image's Python (`python`, MAJOR.MINOR) and a writable folder for the results."""
     (tmp / "expect").mkdir()
-    (tmp / "expect" / "expected.json").write_bytes(expected_json)
+    (tmp / "expect" / EXPECTED).write_bytes(expected_json)
     (tmp / "expect" / "image.json").write_text(json.dumps(config, indent=2))
     stage_pytest(tmp / "pytest", python, build_dir)
     (tmp / "out").mkdir()
