@@ -9,31 +9,16 @@ Needs PyPI (through the host's proxy); with CI=true an unreachable PyPI is a fai
 
 import json
 import os
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ngcbuild.verify.run import Web
-
-from .conftest import IN_CI, run_invoke
+from .conftest import run_invoke
 
 pytestmark = pytest.mark.network
 
 RELEASES = ["20.02", "20.12", "25.12", "dev", "cuda-dev"]
 MIRRORED = "20.02 --base mirror"  # 20.02 again, its removed base image replaced by a mirror
-
-
-@pytest.fixture(scope="session")
-def pypi():
-    web = Web()
-    try:
-        urllib.request.urlopen(urllib.request.Request("https://pypi.org/simple/pip/"), timeout=15,
-                               context=web.context).read(1)
-    except OSError as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and PyPI is unreachable: {exc}", pytrace=False)
-        pytest.skip(f"PyPI is unreachable: {exc}")
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,6 @@ import json
 
 import pytest
 
-from .test_verify import pypi  # noqa: F401  (the fixture: PyPI reachable, else fail in CI)
-
 pytestmark = pytest.mark.network
 
 MANIFEST = """\
@@ -36,20 +34,20 @@ def _verify(scratch, constraints: str):
     return result.returncode, closure[0]
 
 
-def test_a_dependency_left_unpinned_fails_naming_it_and_who_requires_it(scratch, pypi):  # noqa: F811
+def test_a_dependency_left_unpinned_fails_naming_it_and_who_requires_it(scratch, pypi):
     code, row = _verify(scratch, REQUESTS)
     assert row["status"] == "failed" and code == 1
     assert "1 not pinned: urllib3 " in row["reason"] and "(required by requests)" in row["reason"], row
     assert row["reason"].startswith("5 distributions needed on linux/amd64"), row
 
 
-def test_the_closed_set_verifies(scratch, pypi):  # noqa: F811
+def test_the_closed_set_verifies(scratch, pypi):
     code, row = _verify(scratch, REQUESTS + "urllib3==2.5.0\n")
     assert (row["status"], row["reason"]) == ("verified", "5 distributions, all pinned"), row
     assert code == 0
 
 
-def test_a_pin_a_requirement_excludes_fails_with_pips_reason(scratch, pypi):  # noqa: F811
+def test_a_pin_a_requirement_excludes_fails_with_pips_reason(scratch, pypi):
     code, row = _verify(scratch, REQUESTS + "urllib3==1.21\n")
     assert row["status"] == "failed" and code == 1
     assert "pip cannot resolve the pinned set with its dependencies" in row["reason"], row
