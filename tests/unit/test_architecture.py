@@ -172,3 +172,11 @@ def test_no_test_module_imports_from_another(path):
             if node.level or module.startswith("tests."):
                 found += [f"{'.' * node.level}{module}" for part in names if part.startswith("test_")][:1]
     assert not found, f"{path.name} imports from another test module: {found}"
+
+
+def test_no_import_circles():
+    """No module of ours imports, through any chain of imports (lazy ones too), one that imports it
+    (dev/tree.py counts the tree: `python -m dev.tree`)."""
+    from dev.tree import counts
+
+    assert counts()["circles"] == []
