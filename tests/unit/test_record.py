@@ -148,3 +148,54 @@ def test_a_stamp_that_is_a_fifo_is_ignored_without_hanging(rendered):
     path.unlink()
     os.mkfifo(path)
     assert current_stamp(rendered, "dev", None) is None
+
+
+def test_the_stamp_digest_is_the_one_existing_stamps_hold(rendered):
+    """input_files reads the inputs through core/files; the digest over them is the one an earlier
+    ngcbuild wrote, so the stamps in build/ stay valid."""
+    import hashlib
+
+    from ngcbuild.render.stamp import inputs_digest, shared_inputs
+
+    files = json.loads((rendered.out("dev") / STAMP).read_text())["inputs"]
+    digest = hashlib.sha256(json.dumps({"base": None, "files": files}).encode())
+    paths = [rendered.root / rel for rel in files]
+    for folder, pattern in shared_inputs(rendered):
+        paths += sorted(p for p in folder.rglob(pattern) if p.is_file())
+    for path in paths:
+        digest.update(str(path).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    assert inputs_digest(rendered, files, None) == digest.hexdigest()
+
+
+def test_the_provenance_lists_the_files_the_stamp_reads_with_the_same_hashes(rendered):
+    from ngcbuild.manifest.loader import load_release
+    from ngcbuild.render.stamp import input_files, release_inputs
+    from ngcbuild.supply.provenance import materials
+
+    loaded = load_release(rendered, "dev")
+    listed = {m["uri"].removeprefix("file:"): m["digest"]["sha256"] for m in materials(rendered, loaded)}
+    read = {p.relative_to(rendered.root).as_posix(): sha
+            for p, sha in input_files(rendered, release_inputs(rendered, loaded), ((rendered.image_templates, "*"),))}
+    assert listed == read and "manifests/dev.yaml" in listed and "constraints/dev.txt" in listed
+    assert "templates/image/Dockerfile.j2" in listed
+
+
+def test_an_input_that_is_a_fifo_is_refused_without_hanging(rendered):
+    """A FIFO where an input of the release must be: the stamp no longer holds and the provenance names
+    the file (exit 2), read through core/files (never opened blocking); one among the templates is no input."""
+    import os
+
+    from ngcbuild.core.errors import ManifestError
+    from ngcbuild.manifest.loader import load_release
+    from ngcbuild.supply.provenance import materials
+
+    os.mkfifo(rendered.image_templates / "stray.j2")
+    assert current_stamp(rendered, "dev", None) is not None
+    loaded = load_release(rendered, "dev")
+    assert "templates/image/stray.j2" not in {m["uri"].removeprefix("file:") for m in materials(rendered, loaded)}
+    constraints = rendered.constraints / "dev.txt"
+    constraints.unlink()
+    os.mkfifo(constraints)
+    assert current_stamp(rendered, "dev", None) is None  # the full path decides
+    with pytest.raises(ManifestError, match="dev.txt: is a FIFO"):
+        materials(rendered, loaded)
