@@ -116,3 +116,59 @@ def test_sbom_and_audit_write_their_files_through_release_dir():
                  and isinstance(node.func, ast.Attribute) and node.func.attr == "write"
                  and node.args and ast.unparse(node.args[0]) == constant]
         assert calls and all(".write(" in c and "ReleaseDir" in c for c in calls), (module, calls)
+
+
+# --- what the one writer refuses (core/outputs.write_file), each with nothing written -------------------
+
+def test_a_link_at_the_name_is_refused_and_its_target_left_alone(tmp_path):
+    from ngcbuild.core.outputs import UnsafeOutput, write_file
+
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("theirs\n")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.json").symlink_to(target)
+    with pytest.raises(UnsafeOutput, match="a.json: is a symbolic link") as caught:
+        write_file(tmp_path / "out" / "a.json", "ours\n", within=tmp_path)
+    assert caught.value.exit_code == 2 and target.read_text() == "theirs\n"
+    assert _leftovers(tmp_path / "out") == []
+
+
+def test_a_fifo_at_the_name_is_refused_without_hanging(tmp_path):
+    from ngcbuild.core.outputs import UnsafeOutput, write_file
+
+    os.mkfifo(tmp_path / "a.json")
+    with pytest.raises(UnsafeOutput, match=r"a.json: is a FIFO \(named pipe\)"):
+        write_file(tmp_path / "a.json", "ours\n", within=tmp_path)
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_folder_at_the_name_is_the_file_systems_state_exit_1(tmp_path):
+    from ngcbuild.core.outputs import OutputError, write_file
+
+    (tmp_path / "notes.md").mkdir()
+    with pytest.raises(OutputError, match="notes.md: .*a directory is where this file must be written") as caught:
+        write_file(tmp_path / "notes.md", "ours\n", within=tmp_path)
+    assert caught.value.exit_code == 1 and (tmp_path / "notes.md").is_dir()
+
+
+def test_a_folder_on_the_way_that_leads_outside_is_refused(tmp_path):
+    from ngcbuild.core.outputs import UnsafeOutput, write_file
+
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (project / "build").symlink_to(outside)
+    with pytest.raises(UnsafeOutput, match="leads outside"):
+        write_file(project / "build" / "dev" / "record.json", "{}\n", within=project)
+    assert list(outside.iterdir()) == []
+
+
+def test_the_mode_is_the_umasks_or_the_one_asked_for(tmp_path):
+    from ngcbuild.core.outputs import write_file
+
+    old = os.umask(0o027)
+    try:
+        assert os.stat(write_file(tmp_path / "a.txt", "a\n", within=tmp_path)).st_mode & 0o777 == 0o640
+        assert os.stat(write_file(tmp_path / "k.key", "k\n", within=tmp_path, mode=0o600)).st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)

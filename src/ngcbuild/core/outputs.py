@@ -84,7 +84,8 @@ def write_file(path: Path, data: bytes | str, *, within: Path, mode: int | None 
 
     `path` must stay inside `within` (the project, or build/R/) once every folder on the way is
     resolved; the name itself must be nothing or a regular file (never followed when it is a link,
-    never opened when it is a FIFO, device or folder). The data goes to a temporary file beside it
+    never opened when it is a FIFO or device: UnsafeOutput, exit 2; a folder there is the file
+    system's state, as everywhere else: OutputError, exit 1). The data goes to a temporary file beside it
     (O_EXCL, mode 0600 from the start), is flushed to the disk and renamed over the name, so a reader,
     a Ctrl-C or a crash sees the old file or the new one. The file's mode is `mode`, or what the
     umask gives a new file (0644 under the usual 022): a private key is never readable by others,
@@ -133,8 +134,10 @@ def _refuse_unsafe(path: Path, folder: Path, within: Path) -> None:
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeOutput(f"{short_path(path)}: is a symbolic link; ngcbuild never writes through a link "
                            "(remove it and run again), nothing was written")
+    if stat.S_ISDIR(info.st_mode):  # the file system's state, as a file where a folder must be: exit 1
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     if not stat.S_ISREG(info.st_mode):
-        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) \
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) \
             else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"
         raise UnsafeOutput(f"{short_path(path)}: is {kind}, where ngcbuild writes a file (remove it and run "
                            "again), nothing was written")
