@@ -1,5 +1,11 @@
-"""`invoke reliability`: run the corpus of broken inputs, the fault tests and the secrets scans, and
-write the figures they measured to RELIABILITY.md.
+"""`invoke reliability`: the one command that refreshes RELIABILITY.md.
+
+The figures: run the corpus of broken inputs, the fault tests and the secrets scans (every test marked
+`reliability`) and count what they measured; or, with `--from-run`, take the figures the last whole
+test run left in build/reliability/RELIABILITY.md (tests/reliability_plugin.py: a test run writes
+nothing outside build/). Then the tables of planted defects that `ngcbuild mutate --release R` left in
+build/R/mutants.md, each in its own marked section; a release with no table in build/ keeps its
+section as it was.
 
 The tests measure; this module only runs them and counts. Each test appends one JSON line per
 measurement to $NGCBUILD_FIGURES (tests/conftest.py, fixture `figures`) before it asserts, so a
@@ -10,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -17,12 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-from ngcbuild.core.errors import OperationError
+from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.outputs import write_file
 from ngcbuild.core.project import Project
 
 MARKER = "reliability"
 FUZZ_EXAMPLES = 1000  # per property of tests/unit/test_fuzz.py (the unit test run uses fewer)
 REPORT = "RELIABILITY.md"
+WORK = "reliability"  # build/reliability/: the figures' records and the last run's report
+MUTANTS_TABLE = "mutants.md"  # build/R/mutants.md (smoke/mutate.py; workspace/release_dir.MUTANTS_REPORT)
+ALL_OK = "All figures are as they must be."
+# Sections between markers (`<!-- mutants:dev:begin -->`...`<!-- mutants:dev:end -->`) are the planted
+# defects' tables: kept verbatim when the figures are rewritten, replaced by a newer table in build/.
+MARKED = re.compile(r"<!-- ([\w.:-]+):begin -->.*?<!-- \1:end -->", re.S)
 
 # What the fault tests cannot do on our machines, and why (kept next to the figures it qualifies).
 NOT_PRODUCED = (
@@ -172,7 +186,7 @@ def render(summary: Summary, when: str) -> str:
          "(`tests/integration/test_faults.py`) and the secrets scans of the `dev` release "
          "(`tests/integration/test_dev_pipeline.py`). Do not edit: rerun the task."),
         "",
-        f"**{'All figures are as they must be.' if summary.ok else 'SOME FIGURES ARE WRONG: see below.'}**",
+        f"**{ALL_OK if summary.ok else 'SOME FIGURES ARE WRONG: see below.'}**",
         "",
         "| figure | value | must be |",
         "|---|---:|---|",
@@ -239,9 +253,30 @@ def render(summary: Summary, when: str) -> str:
     return "\n".join(lines)
 
 
-def run_reliability(project: Project, out=sys.stdout) -> Summary:
-    """Run every test marked `reliability`, then write RELIABILITY.md at the project root."""
-    work = project.build / "reliability"
+def run_reliability(project: Project, out=sys.stdout, from_run: bool = False) -> Path:
+    """Refresh RELIABILITY.md at the project root: the figures, then the planted defects' tables."""
+    if from_run:
+        figures = last_run_figures(project)
+    else:
+        summary, passed = measure(project)
+        figures = render(summary, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        write_file(project.build / WORK / REPORT, figures, within=project.root)
+        print(f"measured: {len(summary.corpus.inputs)} broken inputs ({summary.corpus.tried} runs), "
+              f"{summary.hostile_total.cases} hostile inputs, {summary.faults.tried} faults, "
+              f"{summary.secrets.tried} secret scans", file=out, flush=True)
+        if not passed or not summary.ok:
+            raise OperationError(f"reliability figures are not all as they must be; {REPORT} left as it was, "
+                                 f"the figures are in {project.build / WORK / REPORT}")
+    report = project.root / REPORT
+    old = report.read_text(encoding="utf-8") if report.exists() else ""
+    write_file(report, with_sections(figures, old, mutant_tables(project)), within=project.root)
+    print(f"wrote {REPORT}", file=out, flush=True)
+    return report
+
+
+def measure(project: Project) -> tuple[Summary, bool]:
+    """Run every test marked `reliability`; (what they measured, whether pytest passed)."""
+    work = project.build / WORK
     work.mkdir(parents=True, exist_ok=True)
     figures, junit = work / "figures.jsonl", work / "junit.xml"
     figures.unlink(missing_ok=True)
@@ -251,16 +286,38 @@ def run_reliability(project: Project, out=sys.stdout) -> Summary:
                             cwd=project.root, env=env, check=False)
     duration = time.monotonic() - started
     records = [json.loads(line) for line in figures.read_text().splitlines()] if figures.exists() else []
-    summary = summarize(records, _outcomes(junit), duration)
-    report = project.root / REPORT
-    report.write_text(render(summary, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())), encoding="utf-8")
-    print(f"wrote {REPORT}: {len(summary.corpus.inputs)} broken inputs ({summary.corpus.tried} runs), "
-          f"{summary.faults.tried} faults, "
-          f"{summary.secrets.tried} secret scans", file=out, flush=True)
-    if result.returncode != 0 or not summary.ok:
-        raise OperationError(f"reliability figures are not all as they must be (pytest exit {result.returncode}); "
-                             f"see {REPORT}")
-    return summary
+    return summarize(records, _outcomes(junit), duration), result.returncode == 0
+
+
+def last_run_figures(project: Project) -> str:
+    """The figures a whole test run left in build/reliability/, when every one is as it must be."""
+    path = project.build / WORK / REPORT
+    if not path.is_file():
+        raise UserError(f"{path}: no figures of a whole test run here; run the whole suite (`invoke test`) first, "
+                        "or `invoke reliability` without --from-run to measure them")
+    text = path.read_text(encoding="utf-8")
+    if f"**{ALL_OK}**" not in text:
+        raise OperationError(f"{path}: the last run's figures are not all as they must be; {REPORT} left as it was")
+    return text
+
+
+def mutant_tables(project: Project) -> dict[str, str]:
+    """name -> marked section, of every build/R/mutants.md that `ngcbuild mutate` left."""
+    tables = {}
+    for path in sorted(project.build.glob(f"*/{MUTANTS_TABLE}")):
+        for match in MARKED.finditer(path.read_text(encoding="utf-8")):
+            tables[match.group(1)] = match.group(0)
+    return tables
+
+
+def with_sections(new: str, old: str, fresh: dict[str, str]) -> str:
+    """`new`, then every marked section of `old` in its order (the `fresh` one of that name instead
+    where there is one), then the `fresh` sections `old` did not hold."""
+    kept = [fresh.get(match.group(1), match.group(0)) for match in MARKED.finditer(old)]
+    named = {match.group(1) for match in MARKED.finditer(old)}
+    sections = [*kept, *(text for name, text in fresh.items() if name not in named)]
+    sections = [text for text in sections if text not in new]
+    return new.rstrip("\n") + "\n\n" + "\n\n".join(sections) + "\n" if sections else new
 
 
 def _outcomes(junit: Path) -> dict[str, int]:

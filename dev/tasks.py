@@ -55,17 +55,17 @@ def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False,
     print(f"figures written to {path}")
 
 
-def reliability() -> None:
+def reliability(from_run=False) -> None:
     from dev.reliability import run_reliability
 
-    run_reliability(project(), out=sys.stdout)
+    run_reliability(project(), out=sys.stdout, from_run=from_run)
 
 
 TOOLS = (
     Task("test", DEVELOP, "The whole test suite: unit, and integration against a real engine", test, (
         Option("k", "only the tests matching this pytest expression", value="EXPR"),
         Option("unit", "unit tests only (no engine)", value=None),
-    ), writes=("RELIABILITY.md (a whole run only)",), guide="testing.md"),
+    ), writes=("build/reliability/RELIABILITY.md (a whole run only)",), guide="testing.md"),
     Task("golden", DEVELOP, "Rewrite tests/golden/R/Dockerfile of every buildable release, for review",
          golden, writes=("tests/golden/R/Dockerfile",), guide="testing.md"),
     Task("reference", DEVELOP, "Rewrite docs/tasks.md, the task reference, from the task table", reference,
@@ -82,8 +82,11 @@ TOOLS = (
         Option("verify", "only the verify figures: `invoke verify` of cuda-dev and 25.12 as processes, time and "
                "bytes, against the one at this git revision (the baseline)", value="REV"),
     ), writes=("BENCHMARKS.md",), guide="testing.md", renamed=(Renamed("--cache", "--cache-figure"),)),
-    Task("reliability", DEVELOP, "Run the hostile inputs, fault tests and secrets scans; write RELIABILITY.md",
-         reliability, writes=("RELIABILITY.md",), guide="testing.md"),
+    Task("reliability", DEVELOP, "Refresh RELIABILITY.md: the reliability tests' figures and mutate's tables",
+         reliability, (
+             Option("from-run", "take the figures the last whole test run left in build/reliability/ instead of "
+                    "running the reliability tests again", value=None),
+         ), writes=("RELIABILITY.md",), guide="testing.md"),
 )
 
 CHECKOUT_TASKS = TASKS + TOOLS

@@ -1,11 +1,15 @@
-"""RELIABILITY.md as a by-product of the test run.
+"""The reliability figures as a by-product of the test run, written under build/ only.
 
 The tests marked `reliability` (the corpus of broken and hostile inputs, the generated examples, the
 fault tests, the secrets scans) record their measurements through the `figures` fixture
 (tests/conftest.py) into build/reliability/figures.jsonl while the suite runs. When the run held every
 one of them (the whole suite, or `-m reliability` over all of tests/: nothing of theirs deselected,
-none skipped outside CI, each with a result), the session ends by writing RELIABILITY.md from those
-records, and fails if a figure is not as it must be. Any other run writes nothing and says why.
+none skipped outside CI, each with a result), the session ends by writing the figures to
+build/reliability/RELIABILITY.md, and fails if a figure is not as it must be. Any other run writes
+nothing and says why. A test run never writes a project file (`git status` stays clean): the
+project's RELIABILITY.md is refreshed by one explicit command, `invoke reliability` (`--from-run`
+copies what this plugin wrote), and tests/unit/test_reliability_current.py fails when it is out of
+date with what the tests hold.
 
 The counting and the Markdown are dev.reliability's `summarize` and `render`. A caller
 that sets NGCBUILD_FIGURES itself (`invoke reliability`) reads the records and writes the report
@@ -15,7 +19,6 @@ itself: the plugin then only leaves the records where it was told.
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
 
@@ -24,9 +27,6 @@ import pytest
 MARKER = "reliability"
 FIGURES = "NGCBUILD_FIGURES"
 REPORT = "RELIABILITY.md"
-# Sections others write into RELIABILITY.md (e.g. `<!-- mutants:dev:begin -->`...`<!-- mutants:dev:end -->`)
-# are theirs: kept verbatim when the figures are rewritten.
-MARKED = re.compile(r"<!-- ([\w.:-]+):begin -->.*?<!-- \1:end -->", re.S)
 WRITTEN_BY = ("Written by `invoke reliability`", "Written by the whole test run (`invoke test`)")
 
 
@@ -37,7 +37,7 @@ class ReliabilityFigures:
         self.config, self.root, self.in_ci = config, root, in_ci
         self.tests = root / "tests"
         given = os.environ.get(FIGURES)
-        self.owned = not given  # ours to start afresh, read and turn into RELIABILITY.md
+        self.owned = not given  # ours to start afresh, read and turn into the figures report
         self.records = Path(given) if given else root / "build" / "reliability" / "figures.jsonl"
         self.marked: set[str] = set()  # node ids of the selected reliability tests
         self.deselected = 0  # reliability tests left out by -k, -m, --deselect, --lf...
@@ -83,7 +83,7 @@ class ReliabilityFigures:
     # --- at the end ----------------------------------------------------------------------------
 
     def missing(self, session: pytest.Session) -> str | None:
-        """Why this run cannot stand for RELIABILITY.md, or None when it held every reliability test."""
+        """Why this run cannot stand for the figures, or None when it held every reliability test."""
         if not self.owned:
             return f"{FIGURES} was set by the caller, who writes the report"
         if not self.marked:
@@ -104,9 +104,11 @@ class ReliabilityFigures:
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
         why_not = self.missing(session)
+        report = self.records.parent / REPORT
+        shown = report.relative_to(self.root) if report.is_relative_to(self.root) else report
         if why_not:
             if self.marked and self.owned:
-                self.verdict = (f"{REPORT} not written: {why_not}", True)
+                self.verdict = (f"{shown} not written: {why_not}", True)
             return
         from dev.reliability import render, summarize
 
@@ -118,14 +120,13 @@ class ReliabilityFigures:
         text = render(summary, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
         assert WRITTEN_BY[0] in text, "dev.reliability.render no longer says who wrote the report"
         text = text.replace(*WRITTEN_BY, 1)
-        report = self.root / REPORT
-        write_file(report, keep_marked_sections(report.read_text(encoding="utf-8") if report.exists() else "",
-                                                text), within=self.root)
-        said = (f"wrote {REPORT}: {len(summary.corpus.inputs)} broken inputs ({summary.corpus.tried} runs), "
+        write_file(report, text, within=self.root)
+        said = (f"wrote {shown}: {len(summary.corpus.inputs)} broken inputs ({summary.corpus.tried} runs), "
                 f"{summary.hostile_total.cases} hostile inputs, {summary.faults.tried} faults, "
                 f"{summary.secrets.tried} secret scans")
-        self.verdict = (f"{said}; every figure is as it must be" if summary.ok
-                        else f"{said}; SOME FIGURES ARE NOT AS THEY MUST BE (see {REPORT})", summary.ok)
+        self.verdict = (f"{said}; every figure is as it must be (`invoke reliability --from-run` puts them in "
+                        f"{REPORT})" if summary.ok
+                        else f"{said}; SOME FIGURES ARE NOT AS THEY MUST BE (see {shown})", summary.ok)
         if not summary.ok and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -142,9 +143,3 @@ def read_records(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def keep_marked_sections(old: str, new: str) -> str:
-    """`new`, followed by every marked section of `old` that `new` does not hold, verbatim and in order."""
-    kept = [match.group(0) for match in MARKED.finditer(old) if match.group(0) not in new]
-    return new.rstrip("\n") + "\n\n" + "\n\n".join(kept) + "\n" if kept else new

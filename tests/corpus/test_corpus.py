@@ -5,44 +5,17 @@ rendered; the engine never contacted, so nothing built or pushed."""
 from __future__ import annotations
 
 import os
-import socket
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from ..conftest import ScratchProject
+from ..helpers import SentinelEngine
 from .corpus import load_cases
 
 pytestmark = pytest.mark.reliability
 
 CASES = load_cases()
-
-
-class SentinelEngine:
-    """A Unix socket standing in for the Docker engine: it counts every connection and answers none.
-    Builds and pushes reach the registry only through the engine, so zero connections means nothing
-    was built or pushed."""
-
-    def __init__(self, path):
-        self.path, self.connections = str(path), 0
-        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._server.bind(self.path)
-        self._server.listen(8)
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self._server.accept()
-            except OSError:  # closed
-                return
-            self.connections += 1
-            conn.close()
-
-    def close(self):
-        self._server.close()
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from ..helpers import SentinelEngine
 from .hostile import cases, cleanup, judge, run_case
-from .test_corpus import SentinelEngine
 
 pytestmark = pytest.mark.reliability
 

@@ -5,10 +5,16 @@ When CI=true a missing engine or registry is a failure, never a silent skip.
 """
 
 import contextlib
+import hashlib
+import io
 import json
 import os
+import socket
 import subprocess
+import tarfile
+import time
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -226,3 +232,111 @@ def private_registry(engine):
     for registry in made.values():
         registry.close()
         untag_registry(engine, registry.address)  # what pushes from the shared engine left there
+
+
+# --- PyPI, for the tests of `invoke verify` ---------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def pypi():
+    from ngcbuild.core.errors import OperationError
+    from ngcbuild.verify.web import Web
+
+    try:
+        Web().get("https://pypi.org/simple/pip/")
+    except OperationError as exc:
+        if IN_CI:
+            pytest.fail(f"CI=true and PyPI is unreachable: {exc}", pytrace=False)
+        pytest.skip(f"PyPI is unreachable: {exc}")
+
+
+# --- a multi-arch release of tiny images and a registry of a test's own (publish, promote) ---------
+# Two tiny images (one file each) labelled with a scratch release's context hash, one of them turned
+# into an arm64 image by rewriting its config in a `docker save` archive (this engine cannot build or
+# emulate arm64), so no build runs.
+
+def tiny_image(engine, label_hash: str, ref: str) -> str:
+    from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
+
+    payload = io.BytesIO()
+    with tarfile.open(fileobj=payload, mode="w") as tar:
+        body = f"ngcbuild test image {ref}\n".encode()
+        info = tarfile.TarInfo("etc/ngcbuild-test")
+        info.size = len(body)
+        tar.addfile(info, io.BytesIO(body))
+    repo, tag = ref.rsplit(":", 1)
+    engine.import_image_from_data(payload.getvalue(), repository=repo, tag=tag,
+                                  changes=[f"LABEL {CONTEXT_HASH_LABEL}={label_hash}"])
+    return engine.inspect_image(ref)["Id"]
+
+
+def as_arm64(engine, source_ref: str, target_ref: str) -> str:
+    """`docker save` the image, say arm64 in its config, `docker load` it under target_ref."""
+    saved = io.BytesIO(b"".join(engine.get_image(source_ref)))
+    out = io.BytesIO()
+    with tarfile.open(fileobj=saved) as src:
+        manifest = json.loads(src.extractfile("manifest.json").read())[0]
+        config = json.loads(src.extractfile(manifest["Config"]).read())
+        config["architecture"], config["variant"] = "arm64", "v8"
+        config_bytes = json.dumps(config).encode()
+        config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
+        new_manifest = [{"Config": config_name, "RepoTags": [target_ref], "Layers": manifest["Layers"]}]
+        with tarfile.open(fileobj=out, mode="w") as dst:
+            for name, data in (("manifest.json", json.dumps(new_manifest).encode()), (config_name, config_bytes)):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                dst.addfile(info, io.BytesIO(data))
+            for layer in manifest["Layers"]:
+                member = src.getmember(layer)
+                dst.addfile(member, src.extractfile(member))
+    engine.load_image(out.getvalue())
+    image = engine.inspect_image(target_ref)
+    assert image["Architecture"] == "arm64"
+    return image["Id"]
+
+
+@pytest.fixture
+def multiarch_release(engine, scratch):
+    """A scratch copy of `dev` that lists amd64 and arm64, published under a unique repository."""
+    from ngcbuild.core.project import Project
+    from ngcbuild.render.context import render_release
+
+    name = "pubtest"
+    repository = f"ngcbuild-test-{uuid.uuid4().hex[:8]}/pytorch"
+    scratch.copy_release("dev")
+    scratch.manifest(name, f"extends: dev\nimage:\n  repository: {repository}\n"
+                           "build:\n  platforms: [linux/amd64, linux/arm64]\n")
+    scratch.constraints(name, (REPO / "constraints" / "dev.txt").read_text())
+    context_hash = render_release(Project.at(scratch.root), name).context_hash
+    created = [f"ngcbuild-test-src/{repository}:amd64", f"ngcbuild-test-src/{repository}:arm64"]
+    ids = {"linux/amd64": tiny_image(engine, context_hash, created[0])}
+    ids["linux/arm64"] = as_arm64(engine, created[0], created[1])
+    yield {"scratch": scratch, "name": name, "repository": repository, "hash": context_hash, "ids": ids}
+    for image_id in set(ids.values()):  # every tag of the two images this test made
+        engine.remove_image(image_id, force=True)
+
+
+@pytest.fixture
+def fresh_registry(tmp_path):
+    """A registry of this test's own on a free loopback port, empty, stopped afterwards."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = tmp_path / "registry.yml"
+    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'data'}\n"
+                      f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: warn\n")
+    log = (tmp_path / "registry.log").open("w")
+    process = subprocess.Popen(["docker-registry", "serve", str(config)], stdout=log, stderr=log)
+    try:
+        for _ in range(50):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            pytest.fail(f"private registry did not start: {(tmp_path / 'registry.log').read_text()}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        log.close()

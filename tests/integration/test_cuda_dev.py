@@ -58,11 +58,22 @@ def test_cuda_dev_smoke_passes_with_every_stack_check_run(cuda_dev):
     assert not failed, failed
 
 
-def test_cuda_dev_gpu_checks_skip_with_their_reason(cuda_dev):
+def test_cuda_dev_gpu_checks_run_on_a_gpu_or_skip_with_their_reason(cuda_dev, engine):
+    """Where the engine hands a GPU to containers (a GPU runner: the smoke run's own test, runner.gpu_visible)
+    the GPU checks run on it and pass; elsewhere each skips, saying why. Holds on both kinds of runner."""
+    from ngcbuild.smoke.runner import gpu_visible
+
     cases = _cases((OUT / "smoke-junit.xml").read_text())
-    gpu = {name: message for name, (outcome, message) in cases.items() if ".test_gpu." in f".{name}"}
+    gpu = {name: (outcome, message) for name, (outcome, message) in cases.items() if ".test_gpu." in f".{name}"}
     assert gpu, "no GPU check ran"
-    assert all("no GPU visible to PyTorch 2.11.0+cu130" in message for message in gpu.values()), gpu
+    if gpu_visible(engine):
+        unseen = {name: message for name, (_, message) in gpu.items() if "no GPU visible" in message}
+        assert not unseen, f"a GPU is handed to the container, but PyTorch saw none: {unseen}"
+        failed = {name: message for name, (outcome, message) in gpu.items() if outcome in ("failure", "error")}
+        assert not failed, failed
+    else:
+        messages = {name: message for name, (_, message) in gpu.items()}
+        assert all("no GPU visible to PyTorch 2.11.0+cu130" in message for message in messages.values()), messages
 
 
 def test_cuda_dev_sbom_lists_the_nvidia_wheels(cuda_dev):

@@ -1,7 +1,8 @@
 """The smoke suite proven to catch broken images: `ngcbuild mutate` plants every defect of the catalogue
 (smoke/mutants.yaml) that applies to dev and to cuda-dev in the images the session built, as a user
 runs it (a process), and every one must be killed by the check the catalogue names, with a message
-that names the defect. Nothing the runs built may be left on the engine."""
+that names the defect. Nothing the runs built may be left on the engine, and nothing written outside
+build/R/ (the table goes to build/R/mutants.md; `invoke reliability` copies it into RELIABILITY.md)."""
 
 import json
 
@@ -13,6 +14,7 @@ pytestmark = pytest.mark.engine
 
 
 def _mutate(release: str, engine) -> dict:
+    project_file = (REPO / "RELIABILITY.md").read_bytes()
     result = run_command("ngcbuild", "mutate", "--release", release, cwd=REPO, timeout=3600)
     out = result.stdout + result.stderr
     assert result.returncode == 0, f"mutate {release} exit {result.returncode}:\n{out[-6000:]}"
@@ -26,7 +28,8 @@ def _mutate(release: str, engine) -> dict:
     assert not otherwise, f"killed by another check, or with a message not naming the defect: {otherwise}"
     for mutant in report["mutants"]:  # one progress line each (in the order they finished)
         assert f"/{report['total']}] {mutant['id']}: killed by {mutant['killed_by']}" in result.stdout
-    section = (REPO / "RELIABILITY.md").read_text()
+    assert (REPO / "RELIABILITY.md").read_bytes() == project_file, "mutate wrote a project file"
+    section = (REPO / "build" / release / "mutants.md").read_text()
     assert f"<!-- mutants:{release}:begin -->" in section and report["run_id"] not in section
     assert f"{report['killed']} of {report['total']} planted defects killed (100%)" in section
     return report

@@ -3,7 +3,7 @@ its own runner and leaves its own record; `invoke publish --records DIR` writes 
 records alone (refusing while a platform's smoke run is missing), and `invoke promote` copies the list
 only when every platform's smoke passed.
 
-The platform jobs are played on this engine with the tiny images of test_publishing.py (one of them
+The platform jobs are played on this engine with the tiny images of conftest.py (one of them
 made arm64); their smoke records are written into the records as the smoke job would (the tiny
 images hold no Python to run the suite in)."""
 
@@ -12,8 +12,6 @@ import shutil
 import subprocess
 
 import pytest
-
-from .test_publishing import multiarch_release, private_registry  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.engine
 
@@ -37,8 +35,7 @@ def _platform_job(scratch, name: str, platform: str, registry: str, artifacts) -
     return record
 
 
-def test_publish_from_platform_records_then_promote_the_list(multiarch_release, registry,  # noqa: F811
-                                                            private_registry, tmp_path):  # noqa: F811
+def test_publish_from_platform_records_then_promote_the_list(multiarch_release, registry, fresh_registry, tmp_path):
     m = multiarch_release
     scratch, name, repository = m["scratch"], m["name"], m["repository"]
     artifacts = tmp_path / "platform-records"
@@ -71,19 +68,19 @@ def test_publish_from_platform_records_then_promote_the_list(multiarch_release, 
     assert {p: e["smoke"]["image_id"] for p, e in gathered["platforms"].items()} == m["ids"]
     assert gathered["published"][ref]["platforms"] == digests
 
-    untrusted = scratch.invoke("promote", "--release", name, "--from", registry, "--to", private_registry,
+    untrusted = scratch.invoke("promote", "--release", name, "--from", registry, "--to", fresh_registry,
                                "--trusted-key", "keys/other.key.pub")
     assert untrusted.returncode == 2 and "Traceback" not in untrusted.stderr, untrusted.stdout + untrusted.stderr
-    assert _tag_absent(private_registry, repository, "pubtest-py3")  # nothing copied
+    assert _tag_absent(fresh_registry, repository, "pubtest-py3")  # nothing copied
 
-    promoted = scratch.invoke("promote", "--release", name, "--from", registry, "--to", private_registry,
+    promoted = scratch.invoke("promote", "--release", name, "--from", registry, "--to", fresh_registry,
                               "--trusted-key", "keys/signing.key.pub")
     assert promoted.returncode == 0, promoted.stdout + promoted.stderr
     for digest in digests.values():  # every platform's attestations came along (the referrers tag schema)
-        referrers = _raw(f"{private_registry}/{repository}:{digest.replace(':', '-')}")
+        referrers = _raw(f"{fresh_registry}/{repository}:{digest.replace(':', '-')}")
         assert referrers["manifests"] and all(m["artifactType"] for m in referrers["manifests"]), referrers
     copied = json.loads(subprocess.run(
-        ["skopeo", "inspect", "--tls-verify=false", "--raw", f"docker://{private_registry}/{repository}:pubtest-py3"],
+        ["skopeo", "inspect", "--tls-verify=false", "--raw", f"docker://{fresh_registry}/{repository}:pubtest-py3"],
         capture_output=True, check=True).stdout)
     assert copied == listing
 

@@ -1,27 +1,19 @@
 """Skip-by-hash, multi-arch publish, SBOM and promotion against a real engine and real registries.
 
-The multi-arch test uses two tiny images (one file each) labelled with a scratch release's context
-hash, one of them turned into an arm64 image by rewriting its config in a `docker save` archive
-(this engine cannot build or emulate arm64), so no extra build runs.
+The multi-arch test uses two tiny images (one file each, conftest.py's `multiarch_release`) labelled
+with a scratch release's context hash, one of them turned into an arm64 image by rewriting its config
+in a `docker save` archive (this engine cannot build or emulate arm64), so no extra build runs.
 """
 
 import hashlib
-import io
 import json
 import shutil
-import socket
 import subprocess
-import tarfile
-import time
 import urllib.request
 import uuid
 
 import pytest
 from dev import USER_TASKS
-
-from ngcbuild.core.project import Project
-from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
-from ngcbuild.render.context import render_release
 
 from ..conftest import REPO, run_command, split_importtime
 from .conftest import run_invoke
@@ -71,62 +63,6 @@ def test_sbom_of_the_dev_image_validates_and_is_recorded(dev_build):
 
 
 # --- multi-arch publish -------------------------------------------------------------------------
-
-def _tiny_image(engine, label_hash: str, ref: str) -> str:
-    payload = io.BytesIO()
-    with tarfile.open(fileobj=payload, mode="w") as tar:
-        body = f"ngcbuild test image {ref}\n".encode()
-        info = tarfile.TarInfo("etc/ngcbuild-test")
-        info.size = len(body)
-        tar.addfile(info, io.BytesIO(body))
-    repo, tag = ref.rsplit(":", 1)
-    engine.import_image_from_data(payload.getvalue(), repository=repo, tag=tag,
-                                  changes=[f"LABEL {CONTEXT_HASH_LABEL}={label_hash}"])
-    return engine.inspect_image(ref)["Id"]
-
-
-def _as_arm64(engine, source_ref: str, target_ref: str) -> str:
-    """`docker save` the image, say arm64 in its config, `docker load` it under target_ref."""
-    saved = io.BytesIO(b"".join(engine.get_image(source_ref)))
-    out = io.BytesIO()
-    with tarfile.open(fileobj=saved) as src:
-        manifest = json.loads(src.extractfile("manifest.json").read())[0]
-        config = json.loads(src.extractfile(manifest["Config"]).read())
-        config["architecture"], config["variant"] = "arm64", "v8"
-        config_bytes = json.dumps(config).encode()
-        config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
-        new_manifest = [{"Config": config_name, "RepoTags": [target_ref], "Layers": manifest["Layers"]}]
-        with tarfile.open(fileobj=out, mode="w") as dst:
-            for name, data in (("manifest.json", json.dumps(new_manifest).encode()), (config_name, config_bytes)):
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                dst.addfile(info, io.BytesIO(data))
-            for layer in manifest["Layers"]:
-                member = src.getmember(layer)
-                dst.addfile(member, src.extractfile(member))
-    engine.load_image(out.getvalue())
-    image = engine.inspect_image(target_ref)
-    assert image["Architecture"] == "arm64"
-    return image["Id"]
-
-
-@pytest.fixture
-def multiarch_release(engine, scratch):
-    """A scratch copy of `dev` that lists amd64 and arm64, published under a unique repository."""
-    name = "pubtest"
-    repository = f"ngcbuild-test-{uuid.uuid4().hex[:8]}/pytorch"
-    scratch.copy_release("dev")
-    scratch.manifest(name, f"extends: dev\nimage:\n  repository: {repository}\n"
-                           "build:\n  platforms: [linux/amd64, linux/arm64]\n")
-    scratch.constraints(name, (REPO / "constraints" / "dev.txt").read_text())
-    context_hash = render_release(Project.at(scratch.root), name).context_hash
-    created = [f"ngcbuild-test-src/{repository}:amd64", f"ngcbuild-test-src/{repository}:arm64"]
-    ids = {"linux/amd64": _tiny_image(engine, context_hash, created[0])}
-    ids["linux/arm64"] = _as_arm64(engine, created[0], created[1])
-    yield {"scratch": scratch, "name": name, "repository": repository, "hash": context_hash, "ids": ids}
-    for image_id in set(ids.values()):  # every tag of the two images this test made
-        engine.remove_image(image_id, force=True)
-
 
 def test_publish_refuses_a_missing_platform_then_writes_a_multiarch_list(multiarch_release, registry, engine):
     m = multiarch_release
@@ -193,34 +129,7 @@ def _served(registry: str, repository: str, tag: str) -> bool:
 
 # --- promotion ----------------------------------------------------------------------------------
 
-@pytest.fixture
-def private_registry(tmp_path):
-    """A registry of our own on a free loopback port, stopped afterwards."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    config = tmp_path / "registry.yml"
-    config.write_text(f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'data'}\n"
-                      f"http:\n  addr: 127.0.0.1:{port}\nlog:\n  level: warn\n")
-    log = (tmp_path / "registry.log").open("w")
-    process = subprocess.Popen(["docker-registry", "serve", str(config)], stdout=log, stderr=log)
-    try:
-        for _ in range(50):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            pytest.fail(f"private registry did not start: {(tmp_path / 'registry.log').read_text()}")
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        log.close()
-
-
-def test_promote_copies_the_smoked_image_by_digest(dev_smoke, registry, private_registry):
+def test_promote_copies_the_smoked_image_by_digest(dev_smoke, registry, fresh_registry):
     """(Its attestations: test_attestation.py, against private registries.)"""
     pushed = run_invoke("push", "--release", "dev", "--registry", registry)
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
@@ -238,23 +147,23 @@ def test_promote_copies_the_smoked_image_by_digest(dev_smoke, registry, private_
                      ("attest", "--release", "dev", "--registry", registry, "--key", str(keys / "signing.key"))):
             made = run_invoke(*args)
             assert made.returncode == 0, made.stdout + made.stderr
-        result = run_invoke("promote", "--release", "dev", "--from", registry, "--to", private_registry,
+        result = run_invoke("promote", "--release", "dev", "--from", registry, "--to", fresh_registry,
                             "--trusted-key", str(keys / "signing.key.pub"))
     finally:
         shutil.rmtree(keys, ignore_errors=True)
     assert result.returncode == 0, result.stdout + result.stderr
     inspected = subprocess.run(["skopeo", "inspect", "--tls-verify=false",
-                                f"docker://{private_registry}/nvidia/pytorch:dev-py3"],
+                                f"docker://{fresh_registry}/nvidia/pytorch:dev-py3"],
                                capture_output=True, text=True, check=True)
     assert json.loads(inspected.stdout)["Digest"] == digest
     record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
-    assert record["promoted"][f"{private_registry}/nvidia/pytorch:dev-py3"] == {
-        **record["promoted"][f"{private_registry}/nvidia/pytorch:dev-py3"], "digest": digest, "from": registry}
-    promoted = record["promoted"][f"{private_registry}/nvidia/pytorch:dev-py3"]
+    assert record["promoted"][f"{fresh_registry}/nvidia/pytorch:dev-py3"] == {
+        **record["promoted"][f"{fresh_registry}/nvidia/pytorch:dev-py3"], "digest": digest, "from": registry}
+    promoted = record["promoted"][f"{fresh_registry}/nvidia/pytorch:dev-py3"]
     assert promoted["attestations"][digest]["attached"] == ["audit", "provenance", "sbom"]
 
 
-def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, private_registry, tmp_path):
+def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, fresh_registry, tmp_path):
     """The same release, record copied into a scratch build/ with a failed smoke result."""
     record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
     project = tmp_path / "project"
@@ -267,7 +176,7 @@ def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, pri
     (project / "build" / "dev" / "record.json").write_text(json.dumps(record))
     made = run_command("invoke", "keygen", cwd=project, timeout=120)
     assert made.returncode == 0, made.stdout + made.stderr
-    result = run_command("invoke", "promote", "--release", "dev", "--from", registry, "--to", private_registry,
+    result = run_command("invoke", "promote", "--release", "dev", "--from", registry, "--to", fresh_registry,
                          "--trusted-key", "keys/signing.key.pub", cwd=project, timeout=120)
     assert result.returncode == 1
     assert "the smoke suite of dev failed (2 failed" in result.stderr

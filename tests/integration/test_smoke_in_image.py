@@ -9,7 +9,7 @@ from ngcbuild.render.context import render_files
 from ngcbuild.smoke.runner import collect_in_image, image_python
 
 from ..conftest import REPO
-from ..unit.test_smoke_collect import collected_here
+from ..helpers import collected_here
 
 pytestmark = pytest.mark.engine
 

@@ -14,25 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from ngcbuild.core.errors import OperationError
-from ngcbuild.verify.web import Web
-
-from .conftest import IN_CI, run_invoke
+from .conftest import run_invoke
 
 pytestmark = pytest.mark.network
 
 RELEASES = ["20.02", "20.12", "25.12", "dev", "cuda-dev"]
 MIRRORED = "20.02 --base-image mirror"  # 20.02 again, its removed base image replaced by a mirror
-
-
-@pytest.fixture(scope="session")
-def pypi():
-    try:
-        Web().get("https://pypi.org/simple/pip/")
-    except OperationError as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and PyPI is unreachable: {exc}", pytrace=False)
-        pytest.skip(f"PyPI is unreachable: {exc}")
 
 
 @pytest.fixture(scope="session")

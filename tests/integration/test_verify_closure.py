@@ -10,8 +10,6 @@ import json
 
 import pytest
 
-from .test_verify import pypi  # noqa: F401  (the fixture: PyPI reachable, else fail in CI)
-
 pytestmark = pytest.mark.network
 
 MANIFEST = """\
@@ -38,7 +36,7 @@ def _verify(scratch, constraints: str):
     return result.returncode, closure[0], check
 
 
-def test_a_dependency_left_unpinned_fails_naming_it_and_who_requires_it(scratch, pypi):  # noqa: F811
+def test_a_dependency_left_unpinned_fails_naming_it_and_who_requires_it(scratch, pypi):
     code, row, check = _verify(scratch, REQUESTS)
     assert row["status"] == "failed" and code == 1
     assert "1 not pinned: urllib3 " in row["reason"] and "(required by requests)" in row["reason"], row
@@ -47,14 +45,14 @@ def test_a_dependency_left_unpinned_fails_naming_it_and_who_requires_it(scratch,
     assert "would print: requests 2.32.5 requires urllib3, which is not installed." in check["reason"], check
 
 
-def test_the_closed_set_verifies(scratch, pypi):  # noqa: F811
+def test_the_closed_set_verifies(scratch, pypi):
     code, row, check = _verify(scratch, REQUESTS + "urllib3==2.5.0\n")
     assert (row["status"], row["reason"]) == ("verified", "5 distributions, all pinned"), row
     assert check["status"] == "verified", check
     assert code == 0
 
 
-def test_a_pin_a_requirement_excludes_fails_naming_both_versions(scratch, pypi):  # noqa: F811
+def test_a_pin_a_requirement_excludes_fails_naming_both_versions(scratch, pypi):
     code, row, check = _verify(scratch, REQUESTS + "urllib3==1.21\n")
     assert row["status"] == "failed" and code == 1
     assert "requests 2.32.5 requires urllib3<3,>=1.21.1, pinned urllib3==1.21" in row["reason"], row

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from .test_verify import pypi  # noqa: F401  (the fixture: PyPI reachable, else fail in CI)
-
 pytestmark = pytest.mark.network
 
 WHEEL = "plantedwheel-1.0-py3-none-manylinux2014_x86_64.whl"
@@ -114,7 +112,7 @@ def _tag_rows(result, kind="wheel-tags") -> list[dict]:
 LINE = "plantedwheel 1.0 is not supported on this platform"
 
 
-def test_verify_fails_a_planted_wheel_whose_metadata_names_another_platform(scratch, index, pypi):  # noqa: F811
+def test_verify_fails_a_planted_wheel_whose_metadata_names_another_platform(scratch, index, pypi):
     _project(scratch, index)
     result = scratch.invoke("verify", "--release", "dev", "--json", timeout=900)
     rows = _tag_rows(result)
@@ -125,7 +123,7 @@ def test_verify_fails_a_planted_wheel_whose_metadata_names_another_platform(scra
     assert result.returncode == 1
 
 
-def test_a_wrong_tag_the_manifest_names_with_evidence_is_tolerated(scratch, index, pypi):  # noqa: F811
+def test_a_wrong_tag_the_manifest_names_with_evidence_is_tolerated(scratch, index, pypi):
     _project(scratch, index, "  wrong_wheel_tags:\n    - distribution: plantedwheel\n      platforms: [linux/amd64]\n"
                              "      tag: py3-none-manylinux2014_sbsa\n      evidence: planted by the test\n")
     result = scratch.invoke("verify", "--release", "dev", "--json", timeout=900)

@@ -99,3 +99,84 @@ def test_one_name_per_thing(path):
     for module, names, renamed in _imports(path):
         aliased = [f"{name} as {alias}" for name, alias in zip(names, renamed, strict=True) if alias]
         assert not aliased, f"{path.name} imports from {module}: {aliased}"
+
+
+def _product_modules():
+    return [p for p in sorted(PACKAGE.rglob("*.py")) if "checks" not in p.relative_to(PACKAGE).parts]
+
+
+def test_every_file_name_of_build_r_is_declared_once():
+    """workspace/release_dir.py names each file of build/R/; every other module uses its constant."""
+    from ngcbuild.workspace import release_dir
+
+    names = {*release_dir.OUTPUTS, release_dir.DOCKERFILE, release_dir.EXPECTED}
+    allowed = {("engine/base_image.py", release_dir.DOCKERFILE)}  # the base image's own context, in a temp folder
+    found = []
+    for path in _product_modules():
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "workspace/release_dir.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names and (rel, node.value) not in allowed:
+                found.append(f"{rel}:{node.lineno} {node.value!r}")
+    assert not found, f"build/R/ file names spelled out again (use workspace/release_dir.py): {found}"
+
+
+# Modules that write a file themselves, and where: everything else ngcbuild makes goes through the one
+# whole-file writer (core/outputs.write_file; build/R/ through workspace.release_dir.ReleaseDir.write).
+WRITES_ITSELF = {
+    "core/outputs.py": "the one writer: a temporary file beside the name, fsync, rename",
+    "workspace/atomic_dir.py": "a new folder of its own (mkdtemp), swapped in whole",
+    "engine/base_image.py": "the base image's build context, in a temporary folder",
+    "smoke/runner.py": "what the suite's container mounts, in a temporary folder",
+    "smoke/host.py": "what the host's suite reads, in a temporary folder",
+    "smoke/staging.py": "the locked pytest unpacked into the staging folder (temporary)",
+    "verify/sdist.py": "a source archive unpacked to build its metadata, in a temporary folder",
+    "publish/promote.py": "skopeo's private auth file, in a temporary folder",
+}
+
+
+def test_files_are_written_through_the_one_writer():
+    writes = {"write_text", "write_bytes", "fdopen", "mkstemp"}
+    found = []
+    for path in _product_modules():
+        rel = path.relative_to(PACKAGE).as_posix()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            text = ast.unparse(node)
+            opened = name == "open" and ("O_CREAT" in text or "O_WRONLY" in text) and "devnull" not in text
+            if (name in writes or opened) and rel not in WRITES_ITSELF:
+                found.append(f"{rel}:{node.lineno} {text[:60]}")
+    assert not found, f"files written beside the one writer (core/outputs.write_file): {found}"
+
+
+def _test_modules():
+    tests = REPO / "tests"
+    return [p for p in sorted(tests.rglob("test_*.py")) if "corpus/cases" not in p.as_posix()]
+
+
+@pytest.mark.parametrize("path", _test_modules(), ids=lambda p: p.relative_to(REPO / "tests").as_posix())
+def test_no_test_module_imports_from_another(path):
+    """Helpers and fixtures shared by tests live in one place (a conftest.py or a helper module such as
+    tests/corpus/hostile.py), never in a test module another imports: pytest would collect its tests
+    twice over, and a fixture imported by name shadows the conftest's."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            names = [module.rsplit(".", 1)[-1], *(alias.name for alias in node.names)] if node.level else \
+                [*module.split(".")]
+            if node.level or module.startswith("tests."):
+                found += [f"{'.' * node.level}{module}" for part in names if part.startswith("test_")][:1]
+    assert not found, f"{path.name} imports from another test module: {found}"
+
+
+def test_no_import_circles():
+    """No module of ours imports, through any chain of imports (lazy ones too), one that imports it
+    (dev/tree.py counts the tree: `python -m dev.tree`)."""
+    from dev.tree import counts
+
+    assert counts()["circles"] == []

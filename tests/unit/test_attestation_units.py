@@ -29,6 +29,7 @@ from ngcbuild.supply.signing import (
     signing_key_path,
     trusted_key_paths,
 )
+from ngcbuild.workspace.record import Record
 
 
 @pytest.fixture
@@ -145,7 +146,7 @@ def test_the_statement_is_in_toto_v1_with_slsa_provenance_v1():
     files = [{"uri": "file:manifests/dev.yaml", "digest": {"sha256": "d" * 64}}]
     base = {"uri": "docker://debian:bookworm-slim", "name": "base image", "digest": {"sha256": "b" * 64}}
     made = provenance.statement(subject_name="h:5000/nvidia/pytorch", digest="sha256:" + "e" * 64, release="dev",
-                                record=record, files=files, base=base, registry="h:5000", checkout="f" * 40,
+                                record=Record.from_json(record), files=files, base=base, registry="h:5000", checkout="f" * 40,
                                 attached=["provenance", "sbom"],
                                 byproducts=[{"name": "sbom.cdx.json", "digest": {"sha256": "a" * 64}}],
                                 environ={"NGCBUILD_BUILDER_ID": "https://ci.example/runner"}, now="now")
@@ -161,7 +162,8 @@ def test_the_statement_is_in_toto_v1_with_slsa_provenance_v1():
     smoke, sbom = run["byproducts"]
     assert smoke["annotations"]["verdict"] == "passed" and sbom["digest"] == {"sha256": "a" * 64}
     failed = provenance.statement(subject_name="x", digest="sha256:" + "e" * 64, release="dev",
-                                  record={**record, "smoke": {**record["smoke"], "failed": 1, "exit_code": 1}},
+                                  record=Record.from_json({**record, "smoke": {**record["smoke"], "failed": 1,
+                                                                               "exit_code": 1}}),
                                   files=[], base=base, registry="h", checkout=None, byproducts=[], attached=["provenance"],
                                   environ={}, now="n")
     assert failed["predicate"]["runDetails"]["byproducts"][0]["annotations"]["verdict"] == "failed"
@@ -187,10 +189,10 @@ def test_only_the_sbom_and_audit_report_recorded_for_the_image_are_attached(scra
               "sbom": {"sha256": digest, "image_id": "sha256:" + "a" * 64},
               "audit": {"sha256": hashlib.sha256(report).hexdigest(), "sbom_sha256": digest}}
     project = Project(scratch.root)
-    assert [kind for kind, _, _ in documents_of(project, "dev", record)] == ["sbom", "audit"]
+    assert [kind for kind, _, _ in documents_of(project, "dev", Record.from_json(record))] == ["sbom", "audit"]
     stale = {**record, "audit": {**record["audit"], "sbom_sha256": "b" * 64}}  # the audit of another SBOM
     with pytest.raises(OperationError, match="not the audit report recorded"):
-        documents_of(project, "dev", stale)
+        documents_of(project, "dev", Record.from_json(stale))
     (out / "audit.json").write_bytes(b'{"verdict": "failed"}\n')  # changed after the audit recorded it
     with pytest.raises(OperationError, match="invoke audit --release dev"):
-        documents_of(project, "dev", record)
+        documents_of(project, "dev", Record.from_json(record))

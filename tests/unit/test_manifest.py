@@ -7,31 +7,7 @@ from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import deep_merge, load_release, release_names
 
 from ..conftest import REPO
-
-DEV_CONSTRAINTS = (REPO / "constraints" / "dev.txt").read_text()
-GOOD = """\
-extends: parts/debian-bookworm
-summary: a test release
-pip:
-  constraint_file: true
-components:
-  pytorch:
-    version: 2.13.0+cpu
-    install: pip
-"""
-
-
-def load(scratch, text, constraints=DEV_CONSTRAINTS, name="r1"):
-    scratch.manifest(name, text)
-    if constraints is not None:
-        scratch.constraints(name, constraints)
-    return load_release(Project.at(scratch.root), name)
-
-
-def error(scratch, text, constraints=DEV_CONSTRAINTS, name="r1") -> str:
-    with pytest.raises(UserError) as caught:
-        load(scratch, text, constraints, name)
-    return str(caught.value)
+from ..helpers import GOOD, error, load
 
 
 def test_every_release_in_the_repo_loads():

@@ -1,7 +1,7 @@
 """The catalogue of planted defects (smoke/mutants.yaml) and the pure parts of `ngcbuild mutate`: facts
 derived from expected.json, which mutants apply to dev and cuda-dev, the mutant Dockerfile, changed
-expectations, and the RELIABILITY.md section that replaces only its own lines. The engine run itself
-is proven in tests/integration/test_mutants.py."""
+expectations, and the section of its table that `invoke reliability` puts in RELIABILITY.md, replacing
+only its own lines. The engine run itself is proven in tests/integration/test_mutants.py."""
 
 import json
 
@@ -13,7 +13,7 @@ from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.smoke import mutants
-from ngcbuild.smoke.mutate import library_distributions, markers, section, write_section
+from ngcbuild.smoke.mutate import library_distributions, markers, section
 
 from ..conftest import REPO
 
@@ -132,14 +132,14 @@ def test_the_section_names_each_mutant_its_killer_and_survivors():
     assert "**survived**" in text and "`nvcc-removed`" in text
 
 
-def test_writing_a_section_replaces_only_its_own_lines(tmp_path):
-    path = tmp_path / "RELIABILITY.md"
-    path.write_text("# Figures\n\nkept above\n")
-    write_section(path, "dev", result(killed=False))
-    write_section(path, "cuda-dev", result())
-    write_section(path, "dev", result())
-    text = path.read_text()
+def test_a_new_section_replaces_only_its_own_lines():
+    """How `invoke reliability` takes the table `mutate` left in build/R/mutants.md into RELIABILITY.md
+    (dev/reliability.with_sections; mutate itself writes no project file)."""
+    from dev.reliability import with_sections
+
+    text = "# Figures\n\nkept above\n"
+    for name, made in (("dev", result(killed=False)), ("cuda-dev", result()), ("dev", result())):
+        text = with_sections(text.split("<!--")[0], text, {f"mutants:{name}": section(name, made).rstrip("\n")})
     assert text.startswith("# Figures\n\nkept above\n")
     assert text.count(markers("dev")[0]) == 1 and text.count(markers("cuda-dev")[0]) == 1
     assert "survived" not in text and text.index(markers("dev")[0]) < text.index(markers("cuda-dev")[0])
-    assert not list(tmp_path.glob(".RELIABILITY.md-*")), "no temporary file left"

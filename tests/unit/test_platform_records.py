@@ -1,12 +1,14 @@
 """Gathering the platform jobs' records for the multi-arch list (pure logic)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.publish.platform_records import PlatformMissing, gather, load_records
 from ngcbuild.publish.promote import PromoteRefused, check_every_platform
+from ngcbuild.workspace.sections import Published
 
 HOST = "staging:5000"
 PLATFORMS = ("linux/amd64", "linux/arm64")
@@ -34,11 +36,11 @@ def _write(tmp_path, *records) -> list:
 def test_every_platform_built_smoked_and_pushed_is_gathered(tmp_path):
     records = _write(tmp_path, _record("linux/amd64"), _record("linux/arm64"))
     gathered, pushed = gather(records, "rel", PLATFORMS, "c" * 64, HOST)
-    assert sorted(gathered["platforms"]) == list(PLATFORMS)
-    assert all(entry["smoke"]["exit_code"] == 0 for entry in gathered["platforms"].values())
+    assert sorted(gathered.platforms) == list(PLATFORMS)
+    assert all(entry.smoke.exit_code == 0 for entry in gathered.platforms.values())
     assert pushed["linux/arm64"] == (f"{HOST}/nvidia/pytorch:rel-py3-arm64", "sha256:darm64")
-    published = {"platforms": {p: "sha256:x" for p in PLATFORMS}}
-    assert check_every_platform(gathered, "rel", published)["exit_code"] == 0
+    published = Published.of(platforms={p: "sha256:x" for p in PLATFORMS})
+    assert check_every_platform(gathered, "rel", published).exit_code == 0
 
 
 @pytest.mark.parametrize("broken, expected", [
@@ -59,9 +61,11 @@ def test_a_platform_without_build_smoke_or_push_refuses_and_says_which(tmp_path,
 def test_a_failed_smoke_of_one_platform_stops_promotion(tmp_path):
     records = _write(tmp_path, _record("linux/amd64"), _record("linux/arm64"))
     gathered, _ = gather(records, "rel", PLATFORMS, "c" * 64, HOST)
-    gathered["platforms"]["linux/arm64"]["smoke"]["failed"] = 2
+    arm = gathered.platforms["linux/arm64"]
+    gathered = replace(gathered, platforms={**gathered.platforms,
+                                            "linux/arm64": replace(arm, smoke=replace(arm.smoke, failed=2))})
     with pytest.raises(PromoteRefused, match=r"rel \(linux/arm64\): .* failed its smoke run"):
-        check_every_platform(gathered, "rel", {"platforms": {p: "sha256:x" for p in PLATFORMS}})
+        check_every_platform(gathered, "rel", Published.of(platforms={p: "sha256:x" for p in PLATFORMS}))
 
 
 def test_records_of_another_release_or_twice_one_platform_are_bad_input(tmp_path):
@@ -101,7 +105,7 @@ def test_each_platform_is_held_to_the_context_rendered_from_its_own_base(tmp_pat
     records = _write(tmp_path / "a", _record("linux/amd64"), arm)
 
     def context_of(record):
-        return "a" * 64 if record.get("base_image") == "debian:bookworm-slim-arm64" else "c" * 64
+        return "a" * 64 if record.build.base_image == "debian:bookworm-slim-arm64" else "c" * 64
 
     gathered, pushed = gather(records, "rel", PLATFORMS, context_of, HOST)
     assert set(pushed) == set(PLATFORMS)

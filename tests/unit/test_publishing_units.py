@@ -15,6 +15,8 @@ from ngcbuild.publish.promote import PromoteRefused, check_smoke, source_entry
 from ngcbuild.registry.client import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, base_url, digest_of
 from ngcbuild.render.plan import plan_image
 from ngcbuild.supply.sbom import document, purl_deb, purl_pypi, validate
+from ngcbuild.workspace.record import Record
+from ngcbuild.workspace.sections import BuildRecord
 
 from ..conftest import REPO
 
@@ -77,9 +79,10 @@ def test_missing_platforms_needs_a_build_of_this_context(scratch):
     scratch.constraints("multi", (REPO / "constraints" / "dev.txt").read_text())
     release = load_release(Project.at(scratch.root), "multi").release
     assert release.build.published_platforms == ("linux/amd64", "linux/arm64")
-    record = {"platforms": {"linux/amd64": {"context_sha256": HASH}, "linux/arm64": {"context_sha256": "old"}}}
+    record = Record.from_json({"platforms": {"linux/amd64": {"context_sha256": HASH},
+                                             "linux/arm64": {"context_sha256": "old"}}})
     assert missing_platforms(release, record, HASH) == ["linux/arm64"]
-    assert missing_platforms(release, {}, HASH) == ["linux/amd64", "linux/arm64"]
+    assert missing_platforms(release, Record(), HASH) == ["linux/amd64", "linux/arm64"]
 
 
 def test_platforms_must_be_known(scratch):
@@ -92,25 +95,27 @@ def test_platforms_must_be_known(scratch):
 def test_promotion_is_gated_on_a_passing_smoke_record_of_that_image():
     image = "sha256:" + "1" * 64
     passed = {"image_id": image, "passed": 20, "failed": 0, "errors": 0, "exit_code": 0}
-    assert check_smoke({"smoke": passed}, "dev", {image}) == passed
+    assert check_smoke(Record.from_json({"smoke": passed}), "dev", {image}).to_json() == passed
     with pytest.raises(PromoteRefused, match="no smoke record"):
-        check_smoke({}, "dev", {image})
+        check_smoke(Record(), "dev", {image})
     with pytest.raises(PromoteRefused, match="failed"):
-        check_smoke({"smoke": {**passed, "failed": 1, "exit_code": 1}}, "dev", {image})
+        check_smoke(Record.from_json({"smoke": {**passed, "failed": 1, "exit_code": 1}}), "dev", {image})
     with pytest.raises(PromoteRefused, match="failed"):
-        check_smoke({"smoke": {**passed, "exit_code": 2}}, "dev", {image})
+        check_smoke(Record.from_json({"smoke": {**passed, "exit_code": 2}}), "dev", {image})
     with pytest.raises(PromoteRefused, match="not for the image being promoted"):
-        check_smoke({"smoke": passed}, "dev", {"sha256:" + "2" * 64})
+        check_smoke(Record.from_json({"smoke": passed}), "dev", {"sha256:" + "2" * 64})
 
 
 def test_source_entry_prefers_a_published_list():
     record = {"image_id": "i1", "platforms": {"linux/amd64": {"image_id": "i1"}, "linux/arm64": {"image_id": "i2"}},
               "pushed": {"h/r:t": {"digest": "sha256:p"}},
               "published": {"h/r:t": {"digest": "sha256:l", "platforms": {"linux/amd64": "a", "linux/arm64": "b"}}}}
-    assert source_entry(record, "h/r:t") == (record["published"]["h/r:t"], {"i1", "i2"})
+    entry, images = source_entry(Record.from_json(record), "h/r:t")
+    assert (entry.to_json(), images) == (record["published"]["h/r:t"], {"i1", "i2"})
     del record["published"]
-    assert source_entry(record, "h/r:t") == ({"digest": "sha256:p"}, {"i1"})
-    assert source_entry(record, "other/r:t") is None
+    entry, images = source_entry(Record.from_json(record), "h/r:t")
+    assert (entry.to_json(), images) == ({"digest": "sha256:p"}, {"i1"})
+    assert source_entry(Record.from_json(record), "other/r:t") is None
 
 
 def test_registry_urls_and_digests():
@@ -138,7 +143,7 @@ def test_sbom_document_is_valid_cyclonedx_with_manifest_provenance(dev):
              "python_version": "3.11.2"}
     image = {"Id": "sha256:" + "1" * 64, "Os": "linux", "Architecture": "amd64"}
     doc = document(dev, Catalog.load(Project.at(REPO)), found, image, "nvcr.io/nvidia/pytorch:dev-py3",
-                   {"context_sha256": HASH}, "2026-01-01T00:00:00Z", "urn:uuid:" + "0" * 8 + "-0000-4000-8000-" + "0" * 12)
+                   BuildRecord.of(context_sha256=HASH), "2026-01-01T00:00:00Z", "urn:uuid:" + "0" * 8 + "-0000-4000-8000-" + "0" * 12)
     assert validate(doc).startswith("valid against the CycloneDX 1.5 JSON schema")
     pytorch = next(c for c in doc["components"] if c["bom-ref"] == "manifest:pytorch")
     props = {p["name"]: p["value"] for p in pytorch["properties"]}

@@ -1,4 +1,5 @@
-"""record.py and stamp.py: the build record made in one place, and the unchanged-release stamp."""
+"""record.py, sections.py, schema.py and stamp.py: the typed build record made in one place, read and
+written as the same JSON, and the unchanged-release stamp."""
 
 import json
 
@@ -9,7 +10,8 @@ from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.render.context import render_release
 from ngcbuild.render.stamp import STAMP, current_stamp
-from ngcbuild.workspace.record import BuildFacts, BuildRecord, read_record, record_build, require, utc_timestamp
+from ngcbuild.workspace.record import Record, read_record, record_build, require
+from ngcbuild.workspace.sections import BuildFacts, BuildRecord, utc_timestamp
 
 NAMES = ImageNames(release="dev", tag="dev-py3", repository_path="nvidia/pytorch",
                    default_platform="linux/amd64", base_image="mirror.example/debian:bookworm-slim")
@@ -22,7 +24,7 @@ FACTS = BuildFacts(duration_s=12.5, steps=20, cached_steps=3, step_log=[], ca_bu
 
 def test_a_build_and_a_reuse_record_the_base_the_image_was_built_from(tmp_path):
     built = record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32, "linux/amd64",
-                                                        FACTS))
+                                                        FACTS)).to_json()
     assert built["base_image"] == "mirror.example/debian:bookworm-slim"
     assert built["duration_s"] == 12.5 and built["cached_steps"] == 3 and "reused" not in built
     reused = BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32, "linux/amd64")
@@ -32,10 +34,11 @@ def test_a_build_and_a_reuse_record_the_base_the_image_was_built_from(tmp_path):
 
 def test_reusing_the_same_image_keeps_its_build_facts_and_later_sections(tmp_path):
     record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS[:1], "nvcr.io", "ab" * 32, "linux/amd64", FACTS))
-    data = read_record(tmp_path)
+    data = read_record(tmp_path).to_json()
     data["smoke"] = {"passed": 20, "failed": 0}
     (tmp_path / "record.json").write_text(json.dumps(data))
-    again = record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32, "linux/amd64"))
+    again = record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32,
+                                                        "linux/amd64")).to_json()
     assert again["smoke"] == {"passed": 20, "failed": 0}
     assert again["duration_s"] == 12.5 and again["reused"] is True
     assert again["tags"] == sorted(TAGS)
@@ -45,10 +48,10 @@ def test_platforms_of_the_same_context_add_up_and_others_are_dropped(tmp_path):
     arm = {**IMAGE, "Id": "sha256:" + "b" * 64}
     record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "ab" * 32, "linux/amd64", FACTS))
     both = record_build(tmp_path, BuildRecord.of_image(NAMES, arm, ["x:dev-py3-arm64"], "nvcr.io", "ab" * 32,
-                                                       "linux/arm64", FACTS))
+                                                       "linux/arm64", FACTS)).to_json()
     assert set(both["platforms"]) == {"linux/amd64", "linux/arm64"}
     other = record_build(tmp_path, BuildRecord.of_image(NAMES, IMAGE, TAGS, "nvcr.io", "cd" * 32, "linux/amd64",
-                                                        FACTS))
+                                                        FACTS)).to_json()
     assert set(other["platforms"]) == {"linux/amd64"}
 
 
@@ -80,7 +83,7 @@ def test_a_damaged_record_is_our_failure_exit_1_not_bad_input(tmp_path, damage):
 
 def test_a_record_lacking_a_key_names_it_and_exits_1(tmp_path):
     with pytest.raises(RecordDamaged, match=r"record.json is damaged: .*record.json: image_id: expected an image id") as caught:
-        require({"image_id": 5}, tmp_path, "image_id", str, "an image id")
+        require(Record().build.image_id, tmp_path, "image_id", "an image id")
     assert caught.value.exit_code == 1
 
 
@@ -145,3 +148,54 @@ def test_a_stamp_that_is_a_fifo_is_ignored_without_hanging(rendered):
     path.unlink()
     os.mkfifo(path)
     assert current_stamp(rendered, "dev", None) is None
+
+
+def test_the_stamp_digest_is_the_one_existing_stamps_hold(rendered):
+    """input_files reads the inputs through core/files; the digest over them is the one an earlier
+    ngcbuild wrote, so the stamps in build/ stay valid."""
+    import hashlib
+
+    from ngcbuild.render.stamp import inputs_digest, shared_inputs
+
+    files = json.loads((rendered.out("dev") / STAMP).read_text())["inputs"]
+    digest = hashlib.sha256(json.dumps({"base": None, "files": files}).encode())
+    paths = [rendered.root / rel for rel in files]
+    for folder, pattern in shared_inputs(rendered):
+        paths += sorted(p for p in folder.rglob(pattern) if p.is_file())
+    for path in paths:
+        digest.update(str(path).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    assert inputs_digest(rendered, files, None) == digest.hexdigest()
+
+
+def test_the_provenance_lists_the_files_the_stamp_reads_with_the_same_hashes(rendered):
+    from ngcbuild.manifest.loader import load_release
+    from ngcbuild.render.stamp import input_files, release_inputs
+    from ngcbuild.supply.provenance import materials
+
+    loaded = load_release(rendered, "dev")
+    listed = {m["uri"].removeprefix("file:"): m["digest"]["sha256"] for m in materials(rendered, loaded)}
+    read = {p.relative_to(rendered.root).as_posix(): sha
+            for p, sha in input_files(rendered, release_inputs(rendered, loaded), ((rendered.image_templates, "*"),))}
+    assert listed == read and "manifests/dev.yaml" in listed and "constraints/dev.txt" in listed
+    assert "templates/image/Dockerfile.j2" in listed
+
+
+def test_an_input_that_is_a_fifo_is_refused_without_hanging(rendered):
+    """A FIFO where an input of the release must be: the stamp no longer holds and the provenance names
+    the file (exit 2), read through core/files (never opened blocking); one among the templates is no input."""
+    import os
+
+    from ngcbuild.core.errors import ManifestError
+    from ngcbuild.manifest.loader import load_release
+    from ngcbuild.supply.provenance import materials
+
+    os.mkfifo(rendered.image_templates / "stray.j2")
+    assert current_stamp(rendered, "dev", None) is not None
+    loaded = load_release(rendered, "dev")
+    assert "templates/image/stray.j2" not in {m["uri"].removeprefix("file:") for m in materials(rendered, loaded)}
+    constraints = rendered.constraints / "dev.txt"
+    constraints.unlink()
+    os.mkfifo(constraints)
+    assert current_stamp(rendered, "dev", None) is None  # the full path decides
+    with pytest.raises(ManifestError, match="dev.txt: is a FIFO"):
+        materials(rendered, loaded)

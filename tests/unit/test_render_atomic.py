@@ -14,7 +14,8 @@ import pytest
 
 from ngcbuild.core.project import Project
 from ngcbuild.render.context import render_release
-from ngcbuild.workspace.atomic_dir import release_lock, replace_dir
+from ngcbuild.workspace.atomic_dir import replace_dir
+from ngcbuild.workspace.locks import release_lock
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 # Two bases give two different contexts, so every render really rewrites build/R/.

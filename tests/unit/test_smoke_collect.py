@@ -8,68 +8,16 @@ With CI=true a missing interpreter fails; elsewhere it skips, naming the version
 
 import json
 import os
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import buildable_releases, load_release
-from ngcbuild.render.context import render_files
-from ngcbuild.smoke.runner import CHECKS_DIR, stage_suite, suite_args, suite_command
+from ngcbuild.manifest.loader import buildable_releases
+from ngcbuild.smoke.runner import CHECKS_DIR, suite_args, suite_command
 
-from ..conftest import IN_CI
+from ..helpers import PROJECT, collected, collected_here, require_interpreter, stage
 
-REPO = Path(__file__).resolve().parents[2]
-PROJECT = Project.at(REPO)
 RELEASES = buildable_releases(PROJECT)
-
-
-def interpreter(minor: str) -> str | None:
-    """A CPython of this MAJOR.MINOR: pyenv's newest patch release, else python3.X on PATH."""
-    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for candidate in sorted(versions.glob(f"{minor}.*"), key=lambda p: [int(x) for x in p.name.split(".")
-                                                                         if x.isdigit()], reverse=True):
-        if (candidate / "bin" / "python").is_file():
-            return str(candidate / "bin" / "python")
-    return shutil.which(f"python{minor}")
-
-
-def require_interpreter(minor: str) -> str:
-    python = interpreter(minor)
-    if python is None:
-        message = f"no Python {minor} here (pyenv install {minor}, or python{minor} on PATH)"
-        if IN_CI:
-            pytest.fail(f"CI=true: {message}")
-        pytest.skip(message)
-    return python
-
-
-def collected(command: list[str], staging: Path) -> list[str]:
-    env = {"PATH": os.environ["PATH"], "NGCBUILD_SMOKE_DIR": str(staging), "PYTHONDONTWRITEBYTECODE": "1",
-           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=staging)
-    assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
-    return [line for line in done.stdout.splitlines() if "::" in line]
-
-
-def collected_here(release: str, tmp_path: Path) -> list[str]:
-    """The checks this machine's own pytest and Python collect for a release: the expected ones."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    staging, _ = stage(release, tmp_path)
-    command = suite_command([*suite_args(perf=True, mount=str(staging)), "--collect-only"], checks=str(CHECKS_DIR))
-    return collected([sys.executable, "-m", "pytest", *command[2:]], staging)
-
-
-def stage(release: str, tmp_path: Path) -> tuple[Path, str]:
-    loaded = load_release(PROJECT, release)
-    staging = tmp_path / release
-    staging.mkdir()
-    expected = render_files(PROJECT, loaded).files["expected.json"]
-    stage_suite(staging, expected, {"Env": [], "Labels": {}}, loaded.release.python.version, PROJECT.build)
-    return staging, loaded.release.python.version
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -114,7 +62,7 @@ def test_installed_distributions_are_listed_with_and_without_importlib_metadata(
 def test_every_file_of_the_checks_folder_compiles_on_the_oldest_python():
     """Collection imports the check files; this also covers those only run as scripts in the image
     (the NCCL rank, the distributions helper) or imported later."""
-    from .test_smoke_python_compat import oldest_python
+    from ..helpers import oldest_python
 
     python = require_interpreter(oldest_python())
     code = ("import pathlib, sys\n"

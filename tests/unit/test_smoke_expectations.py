@@ -7,7 +7,7 @@ from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
 
 from ..conftest import REPO
-from .test_manifest import DEV_CONSTRAINTS, GOOD, error
+from ..helpers import DEV_CONSTRAINTS, GOOD, error
 
 WITH_GPU = GOOD.replace("pip:\n", "gpu:\n  min_compute_capability: '7.5'\n  features: [mempool]\npip:\n") + """\
   nccl:

@@ -29,6 +29,8 @@ from ngcbuild.smoke.checks.gpu_facts import (
     version_matches_pin,
 )
 
+from ..helpers import fp8_linear_error
+
 
 @pytest.mark.parametrize("version,number", [
     ("7.6.5", 7605), ("8.0.5", 8005), ("8.9.7.29", 8907), ("9.0.0", 90000), ("9.17.0.29", 91700), ("9.1.1", 90101),
@@ -266,26 +268,6 @@ def test_fp8_region_uses_fp8_autocast_before_2_9():
     te, calls = te_module("fp8_autocast")
     assert fp8_autocast(te, "R") == "fp8_autocast"
     assert calls == [("fp8_autocast", {"enabled": True, "fp8_recipe": "R"})]
-
-
-def e4m3(values):
-    """Round to FP8 E4M3 (3 mantissa bits, smallest normal 2^-6, subnormal step 2^-9, saturating at 448)."""
-    magnitude = np.minimum(np.abs(values), 448.0)
-    exponent = np.maximum(np.floor(np.log2(np.maximum(magnitude, 2.0 ** -9))), -6)
-    step = 2.0 ** (exponent - 3)
-    return np.sign(values) * np.minimum(np.round(magnitude / step) * step, 448.0)
-
-
-def fp8_linear_error(x_scale=1.0, w_scale=1.0):
-    """A default-initialised te.Linear(256, 256) on 64 inputs, both operands in E4M3 with per-tensor
-    scales (amax -> 448), optionally wrong by a factor; relative Frobenius error against float64."""
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((64, 256))
-    w = rng.uniform(-1 / 16, 1 / 16, (256, 256))
-    sx, sw = 448 / np.abs(x).max() * x_scale, 448 / np.abs(w).max() * w_scale
-    out = (e4m3(x * sx) / sx) @ (e4m3(w * sw) / sw).T
-    reference = x @ w.T
-    return np.linalg.norm(out - reference) / np.linalg.norm(reference)
 
 
 def test_the_fp8_bound_passes_a_correct_gemm_and_catches_a_half_broken_scaling():

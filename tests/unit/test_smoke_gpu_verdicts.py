@@ -20,7 +20,7 @@ from ngcbuild.smoke.checks.gpu_facts import (
     tolerance,
 )
 
-from .test_smoke_gpu_facts import fp8_linear_error
+from ..helpers import fp8_linear_error
 
 RNG = np.random.default_rng(0)
 

@@ -7,21 +7,10 @@ import sys
 
 import pytest
 
-from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import load_release, release_names
 from ngcbuild.smoke.runner import CHECKS_DIR
 
-from ..conftest import IN_CI, REPO
-
-
-def oldest_python() -> str:
-    project = Project.at(REPO)
-    versions = set()
-    for name in release_names(project):
-        python = load_release(project, name).release.python
-        if python is not None:
-            versions.add(python.version)
-    return min(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
+from ..conftest import IN_CI
+from ..helpers import oldest_python
 
 
 def vermin(*args: str) -> subprocess.CompletedProcess:

@@ -31,7 +31,7 @@ def render(release: str, base=None) -> None:
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
           platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None,
-          force_platform=False) -> dict:
+          force_platform=False) -> None:
     from ngcbuild.engine.build import build_release
     from ngcbuild.engine.options import options_from
 
@@ -44,8 +44,7 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
         from ngcbuild.publish.push import push_layer_cache
 
-        built.record["cache_pushed"] = push_layer_cache(where, built.names, options.cache_to, out=sys.stdout)
-    return built.record
+        push_layer_cache(where, built.names, options.cache_to, out=sys.stdout)  # recorded as `cache_pushed`
 
 
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
@@ -108,6 +107,7 @@ def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, pyt
     from ngcbuild.manifest.loader import load_release
     from ngcbuild.render.context import render_files
     from ngcbuild.smoke import host
+    from ngcbuild.workspace.release_dir import EXPECTED
 
     python = _interpreter(python) if python is not None else sys.executable
     if expect_from_env == bool(release):
@@ -118,7 +118,7 @@ def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, pyt
         expected = json.dumps(host.expectations_from_env(facts), indent=2, sort_keys=True).encode() + b"\n"
         name = "host"
     else:
-        expected = render_files(where, load_release(where, release)).files["expected.json"]
+        expected = render_files(where, load_release(where, release)).files[EXPECTED]
         name = release
     host.run_host(where.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
 

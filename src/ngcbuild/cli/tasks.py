@@ -124,7 +124,7 @@ TASKS = (
                     default_text="the one in build/R/record.json"),
              Option("jobs", "mutants tested side by side, each in its own container", value="N", default="2"),
              ENGINE,
-         ), writes=("build/R/mutants.json", "R's section of RELIABILITY.md"), guide="smoke.md"),
+         ), writes=("build/R/mutants.json", "build/R/mutants.md"), guide="smoke.md"),
     Task("sbom", PROVE, "Write build/R/sbom.cdx.json (CycloneDX) from inside the built image", commands.sbom, (
         RELEASE,
         Option("image", "the image to describe, instead of R's", value="REF",

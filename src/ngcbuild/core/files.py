@@ -19,6 +19,16 @@ from ngcbuild.core.outputs import short_path
 
 def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) -> str:
     """The text of `path`, or a ManifestError naming it. `within` is the folder it must resolve into."""
+    raw = read_bytes(path, limit, what, missing, within=within)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
+
+
+def read_bytes(path: Path, limit: int, what: str, missing: str, *, within: Path) -> bytes:
+    """The bytes of `path`, read as `read_text` reads (a regular file inside `within`, at most `limit`
+    bytes, never a FIFO or device), for a file hashed rather than parsed."""
     path = Path(path)
     real = Path(os.path.realpath(path))
     inside = Path(os.path.realpath(within))
@@ -44,10 +54,7 @@ def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) 
         os.close(fd)
     if len(raw) > limit:  # grew after the stat
         raise ManifestError(path, "", f"file is over {limit} bytes; {what} is expected under {limit}")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
+    return raw
 
 
 def parse_json(path: Path, text: str, error, hint: str):

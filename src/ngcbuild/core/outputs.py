@@ -84,7 +84,8 @@ def write_file(path: Path, data: bytes | str, *, within: Path, mode: int | None 
 
     `path` must stay inside `within` (the project, or build/R/) once every folder on the way is
     resolved; the name itself must be nothing or a regular file (never followed when it is a link,
-    never opened when it is a FIFO, device or folder). The data goes to a temporary file beside it
+    never opened when it is a FIFO or device: UnsafeOutput, exit 2; a folder there is the file
+    system's state, as everywhere else: OutputError, exit 1). The data goes to a temporary file beside it
     (O_EXCL, mode 0600 from the start), is flushed to the disk and renamed over the name, so a reader,
     a Ctrl-C or a crash sees the old file or the new one. The file's mode is `mode`, or what the
     umask gives a new file (0644 under the usual 022): a private key is never readable by others,

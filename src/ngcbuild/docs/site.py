@@ -24,7 +24,8 @@ from ngcbuild.docs.guide import guide_pages
 from ngcbuild.docs.matrix import render_matrix
 from ngcbuild.docs.notes import render_notes
 from ngcbuild.manifest.series import Series
-from ngcbuild.workspace.atomic_dir import release_lock, replace_dir
+from ngcbuild.workspace.atomic_dir import replace_dir
+from ngcbuild.workspace.locks import release_lock
 
 PAGE = "site/page.html.j2"
 STYLE = "site/style.css"

@@ -9,23 +9,20 @@ Jinja is imported on it: they cost more than the rest of the command.
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sys
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ngcbuild.core.errors import OperationError, shown_path
 from ngcbuild.core.names import ImageNames, check_release_name
-from ngcbuild.core.outputs import open_lock_file, printer
+from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.engine.local_engine import LocalEngine
 from ngcbuild.engine.options import BuildOptions, check_platform_listed, image_repository
 from ngcbuild.engine.reuse import reuse
 from ngcbuild.registry.client import Registry, credentials
 from ngcbuild.render.stamp import current_stamp
-from ngcbuild.workspace.release_dir import BUILD_LOCK
+from ngcbuild.workspace.locks import build_lock
+from ngcbuild.workspace.record import Record
 
 
 @dataclass(frozen=True)
@@ -33,7 +30,7 @@ class Built:
     """What `build` made: the record written, and the names of the image (for --cache-to, which then
     needs no second load of the release)."""
 
-    record: dict
+    record: Record
     names: ImageNames
 
 
@@ -48,7 +45,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     if not options.force:
         stamp = current_stamp(project, name, options.base, out=out)
         if stamp is not None:
-            with _exclusive(project.out(name), name):
+            with build_lock(project.out(name), name):
                 reused = _reuse(project.out(name), stamp.names, stamp.context_hash, options, out)
             if reused is not None:
                 return Built(reused, stamp.names)
@@ -61,7 +58,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     loaded = load_release(project, name)
     check_platform_listed(options, loaded.release, f"manifests/{name}.yaml")
     rendered = render_files(project, loaded, base=options.base)
-    with _exclusive(project.out(name), name):
+    with build_lock(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)
         if not options.force:
             reused = _reuse(rendered.directory, rendered.plan.names, rendered.context_hash, options, out)
@@ -70,7 +67,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         return Built(build_image(project, rendered, options, out), rendered.plan.names)
 
 
-def _reuse(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> dict | None:
+def _reuse(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> Record | None:
     """The record of an image of this context found locally or (with --registry) in the registry;
     None when it must be built."""
     auth = credentials()
@@ -88,17 +85,3 @@ def _engine():
     from ngcbuild.engine.client import connect
 
     return connect()
-
-
-@contextmanager
-def _exclusive(directory: Path, name: str):
-    fd = open_lock_file(directory / BUILD_LOCK)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise OperationError(f"another build of {name} is running (it holds {shown_path(directory)}/{BUILD_LOCK}); "
-                                 "wait for it to finish, or build another release") from None
-        yield
-    finally:
-        os.close(fd)

@@ -32,7 +32,9 @@ from ngcbuild.engine.options import BuildOptions, image_repository
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
 from ngcbuild.registry.client import credentials
-from ngcbuild.workspace.record import BuildFacts, BuildRecord, previous_record, record_build, record_path
+from ngcbuild.workspace.record import Record, previous_record, record_build, record_path
+from ngcbuild.workspace.release_dir import DOCKERFILE
+from ngcbuild.workspace.sections import BuildFacts, BuildRecord
 
 if TYPE_CHECKING:
     from ngcbuild.render.context import Rendered
@@ -42,7 +44,7 @@ RELEASE_LABEL = "io.ngcbuild.release"  # what `invoke prune` groups images by
 ENGINE_GONE = (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError)
 
 
-def build_image(project: Project, rendered: Rendered, options: BuildOptions, out) -> dict:
+def build_image(project: Project, rendered: Rendered, options: BuildOptions, out) -> Record:
     """Build the rendered context (written, and found not built yet), tag it, record it; the record."""
     say = printer(out)
     release = rendered.plan.release
@@ -92,7 +94,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
         names, image, tags, options.registry, rendered.context_hash, platform, facts))
     path = record_path(rendered.directory)
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
-        f"{image['Size'] / 1e6:.0f} MB, {record['layers']} layers); tagged {', '.join(tags)}; record: {path}")
+        f"{image['Size'] / 1e6:.0f} MB, {record.build.layers} layers); tagged {', '.join(tags)}; record: {path}")
     return record
 
 
@@ -101,11 +103,11 @@ def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: 
     if not options.cache_from:
         return [], []
     names = rendered.plan.names
-    stages = stage_names(rendered.files["Dockerfile"].decode())
+    stages = stage_names(rendered.files[DOCKERFILE].decode())
     previous = previous_record(rendered.directory)
     tagged = [f"{layer_cache.cache_repository(registry, names)}:{layer_cache.cache_tag(names, platform, stage)}"
               for registry in {options.registry, options.cache_from} for stage in stages]
-    local = layer_cache.local_sources(client, previous, platform, tagged)  # before the pull moves those tags
+    local = layer_cache.local_sources(client, previous.build, platform, tagged)  # before the pull moves those tags
     pulled = layer_cache.pull_cache(client, options.cache_from, names, platform, stages, auth, say, out)
     return pulled, pulled + local
 

@@ -17,6 +17,7 @@ import urllib3
 from ngcbuild.core.names import ImageNames
 from ngcbuild.engine.reuse import arch_of
 from ngcbuild.engine.transfer import TransferProgress
+from ngcbuild.workspace.sections import BuildRecord
 
 CACHE_SUFFIX = "-cache"
 _ENGINE_ERRORS = (docker.errors.APIError, requests.exceptions.RequestException, urllib3.exceptions.HTTPError)
@@ -52,13 +53,13 @@ def pull_cache(client, registry: str, names: ImageNames, platform: str, stages: 
     return pulled
 
 
-def local_sources(client, record: dict, platform: str, refs: list[str]) -> list[str]:
+def local_sources(client, build: BuildRecord, platform: str, refs: list[str]) -> list[str]:
     """This engine's own stage images, still present: those of the release's last build here (its
     record) and those its cache tags name before a pull moves them. With `cache_from` set, the classic
     builder takes a step from the local cache only from the history of a listed image."""
     wanted = list(refs)
-    if record.get("platform") == platform:
-        wanted += list((record.get("stages") or {}).values())
+    if build.platform == platform:
+        wanted += list(build.stages.values())
     found = []
     for ref in wanted:
         try:

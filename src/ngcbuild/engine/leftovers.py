@@ -16,8 +16,7 @@ from pathlib import Path
 import docker
 
 from ngcbuild.core.files import exists, read_text
-from ngcbuild.core.outputs import write_file
-from ngcbuild.workspace.release_dir import JOURNAL
+from ngcbuild.workspace.release_dir import JOURNAL, ReleaseDir
 
 # How long to keep trying: the engine may itself be removing a container it was cancelling.
 GRACE_S = 20
@@ -28,7 +27,8 @@ class Journal:
     """build/R/.intermediate-containers: one container id a line."""
 
     def __init__(self, directory: Path):
-        self.path = directory / JOURNAL
+        self.directory = ReleaseDir.of(directory)
+        self.path = self.directory.file(JOURNAL)
         self._written: set[str] = set()
 
     def read(self) -> list[str]:
@@ -43,7 +43,7 @@ class Journal:
             return
         # the whole list each time, through the one writer: a crash leaves the last list whole
         known = [i for i in self.read() if i not in new]
-        write_file(self.path, "".join(f"{i}\n" for i in (*known, *new)), within=self.path.parent.parent)
+        self.directory.write(JOURNAL, "".join(f"{i}\n" for i in (*known, *new)))
         self._written.update(new)
 
     def clear(self) -> None:

@@ -16,7 +16,8 @@ from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import ImageRef
 from ngcbuild.registry.client import Registry, RegistryError
-from ngcbuild.workspace.record import BuildRecord, record_build
+from ngcbuild.workspace.record import Record, record_build
+from ngcbuild.workspace.sections import BuildRecord
 
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
 HASH_CHARS = 12
@@ -103,7 +104,7 @@ def find_in_registry(client, registry: Registry, repository_path: str, tag: str,
 
 
 def reuse(client, names: ImageNames, directory, repository: str, context_hash: str, platform: str,
-          registry: Registry | None, auth, say) -> dict | None:
+          registry: Registry | None, auth, say) -> Record | None:
     """The record of an existing image of this context, tagged as a build would tag it; None when
     there is none and the build must run."""
     started = time.monotonic()

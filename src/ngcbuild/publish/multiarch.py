@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import docker
@@ -35,7 +36,8 @@ from ngcbuild.registry.client import (
     credentials,
 )
 from ngcbuild.render.context import render_files, render_loaded, render_release
-from ngcbuild.workspace.record import read_record, utc_timestamp, write_record
+from ngcbuild.workspace.record import Record, read_record, record_path, write_record
+from ngcbuild.workspace.sections import Published, utc_timestamp
 
 
 class PublishRefused(OperationError):
@@ -62,14 +64,13 @@ def manifest_list(entries: list[dict]) -> tuple[bytes, str]:
     return json.dumps(body, indent=3).encode(), media_type
 
 
-def missing_platforms(release, record: dict, context_hash: str) -> list[str]:
+def missing_platforms(release, record: Record, context_hash: str) -> list[str]:
     """Platforms the manifest lists that have no build of this context in the record."""
-    built = record.get("platforms") or {}
     return [p for p in release.build.published_platforms
-            if built.get(p, {}).get("context_sha256") != context_hash]
+            if p not in record.platforms or record.platforms[p].context_sha256 != context_hash]
 
 
-def publish_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> dict:
+def publish_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> Published:
     host = registry_host(host)
     auth = credentials()
     check_release_name(name)
@@ -96,12 +97,12 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     # a failure anywhere below takes back every engine tag this publish added or moved (as push does)
     with ExitStack() as taken_back:
         for platform in release.build.published_platforms:
-            built = record["platforms"][platform]
-            image = _checked_image(client, name, platform, built["image_id"])
+            built = record.platforms[platform]
+            image = _checked_image(client, name, platform, built.image_id)
             tag_for_push = taken_back.enter_context(registry_tags(client, image["Id"], out))
             own = platform_tag(release.tag, platform)
             # the per-platform tag, and the hash tags (skip-by-hash looks for them in the registry)
-            tags = [own] + [t for t in (record_tag(ref, directory) for ref in built["tags"]) if t != release.tag]
+            tags = [own] + [t for t in (record_tag(ref, directory) for ref in built.tags) if t != release.tag]
             digest = None
             for tag in dict.fromkeys(tags):
                 tag_for_push(repository, tag)
@@ -121,7 +122,8 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     return _write_list(registry, release, record, entries, directory, host, say)
 
 
-def publish_from_records(project: Project, name: str, host: str, records_dir: Path, out=sys.stdout) -> dict:
+def publish_from_records(project: Project, name: str, host: str, records_dir: Path,
+                         out=sys.stdout) -> Published | Record:
     """The release workflow's publish: each platform was built, smoke-tested and pushed by a job of
     its own; from their records (`records_dir`), tag each platform's pushed manifest `R-py3-<arch>`
     and write the list. Nothing is pushed from this machine's engine."""
@@ -134,11 +136,11 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
     rendered = render_loaded(project, loaded)
     release = rendered.plan.release
 
-    def context_of(record: dict) -> str:
+    def context_of(record: Record) -> str:
         """The context the record's platform must have been built from: the release as rendered
         now, FROM the base image that platform's build used."""
-        base = record.get("base_image")
-        if not isinstance(base, str) or base == rendered.plan.base_image:
+        base = record.build.base_image
+        if base is None or base == rendered.plan.base_image:
             return rendered.context_hash
         return render_files(project, loaded, base=base).context_hash
 
@@ -150,7 +152,7 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
         # one platform: its job pushed R-py3 itself, and promotion copies that image
         write_record(rendered.directory, record)
         say(f"{name} has one platform ({release.build.platform}): no list to write; its record, smoke run and "
-            f"pushes are in {rendered.directory / 'record.json'}")
+            f"pushes are in {record_path(rendered.directory)}")
         return record
     registry = Registry(host, auth)
     repository_path = release.image.repository
@@ -172,7 +174,8 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
     return _write_list(registry, release, record, entries, rendered.directory, host, say)
 
 
-def _write_list(registry: Registry, release, record: dict, entries: list[dict], directory, host: str, say) -> dict:
+def _write_list(registry: Registry, release, record: Record, entries: list[dict], directory, host: str,
+                say) -> Published:
     repository_path = release.image.repository
     repository = f"{host}/{repository_path}"
     body, media_type = manifest_list(entries)
@@ -186,11 +189,9 @@ def _write_list(registry: Registry, release, record: dict, entries: list[dict], 
     if listed != sorted(release.build.published_platforms):
         raise RegistryError(f"{repository}:{release.tag}: the served list names {listed}")
     ref = f"{repository}:{release.tag}"
-    result = {"digest": digest, "media_type": media_type, "registry": host,
-              "platforms": {e["platform"]: e["digest"] for e in entries},
-              "at": utc_timestamp()}
-    record.setdefault("published", {})[ref] = result
-    write_record(directory, record)
+    result = Published.of(digest=digest, media_type=media_type, registry=host,
+                          platforms={e["platform"]: e["digest"] for e in entries}, at=utc_timestamp())
+    write_record(directory, replace(record, published={**record.published, ref: result}))
     say(f"published {ref}@{digest}: {media_type.rsplit('.', 2)[-2]} of {', '.join(listed)} (verified)")
     return result
 

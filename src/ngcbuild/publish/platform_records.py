@@ -11,12 +11,14 @@ can check every platform of the list, not one.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.files import nesting, parse_json, read_text
 from ngcbuild.core.references import ImageRef, ReferenceProblem
-from ngcbuild.workspace.record import MAX_BYTES, RECORD
+from ngcbuild.workspace.record import MAX_BYTES, RECORD, Record, parse_record
+from ngcbuild.workspace.sections import FAILED, NOT_RUN, PASSED, PlatformBuild, SmokeRun, smoke_verdict
 
 
 class PlatformMissing(OperationError):
@@ -28,7 +30,7 @@ MAX_DEPTH = 4  # folders below DIR: one per downloaded artifact
 MAX_NESTING = 32  # a record is a few levels deep; deeper JSON is not one
 
 
-def load_records(directory: Path) -> list[tuple[Path, dict]]:
+def load_records(directory: Path) -> list[tuple[Path, Record]]:
     """Every record.json in `directory` or a folder below it (one per downloaded artifact), each read
     through the project's one reader (a regular file inside DIR after links, bounded, never a FIFO or
     device) and checked field by field: a bad one is a ManifestError naming the file and the key."""
@@ -61,67 +63,52 @@ def _record_files(directory: Path) -> list[Path]:
     return sorted(found)
 
 
-_STRINGS = ("platform", "release", "image_id", "context_sha256")
-
-
-def _checked(path: Path, record) -> dict:
-    """`record` when every field gather() reads has the type it must; else a ManifestError."""
-    if not isinstance(record, dict):
-        raise ManifestError(path, "", f"expected a JSON object (a build record), got {type(record).__name__}")
-    if nesting(record, MAX_NESTING) > MAX_NESTING:
+def _checked(path: Path, data) -> Record:
+    """The record when every field gather() reads has the type it must (the record's one reader,
+    with ManifestError: the records are handed in); else a ManifestError naming the key."""
+    if not isinstance(data, dict):
+        raise ManifestError(path, "", f"expected a JSON object (a build record), got {type(data).__name__}")
+    if nesting(data, MAX_NESTING) > MAX_NESTING:
         raise ManifestError(path, "", f"nested more than {MAX_NESTING} levels; expected a build record")
-    for key in _STRINGS:
-        if not isinstance(record.get(key), str):
-            raise ManifestError(path, key, "expected a string" + ("" if key in record else " (the key is missing)"))
-    tags = record.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise ManifestError(path, "tags", "expected a list of strings")
-    pushed = record.get("pushed") or {}
-    if not isinstance(pushed, dict):
-        raise ManifestError(path, "pushed", "expected an object: reference -> {registry, digest}")
-    for ref, entry in pushed.items():
-        if not (isinstance(entry, dict) and isinstance(entry.get("registry"), str)
-                and isinstance(entry.get("digest"), str)):
+    record = parse_record(path, data, ManifestError, hint="")
+    build = record.build
+    for key, value in (("platform", build.platform), ("release", build.release), ("image_id", build.image_id),
+                       ("context_sha256", build.context_sha256)):
+        if value is None:
+            raise ManifestError(path, key, "expected a string" + ("" if key in data else " (the key is missing)"))
+    for ref, entry in record.pushed.items():
+        if entry.registry is None or entry.digest is None:
             raise ManifestError(path, f"pushed.{excerpt(ref, 60)}", "expected {registry: string, digest: string}")
-    smoke = record.get("smoke")
-    if smoke is not None:
-        if not isinstance(smoke, dict):
-            raise ManifestError(path, "smoke", "expected an object (the smoke run's record)")
-        for key in ("failed", "errors", "exit_code"):
-            if key in smoke and (type(smoke[key]) is not int):
-                raise ManifestError(path, f"smoke.{key}", "expected a whole number")
-        if "image_id" in smoke and not isinstance(smoke["image_id"], str):
-            raise ManifestError(path, "smoke.image_id", "expected a string")
     return record
 
 
-def smoke_failure(smoke: dict | None, image_id: str) -> str | None:
-    """Why `smoke` does not prove `image_id`, or None when it does."""
-    if not smoke:
+def smoke_failure(smoke: SmokeRun | None, image_id: str | None) -> str | None:
+    """Why `smoke` does not prove `image_id`, or None when it does (sections.smoke_verdict)."""
+    verdict = smoke_verdict(smoke, image_id)
+    if verdict == NOT_RUN:
         return "has no smoke record"
-    if smoke.get("failed", 1) + smoke.get("errors", 1) or smoke.get("exit_code") != 0:
-        return (f"failed its smoke run ({smoke.get('failed')} failed, {smoke.get('errors')} errors, "
-                f"exit {smoke.get('exit_code')})")
-    if smoke.get("image_id") != image_id:
-        return f"has a smoke record of another image ({str(smoke.get('image_id'))[:19]})"
+    if verdict == FAILED:
+        return f"failed its smoke run ({smoke.counts()})"
+    if verdict != PASSED:
+        return f"has a smoke record of another image ({str(smoke.image_id)[:19]})"
     return None
 
 
-def gather(records: list[tuple[Path, dict]], name: str, platforms: tuple[str, ...], context_hash: str,
-           host: str) -> tuple[dict, dict[str, tuple[str, str]]]:
+def gather(records: list[tuple[Path, Record]], name: str, platforms: tuple[str, ...], context_hash: str,
+           host: str) -> tuple[Record, dict[str, tuple[str, str]]]:
     """(the gathered record, platform -> (pushed ref, digest) in `host`). Refuses, naming every
     platform and why, unless each listed platform was built from this context, smoke-tested and pushed.
     `context_hash` is the hash, or a function giving it for a record: a platform built FROM a mirror
     of the base (its record's `base_image`, e.g. an arm64 base bootstrapped here) renders another
     FROM line, so its context is the release rendered FROM that mirror."""
-    by_platform: dict[str, tuple[Path, dict]] = {}
+    by_platform: dict[str, tuple[Path, Record]] = {}
     for path, record in records:
-        if record.get("release") != name:
-            raise UserError(f"{path}: a record of release {record.get('release')!r}, not {name}")
-        if record["platform"] in by_platform:
-            raise UserError(f"{path}: a second record for {record['platform']} "
-                            f"(the first is {by_platform[record['platform']][0]})")
-        by_platform[record["platform"]] = (path, record)
+        if record.build.release != name:
+            raise UserError(f"{path}: a record of release {record.build.release!r}, not {name}")
+        if record.build.platform in by_platform:
+            raise UserError(f"{path}: a second record for {record.build.platform} "
+                            f"(the first is {by_platform[record.build.platform][0]})")
+        by_platform[record.build.platform] = (path, record)
     problems, pushed = [], {}
     for platform in platforms:
         if platform not in by_platform:
@@ -129,15 +116,15 @@ def gather(records: list[tuple[Path, dict]], name: str, platforms: tuple[str, ..
             continue
         path, record = by_platform[platform]
         expected = context_hash(record) if callable(context_hash) else context_hash
-        if record.get("context_sha256") != expected:
-            problems.append(f"{platform}: {path} is of context {str(record.get('context_sha256'))[:12]}, "
+        if record.build.context_sha256 != expected:
+            problems.append(f"{platform}: {path} is of context {str(record.build.context_sha256)[:12]}, "
                             f"not {expected[:12]}")
             continue
-        why = smoke_failure(record.get("smoke"), record["image_id"])
+        why = smoke_failure(record.smoke, record.build.image_id)
         if why:
-            problems.append(f"{platform}: its image {record['image_id'][:19]} {why}")
+            problems.append(f"{platform}: its image {record.build.image_id[:19]} {why}")
             continue
-        refs = sorted(ref for ref, entry in (record.get("pushed") or {}).items() if entry.get("registry") == host)
+        refs = sorted(ref for ref, entry in record.pushed.items() if entry.registry == host)
         if not refs:
             problems.append(f"{platform}: nothing pushed to {host}")
             continue
@@ -146,20 +133,15 @@ def gather(records: list[tuple[Path, dict]], name: str, platforms: tuple[str, ..
         except ReferenceProblem as exc:
             problems.append(f"{platform}: {path}: a pushed reference is no image reference ({exc})")
             continue
-        pushed[platform] = (refs[-1], record["pushed"][refs[-1]]["digest"])
+        pushed[platform] = (refs[-1], record.pushed[refs[-1]].digest)
     if problems:
         raise PlatformMissing(f"{name} lists {', '.join(platforms)}; cannot publish: " + "; ".join(problems)
                               + ". Nothing was written.")
     first = by_platform[platforms[0]][1]
-    gathered = {**first, "platforms": {
-        platform: {
-            "image_id": record["image_id"],
-            "context_sha256": record["context_sha256"],
-            "tags": record.get("tags", []),
-            "pushed": record.get("pushed", {}),
-            "smoke": record["smoke"],
-            "record": str(path),
-        }
+    gathered = replace(first, platforms={
+        platform: PlatformBuild.of(image_id=record.build.image_id, context_sha256=record.build.context_sha256,
+                                   tags=record.build.tags or [], pushed=record.pushed, smoke=record.smoke,
+                                   record=str(path))
         for platform, (path, record) in sorted(by_platform.items()) if platform in platforms
-    }}
+    })
     return gathered, pushed

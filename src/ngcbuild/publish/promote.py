@@ -19,13 +19,26 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 from ngcbuild.core.errors import OperationError, RecordDamaged, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.registry.client import Registry, base_url, credentials
-from ngcbuild.workspace.record import read_record, record_path, utc_timestamp, write_record
+from ngcbuild.workspace.record import Record, read_record, record_path, write_record
+from ngcbuild.workspace.sections import (
+    FAILED,
+    NOT_RUN,
+    PASSED,
+    Promoted,
+    PromotedAttestation,
+    Published,
+    Pushed,
+    SmokeRun,
+    smoke_verdict,
+    utc_timestamp,
+)
 
 COPY_TIMEOUT_S = 3600
 
@@ -34,53 +47,53 @@ class PromoteRefused(OperationError):
     pass
 
 
-def source_entry(record: dict, ref: str) -> tuple[dict, set[str]] | None:
+def source_entry(record: Record, ref: str) -> tuple[Published | Pushed, set[str]] | None:
     """What the record says was put at `ref` (a published list first, else a pushed tag), and the
     ids of the images it holds."""
-    published = (record.get("published") or {}).get(ref)
+    published = record.published.get(ref)
     if published:
-        images = {record["platforms"][p]["image_id"] for p in published["platforms"]}
+        images = {record.platforms[p].image_id for p in published.platforms}
         return published, images
-    pushed = (record.get("pushed") or {}).get(ref)
+    pushed = record.pushed.get(ref)
     if pushed:
-        return pushed, {record["image_id"]}
+        return pushed, {record.build.image_id}
     return None
 
 
-def check_smoke(record: dict, name: str, images: set[str]) -> dict:
+def check_smoke(record: Record, name: str, images: set[str]) -> SmokeRun:
     """The passing smoke record of one of `images`, or PromoteRefused saying why there is none."""
-    smoke = record.get("smoke")
-    if not smoke:
+    smoke = record.smoke
+    verdict = smoke_verdict(smoke, images)
+    if verdict == NOT_RUN:
         raise PromoteRefused(f"{name} has no smoke record; run `invoke smoke --release {name}` before promoting")
-    failed = smoke.get("failed", 1) + smoke.get("errors", 1)
-    if failed or smoke.get("exit_code") != 0:
-        raise PromoteRefused(f"the smoke suite of {name} failed ({smoke.get('failed')} failed, "
-                             f"{smoke.get('errors')} errors, exit {smoke.get('exit_code')}); not promoting")
-    if smoke.get("image_id") not in images:
-        raise PromoteRefused(f"the smoke record of {name} is for image {str(smoke.get('image_id'))[:19]}, not for "
+    if verdict == FAILED:
+        raise PromoteRefused(f"the smoke suite of {name} failed ({smoke.counts()}); not promoting")
+    if verdict != PASSED:
+        raise PromoteRefused(f"the smoke record of {name} is for image {str(smoke.image_id)[:19]}, not for "
                              "the image being promoted; run `invoke smoke` on it first")
     return smoke
 
 
-def check_every_platform(record: dict, name: str, published: dict) -> dict:
+def check_every_platform(record: Record, name: str, published: Published) -> SmokeRun:
     """A multi-arch list is promoted only when every platform's image passed its own smoke run: the
     list gathered from the platform jobs carries one smoke record per platform; a list published from
     one machine has the record's one smoke run, which proves its own platform only."""
     from ngcbuild.publish.platform_records import smoke_failure
 
     passed = None
-    for platform in published["platforms"]:
-        entry = record["platforms"][platform]
-        why = smoke_failure(entry.get("smoke", record.get("smoke")), entry["image_id"])
+    for platform in published.platforms:
+        entry = record.platforms[platform]
+        smoke = entry.own_smoke(record.smoke)
+        why = smoke_failure(smoke, entry.image_id)
         if why:
-            raise PromoteRefused(f"{name} ({platform}): the image {entry['image_id'][:19]} {why}; not promoting "
+            raise PromoteRefused(f"{name} ({platform}): the image {str(entry.image_id)[:19]} {why}; not promoting "
                                  f"(run `invoke smoke --release {name}` on a {platform} runner)")
-        passed = entry.get("smoke", record.get("smoke"))
+        passed = smoke
     return passed
 
 
 def promote_release(project: Project, name: str, source: str, target: str, trusted_options=None,
-                    out=sys.stdout) -> dict:
+                    out=sys.stdout) -> Promoted:
     from ngcbuild.supply import attachments
     from ngcbuild.supply.attest import subjects_of, trusted_keys, verify_image
 
@@ -94,15 +107,16 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
     repository, tag = release.image.repository, release.tag
     try:
         found = source_entry(record, f"{source}/{repository}:{tag}")
-    except (KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError):  # a platform of the list that the record does not hold
         raise RecordDamaged(record_path(directory), "published",
                             "does not say which images the published list holds; rebuild and publish again") from None
     if found is None:
         raise PromoteRefused(f"{source}/{repository}:{tag} is not in the record of {name}: push or publish it "
                              f"there first (`invoke push --release {name} --registry {source}`)")
     entry, images = found
-    smoke = check_every_platform(record, name, entry) if "platforms" in entry else check_smoke(record, name, images)
-    digest = entry["digest"]
+    smoke = check_every_platform(record, name, entry) if isinstance(entry, Published) \
+        else check_smoke(record, name, images)
+    digest = entry.digest
     source_registry = Registry(source)
     manifest = source_registry.manifest(repository, digest)
     if manifest is None:
@@ -113,7 +127,7 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
                       for v in verified), file=out, flush=True)
 
     print(f"promoting {source}/{repository}@{digest} to {target}/{repository}:{tag} "
-          f"(smoke passed {smoke.get('at')}: {smoke.get('passed')} passed)", file=out, flush=True)
+          f"(smoke passed {smoke.at}: {smoke.passed} passed)", file=out, flush=True)
     started = time.monotonic()
     copy(f"{source}/{repository}@{digest}", f"{target}/{repository}:{tag}", source, target, credentials())
     target_registry = Registry(target, credentials())
@@ -122,10 +136,10 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
         raise OperationError(f"{target}/{repository}:{tag} serves {served} after the copy, expected {digest}")
     for checked in verified:
         attachments.copy(target_registry, repository, checked.digest, checked.found)
-    result = {"digest": digest, "from": source, "at": utc_timestamp(),
-              "attestations": {v.digest: {"key_id": v.key.key_id, "attached": sorted(v.found)} for v in verified}}
-    record.setdefault("promoted", {})[f"{target}/{repository}:{tag}"] = result
-    write_record(directory, record)
+    result = Promoted.of(digest=digest, source=source, at=utc_timestamp(),
+                         attestations={v.digest: PromotedAttestation.of(key_id=v.key.key_id, attached=sorted(v.found))
+                                       for v in verified})
+    write_record(directory, replace(record, promoted={**record.promoted, f"{target}/{repository}:{tag}": result}))
     print(f"promoted {target}/{repository}:{tag}@{digest} in {time.monotonic() - started:.1f}s "
           "(digest verified on the target; attestations copied)", file=out, flush=True)
     return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 import docker
 import requests
@@ -20,7 +21,8 @@ from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
 from ngcbuild.engine.transfer import TransferProgress
 from ngcbuild.registry.client import credentials
-from ngcbuild.workspace.record import read_record, record_path, require, utc_timestamp, write_record
+from ngcbuild.workspace.record import read_record, record_path, require, write_record
+from ngcbuild.workspace.sections import BuildRecord, Pushed, utc_timestamp
 
 # ATTEMPTS and BACKOFF_S: the one schedule of retries (core/http.py)
 TRANSIENT = ("connection refused", "connection reset", "i/o timeout", "timeout", "eof", "502", "503", "504",
@@ -42,9 +44,9 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
     release = load_release(project, name).release
     directory = project.out(name)
     record = read_record(directory)
-    image_id = require(record, directory, "image_id", str, "the id of the built image")
-    tags = sorted({record_tag(ref, directory) for ref in require(record, directory, "tags", list,
-                                                                 "a list of image references")})
+    image_id = require(record.build.image_id, directory, "image_id", "the id of the built image")
+    known = require(record.build.tags, directory, "tags", "a list of image references")
+    tags = sorted({record_tag(ref, directory) for ref in known})
     client = connect()
     try:
         client.inspect_image(image_id)
@@ -63,13 +65,13 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
             if served != stream.digest:
                 raise PushFailed(f"{ref}: the push reported {stream.digest} but the registry serves {served}; "
                                  "the local image is kept, nothing was recorded")
-            pushed[ref] = {"digest": stream.digest, "size": stream.size, "registry": host,
-                           "at": utc_timestamp()}
+            pushed[ref] = Pushed.of(digest=stream.digest, size=stream.size, registry=host, at=utc_timestamp())
             print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
-    record.setdefault("pushed", {}).update(pushed)
-    record["tags"] = sorted(set(record["tags"]) | set(pushed))
+    record = replace(record, pushed={**record.pushed, **pushed},
+                     build=replace(record.build, tags=sorted(set(known) | set(pushed))))
     if cache:
-        record["cache_pushed"] = push_cache_images(client, host, ImageNames.of(release), record, auth, out, sleep)
+        record = replace(record, cache_pushed=push_cache_images(client, host, ImageNames.of(release), record.build,
+                                                                auth, out, sleep))
     write_record(directory, record)
     return pushed
 
@@ -123,23 +125,22 @@ def push_layer_cache(project: Project, names: ImageNames, host: str, out=sys.std
     host = registry_host(host, "--cache-to")
     directory = project.out(names.release)
     record = read_record(directory)
-    pushed = push_cache_images(connect(), host, names, record, credentials(), out)
-    record["cache_pushed"] = pushed
-    write_record(directory, record)
+    pushed = push_cache_images(connect(), host, names, record.build, credentials(), out)
+    write_record(directory, replace(record, cache_pushed=pushed))
     return pushed
 
 
-def push_cache_images(client, host: str, names: ImageNames, record: dict, auth, out, sleep=time.sleep) -> dict:
+def push_cache_images(client, host: str, names: ImageNames, build: BuildRecord, auth, out, sleep=time.sleep) -> dict:
     """Every stage image of the build under its cache tag (layer_cache.py); ref -> digest."""
     from ngcbuild.engine.layer_cache import tag_stages
 
-    stages = record.get("stages") or {}
+    stages = build.stages
     if not stages:
         print(f"no stage images recorded for {names.release} (its image was reused, not built here); "
               "no cache pushed (`invoke build --force` builds and records them)", file=out, flush=True)
         return {}
     pushed = {}
-    for ref in tag_stages(client, host, names, record["platform"], stages):
+    for ref in tag_stages(client, host, names, build.platform, stages):
         parsed = ImageRef.parse(ref)
         print(f"pushing cache image {ref}", file=out, flush=True)
         pushed[ref] = push_with_retries(client, parsed.repository, parsed.tag, auth, out, sleep).digest

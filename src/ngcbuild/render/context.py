@@ -23,7 +23,9 @@ from ngcbuild.manifest.fields import TaggedImage
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.render.plan import ImagePlan, plan_image
 from ngcbuild.render.stamp import release_inputs, write_stamp
-from ngcbuild.workspace.atomic_dir import release_lock, replace_dir
+from ngcbuild.workspace.atomic_dir import replace_dir
+from ngcbuild.workspace.locks import release_lock
+from ngcbuild.workspace.release_dir import DOCKERFILE, EXPECTED
 
 _BASE_ADAPTER = TypeAdapter(TaggedImage)
 
@@ -92,12 +94,12 @@ def render_files(project: Project, loaded: LoadedRelease, base: str | None = Non
     context = {"release": release, "plan": plan, "inputs": DEFAULT_INPUTS}
 
     files = {
-        "Dockerfile": _render(env, "Dockerfile.j2", context),
+        DOCKERFILE: _render(env, "Dockerfile.j2", context),
         "constraints.txt": loaded.constraints.text(),
         f"{INPUTS_DIR}/pip.conf": _render(env, "pip.conf.j2", context),
         f"{INPUTS_DIR}/wheels/README": "Wheels from --wheelhouse are added here by `invoke build`.\n",
         f"{ENTRYPOINT_DIR}/nvidia_entrypoint.sh": _render(env, "entrypoint/nvidia_entrypoint.sh", context),
-        "expected.json": json.dumps(plan.expected(), indent=2, sort_keys=True) + "\n",
+        EXPECTED: json.dumps(plan.expected(), indent=2, sort_keys=True) + "\n",
     }
     for name, text in plan.workspace_files.items():
         files[f"{WORKSPACE_DIR}/{name}"] = text

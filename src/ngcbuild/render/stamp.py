@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ngcbuild.core.errors import NgcbuildError, shown_path
-from ngcbuild.core.files import nesting, read_text
+from ngcbuild.core.files import nesting, read_bytes, read_text
 from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
@@ -58,16 +58,25 @@ def is_shared_input(project: Project, path: Path) -> bool:
                for folder, pattern in shared_inputs(project))
 
 
+def input_files(project: Project, files: list[Path], shared: tuple[tuple[Path, str], ...]) -> list[tuple[Path, str]]:
+    """Each input of a render with its sha256, in a stable order: `files` (the release's own: its
+    manifest chain and constraints) as given, then every file of the `shared` folders matching their
+    pattern, sorted. The one reading of a render's inputs, for the stamp and for the provenance's
+    materials: through core/files (a regular file inside the project, or inside its shared folder when
+    that lies outside it as an installed ngcbuild's code does; at most MAX_INPUT_BYTES; never a FIFO)."""
+    found = [(path, project.root) for path in files]
+    for folder, pattern in shared:
+        within = project.root if folder.is_relative_to(project.root) else folder
+        found += [(path, within) for path in sorted(folder.rglob(pattern)) if path.is_file()]
+    return [(path, hashlib.sha256(read_bytes(path, MAX_INPUT_BYTES, "an input of the render", "no such file",
+                                             within=within)).hexdigest()) for path, within in found]
+
+
 def inputs_digest(project: Project, files: list[str], base: str | None) -> str:
     """sha256 over the named project files, the shared inputs (templates, ngcbuild's code) and --base-image."""
     digest = hashlib.sha256(json.dumps({"base": base, "files": files}).encode())
-    paths = [project.root / rel for rel in files]
-    for folder, pattern in shared_inputs(project):
-        paths += sorted(p for p in folder.rglob(pattern) if p.is_file())
-    for path in paths:
-        if path.stat().st_size > MAX_INPUT_BYTES:
-            raise ValueError(f"{path}: too large to be an input")
-        digest.update(str(path).encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    for path, sha256 in input_files(project, [project.root / rel for rel in files], shared_inputs(project)):
+        digest.update(str(path).encode() + b"\0" + bytes.fromhex(sha256))
     return digest.hexdigest()
 
 
@@ -101,8 +110,8 @@ def current_stamp(project: Project, name: str, base: str | None, out=None) -> St
     try:
         if data["inputs_sha256"] != inputs_digest(project, data["inputs"], base):
             return None
-    except (OSError, ValueError):
-        return None  # an input is gone or changed kind: the full path decides
+    except (OSError, NgcbuildError):
+        return None  # an input is gone, too large or changed kind: the full path decides
     return Stamp(data["context_sha256"], data["names"])
 
 

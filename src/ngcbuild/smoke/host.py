@@ -17,12 +17,11 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from ngcbuild.core.errors import SmokeFailed, UserError
-from ngcbuild.core.outputs import write_file
 from ngcbuild.smoke.checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
 from ngcbuild.smoke.perf import perf_report, read_measured, render_perf, write_report
 from ngcbuild.smoke.staging import stage_pytest
 from ngcbuild.smoke.summary import render_table, rows_from_junit
-from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED
+from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
 
 CHECKS_DIR = Path(__file__).parent / "checks"
 HOST_DIR = "host"  # build/host/: expected.json, smoke-junit.xml, perf.json of the last host run
@@ -136,14 +135,14 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
     """Run the checks with `python` (default: this interpreter); results into build_dir/host/."""
     python = python or sys.executable
     directory = build_dir / HOST_DIR
-    write_file(directory / EXPECTED, expected_json, within=build_dir)
+    ReleaseDir.of(directory).write(EXPECTED, expected_json)
     print(f"smoke (host): {release} expectations, checks run by {python}"
           f"{'; --require-gpu: skips fail' if require_gpu else ''}{'; with --perf' if perf else ''}",
           file=out, flush=True)
     with tempfile.TemporaryDirectory(prefix="ngcbuild-host-smoke-") as tmp:
         tmp = Path(tmp)
         (tmp / "expect").mkdir()
-        (tmp / "expect" / "expected.json").write_bytes(expected_json)
+        (tmp / "expect" / EXPECTED).write_bytes(expected_json)
         (tmp / "out").mkdir()
         stage_pytest(tmp / "pytest", interpreter_version(python), build_dir)
         command = [python, str(CHECKS_DIR / "run_checks.py"), str(CHECKS_DIR),
@@ -153,7 +152,7 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
         junit = tmp / "out" / JUNIT
         if not junit.is_file():
             raise SmokeFailed(f"host smoke wrote no JUnit report (exit {exit_code})")
-        write_file(directory / JUNIT, junit.read_bytes(), within=build_dir)
+        ReleaseDir.of(directory).write(JUNIT, junit.read_bytes())
         measured = read_measured(tmp / "out" / PERF_MEASURED) if perf else None
     rows = rows_from_junit(directory / JUNIT)
     print(render_table(rows), file=out, end="", flush=True)

@@ -6,7 +6,9 @@ check than the catalogue names, or with a message that does not name the defect.
 
 Every image a run builds carries the label io.ngcbuild.mutant=<run id> from its second instruction on
 (intermediate layers included) and is removed when the run ends, however it ends.
-Results: build/R/mutants.json and R's section of RELIABILITY.md."""
+Results: build/R/mutants.json and build/R/mutants.md (the table, between markers). Nothing is written
+outside build/R/: a checkout of ngcbuild copies the table into its RELIABILITY.md with `invoke
+reliability` (dev/reliability.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from pathlib import Path
 import docker
 
 from ngcbuild.core.errors import SmokeFailed, UserError
-from ngcbuild.core.outputs import printer, write_file
+from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import BuildStream
@@ -34,11 +36,11 @@ from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.smoke import mutants
 from ngcbuild.smoke.runner import MOUNT, gpu_visible, run_suite
-from ngcbuild.workspace.atomic_dir import release_lock
-from ngcbuild.workspace.record import read_record, require, utc_timestamp
-from ngcbuild.workspace.release_dir import MUTANTS, ReleaseDir
+from ngcbuild.workspace.locks import release_lock
+from ngcbuild.workspace.record import read_record, require
+from ngcbuild.workspace.release_dir import EXPECTED, MUTANTS, MUTANTS_REPORT, ReleaseDir
+from ngcbuild.workspace.sections import utc_timestamp
 
-RELIABILITY = "RELIABILITY.md"
 BUILD_TIMEOUT_S = 600
 # With -x the suite stops at the first failure: that check is the killer, and a mutant costs only the
 # checks up to it. Without a GPU the GPU checks can only skip: they are left out of the run.
@@ -67,13 +69,13 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
     loaded = load_release(project, name)
     directory = project.out(name)
     record = read_record(directory) if image is None else None
-    base = record.get("base_image") if record else None
+    base = record.build.base_image if record else None
     rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
-    ref = image or require(record, directory, "image_id", str, "the id of the built image")
-    if record and record.get("context_sha256") != rendered.context_hash:
+    ref = image or require(record.build.image_id, directory, "image_id", "the id of the built image")
+    if record and record.build.context_sha256 != rendered.context_hash:
         say(f"warning: {ref[:19]} was built from another context than the manifest renders now; "
             "rebuild to plant defects in the current image")
-    expected = json.loads(rendered.files["expected.json"])
+    expected = json.loads(rendered.files[EXPECTED])
     facts = mutants.facts_of(mutants.Release(expected, library_distributions(loaded, Catalog.load(project))))
     every = mutants.load_catalogue()
     chosen = [m for m in every if m.applies(facts)]
@@ -118,8 +120,8 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
               "not_applicable": sorted(m.id for m in every if not m.applies(facts))}
     with release_lock(directory):
         path = ReleaseDir.of(directory).write(MUTANTS, json.dumps(result, indent=2, sort_keys=True) + "\n")
-    reliability = write_section(project.root / RELIABILITY, name, result)
-    say(f"mutate: {result['killed']}/{result['total']} killed in {seconds}s; {path}; section in {reliability}")
+        table = ReleaseDir.of(directory).write(MUTANTS_REPORT, section(name, result))
+    say(f"mutate: {result['killed']}/{result['total']} killed in {seconds}s; {path}; table in {table}")
     survivors = [o.id for o in outcomes if not o.killed]
     wrong = [o.id for o in outcomes if o.killed and not o.as_expected]
     if survivors or wrong:
@@ -213,7 +215,8 @@ def _first_line(text: str) -> str:
 
 
 def section(name: str, result: dict) -> str:
-    """R's section of RELIABILITY.md, between its own markers (nothing else of the file is touched)."""
+    """R's table (build/R/mutants.md), between its own markers: the section of it that a checkout's
+    RELIABILITY.md holds."""
     begin, end = markers(name)
     total, killed = result["total"], result["killed"]
     lines = [begin, f"## Planted defects in `{name}`", "",
@@ -236,16 +239,6 @@ def section(name: str, result: dict) -> str:
 
 def markers(name: str) -> tuple[str, str]:
     return f"<!-- mutants:{name}:begin -->", f"<!-- mutants:{name}:end -->"
-
-
-def write_section(path: Path, name: str, result: dict) -> Path:
-    """Replace R's section of RELIABILITY.md (or add it at the end), whole file written atomically."""
-    begin, end = markers(name)
-    text = path.read_text(encoding="utf-8") if path.is_file() else "# Reliability and security figures\n"
-    new = section(name, result)
-    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.S)
-    text = pattern.sub(lambda _: new, text, count=1) if pattern.search(text) else text.rstrip("\n") + "\n\n" + new
-    return write_file(path, text, within=path.parent)
 
 
 def _cell(text: str) -> str:

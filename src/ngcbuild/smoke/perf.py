@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from ngcbuild.smoke.perf_reference import fraction_of_reference, reference_for
-from ngcbuild.workspace.record import utc_timestamp
 from ngcbuild.workspace.release_dir import PERF, ReleaseDir
+from ngcbuild.workspace.sections import utc_timestamp
 
 DEFAULT_THRESHOLD = 0.05  # GEMM and copy figures repeat within ~1-2 % on an idle GPU
 

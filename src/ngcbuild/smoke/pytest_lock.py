@@ -26,6 +26,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from ngcbuild.core.errors import UserError
+from ngcbuild.core.outputs import write_file
 
 LOCKS_DIR = Path(__file__).parent / "locks"
 ROOTS = ("pytest",)
@@ -148,13 +149,11 @@ def _download(version: str, requirements: list[str], dest: Path) -> list[Path]:
 
 def write_lock(version: str, pins: list[Pin]) -> Path:
     path = lock_path(version)
-    path.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"# pytest and its dependencies for Python {python_minor(version)}, pure-Python wheels, resolved for",
              f"# that Python: `python -m ngcbuild.smoke.pytest_lock {python_minor(version)}`. Staged read-only",
              "# beside the smoke checks; nothing is installed into the image.",
              *(f"{p.name}=={p.version} " + " ".join(f"--hash=sha256:{h}" for h in p.sha256) for p in pins)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_file(path, "\n".join(lines) + "\n", within=LOCKS_DIR)
 
 
 def main(argv=None) -> int:

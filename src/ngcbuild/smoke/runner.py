@@ -13,6 +13,7 @@ import resource
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import docker
@@ -34,8 +35,9 @@ from ngcbuild.smoke.perf import (
 )
 from ngcbuild.smoke.staging import stage_pytest
 from ngcbuild.smoke.summary import render_table, rows_from_junit
-from ngcbuild.workspace.record import read_record, record_path, require, utc_timestamp, write_record
-from ngcbuild.workspace.release_dir import JUNIT, PERF_MEASURED, ReleaseDir
+from ngcbuild.workspace.record import read_record, record_path, require, write_record
+from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
+from ngcbuild.workspace.sections import SmokeRun, utc_timestamp
 
 CHECKS_DIR = Path(__file__).parent / "checks"
 MOUNT = "/opt/ngcbuild"
@@ -46,15 +48,15 @@ NGC_RUN_FLAGS = {"shm_size": "1g", "memlock": -1, "stack": 67108864}
 
 def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str | None = None,
               perf: bool = False, baseline: str | None = None, threshold: float = DEFAULT_THRESHOLD,
-              out=sys.stdout) -> dict:
+              out=sys.stdout) -> SmokeRun:
     loaded = load_release(project, name)
     record = read_record(project.out(name)) if image is None else None
     # A build from a mirror (--base-image) expects that base in its labels; the record says which it was.
-    base = record.get("base_image") if record else None
+    base = record.build.base_image if record else None
     rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
     directory = rendered.directory
-    ref = image or require(record, project.out(name), "image_id", str, "the id of the built image")
-    if record and record.get("context_sha256") != rendered.context_hash:
+    ref = image or require(record.build.image_id, project.out(name), "image_id", "the id of the built image")
+    if record and record.build.context_sha256 != rendered.context_hash:
         print(f"warning: {ref[:19]} was built from another context than the manifest renders now; "
               f"rebuild to test the current manifest", file=out, flush=True)
     client = connect()
@@ -69,7 +71,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
 
     with tempfile.TemporaryDirectory(prefix="ngcbuild-smoke-") as tmp:
         tmp = Path(tmp)
-        stage_suite(tmp, rendered.files["expected.json"], config, loaded.release.python.version, project.build)
+        stage_suite(tmp, rendered.files[EXPECTED], config, loaded.release.python.version, project.build)
         args = suite_args(require_gpu=require_gpu, perf=perf)
         exit_code = _run_container(client, ref, tmp, gpu, args, out)
         junit = tmp / "out" / JUNIT
@@ -80,23 +82,21 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
         measured = read_measured(tmp / "out" / PERF_MEASURED) if perf else None
     counts = junit_counts(directory / JUNIT)
     image_id = client.inspect_image(ref)["Id"]
-    result = {**counts, "image_id": image_id, "require_gpu": require_gpu,
-              "gpu_visible": gpu, "exit_code": exit_code, "junit": str(directory / JUNIT),
-              "at": utc_timestamp()}
+    result = SmokeRun.of(**counts, image_id=image_id, require_gpu=require_gpu, gpu_visible=gpu, exit_code=exit_code,
+                         junit=str(directory / JUNIT), at=utc_timestamp())
     print(render_table(rows_from_junit(directory / JUNIT)), file=out, end="", flush=True)
     regressed = []
     if perf:
         report = perf_report(name, image_id, measured)
         if baseline_ref:
-            other = _baseline_perf(client, baseline_ref, rendered.files["expected.json"], gpu, project.build, out)
+            other = _baseline_perf(client, baseline_ref, rendered.files[EXPECTED], gpu, project.build, out)
             report = with_baseline(report, perf_report(baseline, client.inspect_image(baseline_ref)["Id"], other),
                                    baseline_ref, threshold)
             regressed = report["baseline"]["regressions"]
-        result["perf"] = str(write_report(directory, report))
+        result = replace(result, perf=str(write_report(directory, report)))
         print(render_perf(report), file=out, end="", flush=True)
     if record is not None:
-        record["smoke"] = result
-        write_record(directory, record)
+        write_record(directory, replace(record, smoke=result))
     summary = ", ".join(f"{counts[k]} {k}" for k in ("passed", "failed", "errors", "skipped"))
     print(f"smoke: {summary}; JUnit: {directory / JUNIT}", file=out, flush=True)
     if exit_code != 0:
@@ -133,7 +133,7 @@ def _baseline_ref(project: Project, other: str) -> str:
     """--baseline names a release built here (its record gives the image) or an image reference."""
     path = record_path(project.out(other)) if "/" not in other and ":" not in other else None
     if path is not None and path.is_file():
-        return require(read_record(project.out(other)), project.out(other), "image_id", str,
+        return require(read_record(project.out(other)).build.image_id, project.out(other), "image_id",
                        "the id of the built image")
     return other
 
@@ -142,7 +142,7 @@ def stage_suite(tmp: Path, expected_json: bytes, config: dict, python: str, buil
     """What the container mounts beside the checks: expectations, the image's config, the locked
     pytest of the image's Python (`python`, MAJOR.MINOR) and a writable folder for the results."""
     (tmp / "expect").mkdir()
-    (tmp / "expect" / "expected.json").write_bytes(expected_json)
+    (tmp / "expect" / EXPECTED).write_bytes(expected_json)
     (tmp / "expect" / "image.json").write_text(json.dumps(config, indent=2))
     stage_pytest(tmp / "pytest", python, build_dir)
     (tmp / "out").mkdir()

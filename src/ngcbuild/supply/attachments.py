@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ngcbuild.registry.client import OCI_INDEX, OCI_MANIFEST, BlobMismatch, Manifest, Registry, digest_of
 from ngcbuild.supply.signing import AttestationRejected
+from ngcbuild.workspace.release_dir import AUDIT, SBOM
 
 EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"
@@ -29,8 +30,8 @@ PREDICATE_ANNOTATION = "in-toto.io/predicate-type"
 # kind -> (artifactType and layer media type, file name)
 KINDS = {
     "provenance": ("application/vnd.dsse.envelope.v1+json", "provenance.intoto.dsse.json"),
-    "sbom": ("application/vnd.cyclonedx+json", "sbom.cdx.json"),
-    "audit": ("application/vnd.ngcbuild.audit.v1+json", "audit.json"),
+    "sbom": ("application/vnd.cyclonedx+json", SBOM),
+    "audit": ("application/vnd.ngcbuild.audit.v1+json", AUDIT),
 }
 MAX_MANIFEST = 1 << 20
 MAX_DOCUMENT = 64 << 20  # an SBOM of a CUDA image is a few MB

@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ngcbuild.core.errors import OperationError, RecordDamaged, UserError
+from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.files import exists, read_text
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
@@ -30,8 +30,9 @@ from ngcbuild.supply.signing import (
     sign,
     signing_key_path,
 )
-from ngcbuild.workspace.record import read_record, record_path, utc_timestamp, write_record
+from ngcbuild.workspace.record import Record, read_record, write_record
 from ngcbuild.workspace.release_dir import AUDIT, SBOM
+from ngcbuild.workspace.sections import AttachedDocument, Attested, utc_timestamp
 
 MAX_JSON_NESTING = 64
 
@@ -44,19 +45,16 @@ class Verified:
     found: dict  # kind -> attachments.Attachment
 
 
-def pushed_digests(record: dict, host: str, directory: Path) -> dict[str, list[str]]:
+def pushed_digests(record: Record, host: str) -> dict[str, list[str]]:
     """digest -> the references of it that R pushed to `host` (its tags share one manifest)."""
     found: dict[str, list[str]] = {}
-    pushed = record.get("pushed") or {}
-    if not isinstance(pushed, dict):
-        raise RecordDamaged(record_path(directory), "pushed", "expected an object of pushed references")
-    for ref, entry in sorted(pushed.items()):
-        if ref.startswith(f"{host}/") and isinstance(entry, dict) and isinstance(entry.get("digest"), str):
-            found.setdefault(entry["digest"], []).append(ref)
+    for ref, entry in sorted(record.pushed.items()):
+        if ref.startswith(f"{host}/") and entry.digest is not None:
+            found.setdefault(entry.digest, []).append(ref)
     return found
 
 
-def rendered_from_current_files(project: Project, loaded, record: dict) -> None:
+def rendered_from_current_files(project: Project, loaded, record: Record) -> None:
     """The statement lists the files as they are now: only true when they render to exactly the
     context the image was built from. The render stamp says so at once when nothing changed since
     the render; otherwise the release is rendered in memory (nothing written) and its context hash
@@ -64,12 +62,12 @@ def rendered_from_current_files(project: Project, loaded, record: dict) -> None:
     from ngcbuild.render.context import render_files
     from ngcbuild.render.stamp import current_stamp
 
-    name, built = loaded.release.release, record.get("context_sha256")
-    for base in (None, record.get("base_image")):
+    name, built = loaded.release.release, record.build.context_sha256
+    for base in (None, record.build.base_image):
         stamp = current_stamp(project, name, base)
         if stamp is not None and stamp.context_hash == built:
             return
-    for base in (None, record.get("base_image")):
+    for base in (None, record.build.base_image):
         if render_files(project, loaded, base=base).context_hash == built:
             return
     raise UserError(f"the files of {name} (manifest chain, constraints, image templates) changed since its image "
@@ -81,32 +79,31 @@ def read_document(project: Project, path: Path, what: str) -> bytes:
     return read_text(path, attachments.MAX_DOCUMENT, what, f"no {what}", within=project.root).encode("utf-8")
 
 
-def documents_of(project: Project, name: str, record: dict) -> list[tuple[str, bytes, str]]:
+def documents_of(project: Project, name: str, record: Record) -> list[tuple[str, bytes, str]]:
     """(kind, bytes, file name) of the documents to attach beside the provenance: the SBOM (which must
     be the one recorded, of this image) and the audit report, when each exists."""
     directory = project.out(name)
     found = []
     if exists(directory / SBOM):
         data = read_document(project, directory / SBOM, "a CycloneDX SBOM")
-        sbom = record.get("sbom") or {}
-        if sbom.get("sha256") != hashlib.sha256(data).hexdigest() or sbom.get("image_id") != record.get("image_id"):
+        sbom = record.sbom
+        if sbom is None or sbom.sha256 != hashlib.sha256(data).hexdigest() or sbom.image_id != record.build.image_id:
             raise OperationError(f"{SBOM} of {name} is not the SBOM recorded for its image; run `invoke sbom "
                                  f"--release {name}` again")
         found.append(("sbom", data, SBOM))
     if exists(directory / AUDIT):
         data = read_document(project, directory / AUDIT, "an audit report (JSON)")
-        audit = record.get("audit") or {}
+        audit, sbom_sha256 = record.audit, record.sbom.sha256 if record.sbom is not None else None
         # the report recorded for this image's SBOM, as for the SBOM itself: a report left from an
         # earlier image must not be signed as this one's
-        if (audit.get("sha256") != hashlib.sha256(data).hexdigest()
-                or audit.get("sbom_sha256") != (record.get("sbom") or {}).get("sha256")):
+        if audit is None or audit.sha256 != hashlib.sha256(data).hexdigest() or audit.sbom_sha256 != sbom_sha256:
             raise OperationError(f"{AUDIT} of {name} is not the audit report recorded for its image's SBOM; run "
                                  f"`invoke audit --release {name}` again")
         found.append(("audit", data, AUDIT))
     return found
 
 
-def attest_release(project: Project, name: str, host: str, key: str | None, out=sys.stdout) -> dict:
+def attest_release(project: Project, name: str, host: str, key: str | None, out=sys.stdout) -> dict[str, Attested]:
     from ngcbuild.engine.image_build import git_revision
     from ngcbuild.manifest.loader import load_release
 
@@ -116,14 +113,14 @@ def attest_release(project: Project, name: str, host: str, key: str | None, out=
     repository = loaded.release.image.repository
     directory = project.out(name)
     record = read_record(directory)
-    digests = pushed_digests(record, host, directory)
+    digests = pushed_digests(record, host)
     if not digests:
         raise UserError(f"nothing of {name} was pushed to {host}; push it first (`invoke push --release {name} "
                         f"--registry {host}`)")
     rendered_from_current_files(project, loaded, record)
     documents = documents_of(project, name, record)
     files = provenance.materials(project, loaded)
-    base = provenance.base_image(record.get("base_image") or loaded.release.base.image)
+    base = provenance.base_image(record.build.base_image or loaded.release.base.image)
     registry = Registry(host, credentials())
     byproducts = [{"name": file_name, "digest": {"sha256": hashlib.sha256(data).hexdigest()},
                    "mediaType": attachments.KINDS[kind][0]} for kind, data, file_name in documents]
@@ -142,17 +139,17 @@ def attest_release(project: Project, name: str, host: str, key: str | None, out=
             ("provenance", envelope, {attachments.PREDICATE_ANNOTATION: provenance.PREDICATE_TYPE}),
             *[(kind, data, {}) for kind, data, _ in documents]])
         key_id = json.loads(envelope)["signatures"][0]["keyid"]
-        attested[f"{host}/{repository}@{digest}"] = {
-            "refs": refs, "key_id": key_id, "referrers_tag": attachments.referrers_tag(digest),
-            "attachments": {a.kind: {"manifest": a.digest, "sha256": a.sha256} for a in made}, "at": utc_timestamp()}
+        attested[f"{host}/{repository}@{digest}"] = Attested.of(
+            refs=refs, key_id=key_id, referrers_tag=attachments.referrers_tag(digest),
+            attachments={a.kind: AttachedDocument.of(manifest=a.digest, sha256=a.sha256) for a in made},
+            at=utc_timestamp())
         print(f"attested {host}/{repository}@{digest}: {', '.join(a.kind for a in made)} "
               f"(signed by {key_id[:23]}...; found by the tag {attachments.referrers_tag(digest)[:19]}...)",
               file=out, flush=True)
     missing = [kind for kind in ("sbom", "audit") if kind not in {k for k, _, _ in documents}]
     if missing:
         print(f"not attached (no build/{name}/ file): {', '.join(missing)}", file=out, flush=True)
-    record.setdefault("attested", {}).update(attested)
-    write_record(directory, record)
+    write_record(directory, replace(record, attested={**record.attested, **attested}))
     return attested
 
 

@@ -19,6 +19,7 @@ import json
 import re
 import sys
 from collections import Counter
+from dataclasses import replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -31,8 +32,9 @@ from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.model import SecuritySpec
 from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, Finding, PypiAdvisories
-from ngcbuild.workspace.record import read_record, utc_timestamp, write_record
+from ngcbuild.workspace.record import read_record, write_record
 from ngcbuild.workspace.release_dir import AUDIT, SBOM, ReleaseDir
+from ngcbuild.workspace.sections import AuditEntry, utc_timestamp
 
 MAX_SBOM = 64 * 1024 * 1024
 MAX_DEPTH = 32  # a CycloneDX document of ours nests about 6 levels
@@ -219,23 +221,23 @@ def audit_release(project: Project, name: str, source=None, today: date | None =
     path = directory / SBOM
     distributions, others, image, text = sbom_contents(path, project.root)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    recorded = record.get("sbom") if isinstance(record.get("sbom"), dict) else {}
-    if recorded.get("sha256") != digest:
-        says = f"says {str(recorded['sha256'])[:12]}" if recorded.get("sha256") else "has none"
+    recorded = record.sbom.sha256 if record.sbom is not None else None
+    if recorded != digest:
+        says = f"says {recorded[:12]}" if recorded else "has none"
         raise UserError(f"{path}: not the SBOM `invoke sbom` recorded in record.json (sha256 {digest[:12]}, the "
                         f"record {says}); run `invoke sbom --release {name}`")
-    if image is not None and record.get("image_id") not in (None, image):
+    if image is not None and record.build.image_id not in (None, image):
         raise UserError(f"{path} describes image {image[:19]}, the build record's image is "
-                        f"{str(record.get('image_id'))[:19]}; run `invoke sbom --release {name}` first")
+                        f"{record.build.image_id[:19]}; run `invoke sbom --release {name}` first")
     findings = (source or PypiAdvisories()).check_all(distributions)
     judged = judge(findings, loaded.release.security, today or datetime.now(timezone.utc).date())
     result = report(name, image, str(path.relative_to(project.root)), digest, findings, others, judged,
                     utc_timestamp())
     body = (json.dumps(result, indent=2) + "\n").encode()
     written = ReleaseDir(directory, project.root).write(AUDIT, body)
-    record["audit"] = {"path": str(written.relative_to(project.root)), "sha256": hashlib.sha256(body).hexdigest(),
-                       "verdict": result["verdict"], "sbom_sha256": digest, "counts": result["counts"]}
-    write_record(directory, record)
+    entry = AuditEntry.of(path=str(written.relative_to(project.root)), sha256=hashlib.sha256(body).hexdigest(),
+                          verdict=result["verdict"], sbom_sha256=digest, counts=result["counts"])
+    write_record(directory, replace(record, audit=entry))
     out.write(table(result))
     out.flush()
     if result["verdict"] != PASSED:

@@ -13,12 +13,12 @@ the render: otherwise the files have changed since the build and the statement w
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
-from pathlib import Path
 
 from ngcbuild.core.errors import OperationError
+from ngcbuild.workspace.record import Record
+from ngcbuild.workspace.sections import NOT_RUN, PASSED, smoke_verdict
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
@@ -29,10 +29,6 @@ BUILDER_ENV = "NGCBUILD_BUILDER_ID"
 
 class ProvenanceUnavailable(OperationError):
     pass
-
-
-def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def builder_id(environ=os.environ) -> str:
@@ -56,13 +52,13 @@ def invocation_id(environ=os.environ) -> str | None:
 
 
 def materials(project, loaded) -> list[dict]:
-    """The files the image was rendered from, each with its sha256, in a stable order."""
-    from ngcbuild.render.stamp import release_inputs
+    """The files the image was rendered from (the release's own, every image template), each with its
+    sha256, in a stable order: read as the render stamp reads them (render/stamp.input_files)."""
+    from ngcbuild.render.stamp import input_files, release_inputs
 
-    files = [*release_inputs(project, loaded),
-             *sorted(p for p in project.image_templates.rglob("*") if p.is_file())]
-    return [{"uri": f"file:{path.relative_to(project.root).as_posix()}", "digest": {"sha256": file_digest(path)}}
-            for path in files]
+    files = input_files(project, release_inputs(project, loaded), ((project.image_templates, "*"),))
+    return [{"uri": f"file:{path.relative_to(project.root).as_posix()}", "digest": {"sha256": sha256}}
+            for path, sha256 in files]
 
 
 def ngcbuild_version() -> str:
@@ -74,15 +70,16 @@ def ngcbuild_version() -> str:
         return "unknown"
 
 
-def statement(*, subject_name: str, digest: str, release: str, record: dict, files: list[dict],
+def statement(*, subject_name: str, digest: str, release: str, record: Record, files: list[dict],
               base: dict, byproducts: list[dict], registry: str, checkout: str | None, attached: list[str],
               environ=os.environ, now: str) -> dict:
     """The statement (a JSON object) for the image manifest `digest` pushed as `subject_name`.
     The commit is the one the build recorded; a reused image's record has none, and then it is the
     attesting checkout's (whose files the stamp proved to be those of the image's render)."""
-    smoke = record.get("smoke") or {}
+    build, smoke = record.build, record.smoke
+    verdict = smoke_verdict(smoke, build.image_id or "")
     dependencies = [*files, base]
-    commit, whose = (record["source_revision"], "build") if record.get("source_revision") else (checkout, "attest")
+    commit, whose = (build.source_revision, "build") if build.source_revision else (checkout, "attest")
     if commit:
         dependencies.append({"uri": "git+checkout", "digest": {"gitCommit": commit}, "name": "ngcbuild checkout",
                              "annotations": {"recorded_by": whose}})
@@ -93,10 +90,10 @@ def statement(*, subject_name: str, digest: str, release: str, record: dict, fil
         "predicate": {
             "buildDefinition": {
                 "buildType": BUILD_TYPE,
-                "externalParameters": {"release": release, "registry": registry, "platform": record.get("platform"),
-                                       "base_image": record.get("base_image")},
-                "internalParameters": {"context_sha256": record.get("context_sha256"),
-                                       "image_id": record.get("image_id"), "reused": bool(record.get("reused")),
+                "externalParameters": {"release": release, "registry": registry, "platform": build.platform,
+                                       "base_image": build.base_image},
+                "internalParameters": {"context_sha256": build.context_sha256,
+                                       "image_id": build.image_id, "reused": build.reused,
                                        "ngcbuild_version": ngcbuild_version(),
                                        # the documents attached beside the image with this statement
                                        "attached": attached},
@@ -105,22 +102,17 @@ def statement(*, subject_name: str, digest: str, release: str, record: dict, fil
             "runDetails": {
                 "builder": {"id": builder_id(environ), "version": {"ngcbuild": ngcbuild_version()}},
                 "metadata": {**({"invocationId": invocation_id(environ)} if invocation_id(environ) else {}),
-                             "startedOn": record.get("built_at"), "finishedOn": now},
+                             "startedOn": build.built_at, "finishedOn": now},
                 "byproducts": [
                     {"name": "smoke", "annotations": {
-                        "verdict": "passed" if smoke_passed(smoke, record) else "failed" if smoke else "not run",
-                        **{k: smoke.get(k) for k in ("passed", "failed", "errors", "skipped", "exit_code", "at")
-                           if k in smoke}}},
+                        "verdict": verdict if verdict in (PASSED, NOT_RUN) else "failed",
+                        **{k: v for k, v in (smoke.to_json() if smoke else {}).items()
+                           if k in ("passed", "failed", "errors", "skipped", "exit_code", "at")}}},
                     *byproducts,
                 ],
             },
         },
     }
-
-
-def smoke_passed(smoke: dict, record: dict) -> bool:
-    return bool(smoke) and smoke.get("exit_code") == 0 and not smoke.get("failed") and not smoke.get("errors") \
-        and smoke.get("image_id") == record.get("image_id")
 
 
 def base_image(name: str) -> dict:

@@ -13,6 +13,7 @@ import json
 import re
 import sys
 import uuid
+from dataclasses import replace
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 
@@ -30,8 +31,9 @@ from ngcbuild.engine.client import connect
 from ngcbuild.engine.container import run_once
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.workspace.record import read_record, require, utc_timestamp, write_record
+from ngcbuild.workspace.record import read_record, require, write_record
 from ngcbuild.workspace.release_dir import SBOM, ReleaseDir
+from ngcbuild.workspace.sections import BuildRecord, SbomEntry, utc_timestamp
 
 SPEC_VERSION = "1.5"
 TIMEOUT_S = 300
@@ -90,7 +92,8 @@ def _props(**values) -> list[Property]:
     return [Property(name=f"ngcbuild:{k}", value=str(v)) for k, v in values.items() if v is not None]
 
 
-def bom(release, catalog: Catalog, found: dict, image: dict, ref: str, record: dict, now: str, serial: str) -> Bom:
+def bom(release, catalog: Catalog, found: dict, image: dict, ref: str, build: BuildRecord, now: str,
+        serial: str) -> Bom:
     """The CycloneDX model of the image (a pure function of its inputs, so unit tests need no engine):
     the manifest's components with their provenance, the OS, every Python distribution and Debian
     package found in the image; the image (metadata.component) depends on each."""
@@ -128,10 +131,10 @@ def bom(release, catalog: Catalog, found: dict, image: dict, ref: str, record: d
                                                      version=tool_version))
     document.metadata.component = Component(
         type=ComponentType.CONTAINER, bom_ref="image", name=_repository_of(ref), version=release.tag,
-        properties=_props(**{"image-id": image["Id"], "context-sha256": record.get("context_sha256"),
+        properties=_props(**{"image-id": image["Id"], "context-sha256": build.context_sha256,
                              "platform": f"{image.get('Os')}/{image.get('Architecture')}",
                              "python-version": found.get("python_version"),
-                             "source-revision": record.get("source_revision")}))
+                             "source-revision": build.source_revision}))
     document.components.update(components)
     document.register_dependency(document.metadata.component, components)
     return document
@@ -142,10 +145,10 @@ def serialized(document: Bom) -> str:
     return JsonV1Dot5(document).output_as_string(indent=2)
 
 
-def document(release, catalog: Catalog, found: dict, image: dict, ref: str, record: dict,
+def document(release, catalog: Catalog, found: dict, image: dict, ref: str, build: BuildRecord,
              now: str, serial: str) -> dict:
     """The CycloneDX 1.5 document as JSON data (see `bom`)."""
-    return json.loads(serialized(bom(release, catalog, found, image, ref, record, now, serial)))
+    return json.loads(serialized(bom(release, catalog, found, image, ref, build, now, serial)))
 
 
 def validate(doc: dict) -> str:
@@ -170,32 +173,31 @@ def validate(doc: dict) -> str:
     return f"valid against the CycloneDX {doc['specVersion']} JSON schema"
 
 
-def write_sbom(project: Project, name: str, image: str | None = None, out=sys.stdout) -> dict:
+def write_sbom(project: Project, name: str, image: str | None = None, out=sys.stdout) -> SbomEntry:
     loaded = load_release(project, name)
     release = loaded.release
     directory = project.out(name)
     record = read_record(directory)
-    ref = image or require(record, directory, "image_id", str, "the id of the built image")
+    ref = image or require(record.build.image_id, directory, "image_id", "the id of the built image")
     client = connect()
     try:
         inspected = client.inspect_image(ref)
     except docker.errors.ImageNotFound:
         raise UserError(f"image {ref} not found; run `invoke build --release {name}` first") from None
     found = inventory(client, inspected["Id"])
-    name_ref = next(iter(record.get("tags") or []), f"{release.image.repository}:{release.tag}")
-    text = serialized(bom(release, loaded.catalog, found, inspected, name_ref, record, utc_timestamp(),
+    name_ref = next(iter(record.build.tags or []), f"{release.image.repository}:{release.tag}")
+    text = serialized(bom(release, loaded.catalog, found, inspected, name_ref, record.build, utc_timestamp(),
                           uuid.uuid4().urn))
     doc = json.loads(text)
     checked = validate(doc)
     data = (text + "\n").encode()
     path = ReleaseDir(directory, project.root).write(SBOM, data)
-    result = {"path": str(path.relative_to(project.root)), "sha256": hashlib.sha256(data).hexdigest(),
-              "image_id": inspected["Id"], "components": len(doc["components"]),
-              "python_distributions": len(found["python"]), "deb_packages": len(found["dpkg"])}
-    record["sbom"] = result
-    write_record(directory, record)
+    result = SbomEntry.of(path=str(path.relative_to(project.root)), sha256=hashlib.sha256(data).hexdigest(),
+                          image_id=inspected["Id"], components=len(doc["components"]),
+                          python_distributions=len(found["python"]), deb_packages=len(found["dpkg"]))
+    write_record(directory, replace(record, sbom=result))
     print(f"sbom: {path} ({len(found['python'])} Python distributions, {len(found['dpkg'])} Debian packages, "
-          f"{len(release.components)} manifest components; {checked}; sha256 {result['sha256'][:12]})",
+          f"{len(release.components)} manifest components; {checked}; sha256 {result.sha256[:12]})",
           file=out, flush=True)
     return result
 

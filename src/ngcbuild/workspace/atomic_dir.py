@@ -4,43 +4,27 @@ Readers see the old directory or the new one, never a half-written one: the new 
 into `build/.R.render-XXXX/`, what later steps keep in build/R/ (record.json, the build lock, the
 journal of intermediate containers, notes, JUnit) is carried into it, and the two are exchanged with
 renameat2(RENAME_EXCHANGE) (Linux; elsewhere two renames). Writers of one release take turns on
-`build/.R.lock`, so two renders at once never fail and the later one wins whole.
+`build/.R.lock` (locks.release_lock), so two renders at once never fail and the later one wins whole.
 """
 
 from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-
-from ngcbuild.core.outputs import open_lock_file
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
-
-
-@contextmanager
-def release_lock(directory: Path):
-    """Hold build/.R.lock (blocking): one writer of build/R/ at a time. The lock is a file next to
-    build/R/, not inside it, so it survives the swap."""
-    fd = open_lock_file(directory.parent / f".{directory.name}.lock")
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # the lock goes with the descriptor
 
 
 def replace_dir(directory: Path, files: dict[str, bytes], executable: set[str], owned: set[str]) -> bool:
     """Make `directory` hold `files` (relative path -> bytes). Top-level entries named in `owned`
     belong to the new content and are replaced; every other entry of the old directory is carried
     over. Returns False when the directory already held exactly these files (nothing written).
-    Call under `release_lock`."""
+    Call under `locks.release_lock`."""
     # a link in its place is not ours to follow: what it points at would be moved into the new one
     if os.path.lexists(directory) and (directory.is_symlink() or not directory.is_dir()):
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(directory))

@@ -1,76 +1,53 @@
-"""build/R/record.json: what was built and pushed, written atomically.
+"""build/R/record.json: what was built and what each later step did with it, as one typed `Record`.
 
-The build's part of the record is a `BuildRecord`, made in one place for a fresh build and for an
-image reused by its context hash alike. Later steps (push, smoke, sbom, publish, promote) add their
-own sections to the same file.
+The build's fields lie at the top of the file, each later step's section beside them (sections.py).
+`read_record` is the one reader: the file through core/files (inside the project, bounded, never a
+FIFO), parsed, every section checked against its type (schema.py); a damaged one is RecordDamaged
+naming its key (exit 1: the record is our output). `write_record` is the one writer (whole, under the
+release's lock). A step takes the record, reads attributes, and writes `dataclasses.replace(record,
+SECTION=...)` back: the JSON is the one the stages have always written.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, RecordDamaged, UserError, excerpt
 from ngcbuild.core.files import exists, parse_json, read_text
-from ngcbuild.core.names import ImageNames
-from ngcbuild.workspace.atomic_dir import release_lock
+from ngcbuild.workspace.locks import release_lock
 from ngcbuild.workspace.release_dir import RECORD, ReleaseDir
-
-
-def utc_timestamp(seconds: float | None = None) -> str:
-    """The one timestamp format of our records: 2025-12-01T12:00:00Z."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-@dataclass(frozen=True)
-class BuildFacts:
-    """What only a build that ran knows (a reused image has none of these)."""
-
-    duration_s: float
-    steps: int
-    cached_steps: int
-    step_log: list
-    ca_bundle_used: bool
-    wheels: list[str]
-    source_revision: str | None
-    stages: dict = field(default_factory=dict)  # builder stage -> its image id (the layer cache)
-    cache_from: list = field(default_factory=list)  # cache images pulled from --cache-from
+from ngcbuild.workspace.schema import Malformed, Section
+from ngcbuild.workspace.sections import (  # the types of Record's fields
+    Attested,
+    AuditEntry,
+    BuildRecord,
+    PlatformBuild,
+    Promoted,
+    Published,
+    Pushed,
+    SbomEntry,
+    SmokeRun,
+)
 
 
 @dataclass(frozen=True)
-class BuildRecord:
-    release: str
-    image_id: str
-    tags: list[str]
-    registry: str
-    size_bytes: int
-    layers: int
-    context_sha256: str
-    platform: str
-    base_image: str
-    built_at: str | None
-    reused: bool = False
-    facts: BuildFacts | None = None
-    extra: dict = field(default_factory=dict)  # sections of later steps, kept as they are
+class Record(Section):
+    """The whole record: the build (its keys at the top of the file) and every later step's section."""
 
-    @classmethod
-    def of_image(cls, names: ImageNames, image: dict, tags: list[str], registry: str, context_hash: str,
-                 platform: str, facts: BuildFacts | None = None) -> "BuildRecord":
-        """The record of `image` (the engine's inspect) built or reused for `names`."""
-        return cls(release=names.release, image_id=image["Id"], tags=list(tags), registry=registry,
-                   size_bytes=image["Size"], layers=len(image["RootFS"]["Layers"]), context_sha256=context_hash,
-                   platform=platform, base_image=names.base_image,
-                   built_at=image.get("Created") if facts is None else utc_timestamp(),
-                   reused=facts is None, facts=facts, extra={"pushed": {}})
+    FLAT = ("build",)
 
-    def to_json(self) -> dict:
-        data = {key: value for key, value in asdict(self).items() if key not in ("facts", "extra")}
-        if self.facts is not None:
-            del data["reused"]
-            data.update(asdict(self.facts))
-        return {**self.extra, **data}
+    build: BuildRecord = field(default_factory=BuildRecord)
+    smoke: SmokeRun | None = None
+    pushed: dict[str, Pushed] = field(default_factory=dict)
+    cache_pushed: dict[str, str] = field(default_factory=dict)  # cache image ref -> digest
+    sbom: SbomEntry | None = None
+    audit: AuditEntry | None = None
+    attested: dict[str, Attested] = field(default_factory=dict)
+    published: dict[str, Published] = field(default_factory=dict)
+    promoted: dict[str, Promoted] = field(default_factory=dict)
+    platforms: dict[str, PlatformBuild] = field(default_factory=dict)
 
 
 def record_path(directory: Path) -> Path:
@@ -78,11 +55,24 @@ def record_path(directory: Path) -> Path:
 
 
 MAX_BYTES = 50_000_000
+HINT = "rebuild to rewrite it"
 
 
-def read_record(directory: Path) -> dict:
-    """The record of build/R/ (a JSON object), read like every user file: build/R/ lies in the
-    project, and a link out of it is refused."""
+def parse_record(path: Path, data, error=RecordDamaged, hint: str = HINT) -> Record:
+    """`data` (the parsed JSON of `path`) as a Record, every section checked; the first value that is
+    not of its type raises `error(path, key, ...)`: RecordDamaged for our own record, ManifestError
+    for a record the user hands in (a platform job's)."""
+    if not isinstance(data, dict):
+        raise error(path, "", f"expected a JSON object, got {type(data).__name__}" + (f"; {hint}" if hint else ""))
+    try:
+        return Record.from_json(data)
+    except Malformed as exc:
+        raise error(path, exc.key, f"expected {exc.expected}" + (f"; {hint}" if hint else "")) from None
+
+
+def read_record(directory: Path) -> Record:
+    """The record of build/R/, read like every user file: build/R/ lies in the project, and a link
+    out of it is refused."""
     path = record_path(directory)
     if not exists(path):  # a step run before the build: the user's order, not a damaged record
         raise UserError(f"{path}: no build record; run `invoke build --release {directory.name}` first")
@@ -90,51 +80,48 @@ def read_record(directory: Path) -> dict:
         text = read_text(path, MAX_BYTES, "a build record (JSON object)", "no build record",
                          within=directory.parent.parent)
     except ManifestError as exc:  # a link out of the project, a FIFO, a folder, too large, not UTF-8
-        raise RecordDamaged(path, "", f"{exc.expected}; rebuild to rewrite it") from None
-    record = parse_json(path, text, RecordDamaged, "rebuild to rewrite it")
-    if not isinstance(record, dict):
-        raise RecordDamaged(path, "", f"expected a JSON object, got {type(record).__name__}; rebuild to rewrite it")
-    return record
+        raise RecordDamaged(path, "", f"{exc.expected}; {HINT}") from None
+    return parse_record(path, parse_json(path, text, RecordDamaged, HINT))
 
 
-def previous_record(directory: Path) -> dict:
+def previous_record(directory: Path) -> Record:
     """The record now in build/R/, or an empty one."""
-    return read_record(directory) if record_path(directory).is_file() else {}
+    return read_record(directory) if record_path(directory).is_file() else Record()
 
 
-def record_build(directory: Path, record: BuildRecord) -> dict:
+def record_build(directory: Path, build: BuildRecord) -> Record:
     """Write the build's record, keeping what the previous record says of this very image (its smoke
     runs and pushes) and of the other platforms built from the same context (`invoke publish` needs
     every one). Returns what was written."""
     previous = previous_record(directory)
-    data = record.to_json()
-    if record.reused and previous.get("image_id") == record.image_id:
+    record = Record.of(build=build, pushed={})
+    if build.reused and previous.build.image_id == build.image_id:
         # the same image again: its build facts and later sections stay; the tags add up
-        known = previous.get("tags") if isinstance(previous.get("tags"), list) else []
-        data = {**previous, "tags": sorted(set(known) | set(record.tags)), "reused": True}
-    platforms = {
-        platform: entry for platform, entry in (previous.get("platforms") or {}).items()
-        if isinstance(entry, dict) and entry.get("context_sha256") == record.context_sha256
-    }
-    platforms[record.platform] = {"image_id": record.image_id, "context_sha256": record.context_sha256,
-                                  "tags": data["tags"]}
-    data["platforms"] = dict(sorted(platforms.items()))
-    write_record(directory, data)
-    return data
+        known = previous.build.tags or []
+        record = replace(previous, build=replace(previous.build, tags=sorted(set(known) | set(build.tags)),
+                                                 reused=True))
+    platforms = {platform: entry for platform, entry in previous.platforms.items()
+                 if entry.context_sha256 == build.context_sha256}
+    platforms[build.platform] = PlatformBuild.of(image_id=build.image_id, context_sha256=build.context_sha256,
+                                                 tags=record.build.tags)
+    record = replace(record, platforms=dict(sorted(platforms.items())))
+    write_record(directory, record)
+    return record
 
 
-def require(record: dict, directory: Path, key: str, kind: type, what: str):
-    """record[key] when it is of `kind`; otherwise one clean error naming the file and the key."""
-    value = record.get(key)
-    if not isinstance(value, kind) or (kind is list and not all(isinstance(v, str) for v in value)):
+def require(value, directory: Path, key: str, what: str):
+    """`value` (a field of the record) when the record holds it; otherwise one clean error naming the
+    file and the key: a step that needs what the record lacks."""
+    if value is None:
         raise RecordDamaged(record_path(directory), key, f"expected {what}, got {excerpt(value)}; "
                                                          f"rebuild (`invoke build --release {directory.name}`)")
     return value
 
 
-def write_record(directory: Path, record: dict) -> Path:
-    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+def write_record(directory: Path, record: Record) -> Path:
+    text = json.dumps(record.to_json(), indent=2, sort_keys=True) + "\n"
     # under the release's lock: a render swapping build/R/ carries the record over, and must not
     # do so while it is being replaced
     with release_lock(directory):
         return ReleaseDir.of(directory).write(RECORD, text)
+

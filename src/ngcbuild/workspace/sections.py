@@ -1,0 +1,217 @@
+"""The sections of build/R/record.json, one frozen dataclass each, as the stages write them.
+
+The build's own fields lie at the top of the record (`image_id`, `tags`...), each later stage adds
+its section beside them: `smoke`, `pushed`, `cache_pushed`, `sbom`, `audit`, `attested`,
+`published`, `promoted`, and `platforms` (the builds of every platform of one context). A new
+section (a derived image's base, the monthly bump) is one more class here and one more field of
+`Record` (record.py). Every field may be missing in a record (a record is written step by step, and
+a platform job's record holds only what that job did): what a step needs, it asks for by name
+(`Record.needed`), and a missing value is then a damaged record naming its key.
+
+The one question every stage asks of the smoke section, "did the suite pass on this image", has one
+answer here: `smoke_verdict`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from ngcbuild.core.names import ImageNames
+from ngcbuild.workspace.schema import Section
+
+
+def utc_timestamp(seconds: float | None = None) -> str:
+    """The one timestamp format of our records: 2025-12-01T12:00:00Z."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+@dataclass(frozen=True)
+class BuildFacts(Section):
+    """What only a build that ran knows (a reused image has none of these)."""
+
+    duration_s: float | None = None
+    steps: int | None = None
+    cached_steps: int | None = None
+    step_log: list = field(default_factory=list)  # [step, instruction, cached]
+    ca_bundle_used: bool | None = None
+    wheels: list[str] = field(default_factory=list)
+    source_revision: str | None = None
+    stages: dict[str, str] = field(default_factory=dict)  # builder stage -> its image id (the layer cache)
+    cache_from: list[str] = field(default_factory=list)  # cache images pulled from --cache-from
+
+
+@dataclass(frozen=True)
+class BuildRecord(Section):
+    """The build's part of the record: the image built (or reused by its context hash) and its names."""
+
+    FLAT = ("facts",)
+
+    release: str | None = None
+    image_id: str | None = None
+    tags: list[str] | None = None
+    registry: str | None = None
+    size_bytes: int | None = None
+    layers: int | None = None
+    context_sha256: str | None = None
+    platform: str | None = None
+    base_image: str | None = None
+    built_at: str | None = None
+    reused: bool = False
+    facts: BuildFacts | None = None
+
+    @classmethod
+    def of_image(cls, names: ImageNames, image: dict, tags: list[str], registry: str, context_hash: str,
+                 platform: str, facts: BuildFacts | None = None) -> BuildRecord:
+        """The record of `image` (the engine's inspect) built, or reused when there are no `facts`,
+        for `names`: made in this one place for both."""
+        return cls.of(release=names.release, image_id=image["Id"], tags=list(tags), registry=registry,
+                      size_bytes=image["Size"], layers=len(image["RootFS"]["Layers"]), context_sha256=context_hash,
+                      platform=platform, base_image=names.base_image,
+                      built_at=image.get("Created") if facts is None else utc_timestamp(),
+                      **({"reused": True} if facts is None else {"facts": facts.whole()}))
+
+    @property
+    def stages(self) -> dict[str, str]:
+        """The builder stages' images of the build that ran here (none for a reused image)."""
+        return self.facts.stages if self.facts is not None else {}
+
+    @property
+    def source_revision(self) -> str | None:
+        """The commit of the checkout that built the image (none for a reused image)."""
+        return self.facts.source_revision if self.facts is not None else None
+
+
+@dataclass(frozen=True)
+class SmokeRun(Section):
+    """`smoke`: the last run of the smoke suite on the release's image (smoke/runner.py)."""
+
+    passed: int | None = None
+    failed: int | None = None
+    errors: int | None = None
+    skipped: int | None = None
+    image_id: str | None = None
+    require_gpu: bool | None = None
+    gpu_visible: bool | None = None
+    exit_code: int | None = None
+    junit: str | None = None
+    at: str | None = None
+    perf: str | None = None
+
+    def counts(self) -> str:
+        """`N failed, N errors, exit N`, for a message."""
+        return f"{self.failed} failed, {self.errors} errors, exit {self.exit_code}"
+
+
+PASSED = "passed"
+FAILED = "failed"
+NOT_RUN = "not run"
+OTHER_IMAGE = "of another image"
+
+
+def smoke_verdict(smoke: SmokeRun | None, images: str | Collection[str] | None) -> str:
+    """Whether `smoke` proves one of `images` (an image id, or the ids of a list's images): PASSED,
+    NOT_RUN (no smoke record), FAILED, or OTHER_IMAGE (it passed on another image). Fails closed: a
+    count or exit status the record does not hold counts as a failure."""
+    if smoke is None:
+        return NOT_RUN
+    if smoke.failed != 0 or smoke.errors != 0 or smoke.exit_code != 0:
+        return FAILED
+    images = {images} if isinstance(images, str) else set(images or ())
+    return PASSED if smoke.image_id in images else OTHER_IMAGE
+
+
+@dataclass(frozen=True)
+class Pushed(Section):
+    """One entry of `pushed`: a reference pushed and the digest the registry served back for it."""
+
+    digest: str | None = None
+    size: int | None = None
+    registry: str | None = None
+    at: str | None = None
+
+
+@dataclass(frozen=True)
+class SbomEntry(Section):
+    """`sbom`: build/R/sbom.cdx.json as written for an image (supply/sbom.py)."""
+
+    path: str | None = None
+    sha256: str | None = None
+    image_id: str | None = None
+    components: int | None = None
+    python_distributions: int | None = None
+    deb_packages: int | None = None
+
+
+@dataclass(frozen=True)
+class AuditEntry(Section):
+    """`audit`: build/R/audit.json as written for an SBOM (supply/audit.py)."""
+
+    path: str | None = None
+    sha256: str | None = None
+    verdict: str | None = None
+    sbom_sha256: str | None = None
+    counts: dict | None = None
+
+
+@dataclass(frozen=True)
+class AttachedDocument(Section):
+    manifest: str | None = None
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class Attested(Section):
+    """One entry of `attested`: the signed provenance (and documents) attached next to a pushed image."""
+
+    refs: list[str] = field(default_factory=list)
+    key_id: str | None = None
+    referrers_tag: str | None = None
+    attachments: dict[str, AttachedDocument] = field(default_factory=dict)
+    at: str | None = None
+
+
+@dataclass(frozen=True)
+class Published(Section):
+    """One entry of `published`: a multi-arch list written to a registry, and its platforms' digests."""
+
+    digest: str | None = None
+    media_type: str | None = None
+    registry: str | None = None
+    platforms: dict[str, str] = field(default_factory=dict)
+    at: str | None = None
+
+
+@dataclass(frozen=True)
+class PromotedAttestation(Section):
+    key_id: str | None = None
+    attached: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Promoted(Section):
+    """One entry of `promoted`: an image copied by digest to another registry, its attestations checked."""
+
+    digest: str | None = None
+    source: str | None = field(default=None, metadata={"json": "from"})
+    at: str | None = None
+    attestations: dict[str, PromotedAttestation] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlatformBuild(Section):
+    """One entry of `platforms`: the build of one platform from the record's context; gathered from
+    the platform jobs (publish --records), also its pushes, its own smoke run and its record's path."""
+
+    image_id: str | None = None
+    context_sha256: str | None = None
+    tags: list[str] = field(default_factory=list)
+    pushed: dict[str, Pushed] = field(default_factory=dict)
+    smoke: SmokeRun | None = None
+    record: str | None = None
+
+    def own_smoke(self, record_smoke: SmokeRun | None) -> SmokeRun | None:
+        """This platform's smoke run where the entry holds one (gathered from its own job, null
+        included), else the record's (a list published from one machine)."""
+        return self.smoke if "smoke" in self.present else record_smoke

@@ -1,0 +1,160 @@
+"""Helpers shared by several test modules (a test module never imports from another: pytest would
+collect its tests twice, and a fixture imported by name shadows a conftest's). Fixtures live in the
+conftest.py files; the hostile and broken inputs in tests/corpus/ (hostile.py, corpus.py)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import load_release, release_names
+from ngcbuild.render.context import render_files
+from ngcbuild.smoke.runner import CHECKS_DIR, stage_suite, suite_args, suite_command
+from ngcbuild.workspace.release_dir import EXPECTED
+
+from .conftest import IN_CI, REPO
+
+PROJECT = Project.at(REPO)
+
+
+# --- a stand-in engine (the corpus of broken inputs, the hostile inputs) ------------------------------
+
+class SentinelEngine:
+    """A Unix socket standing in for the Docker engine: it counts every connection and answers none.
+    Builds and pushes reach the registry only through the engine, so zero connections means nothing
+    was built or pushed."""
+
+    def __init__(self, path):
+        self.path, self.connections = str(path), 0
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(self.path)
+        self._server.listen(8)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:  # closed
+                return
+            self.connections += 1
+            conn.close()
+
+    def close(self):
+        self._server.close()
+
+
+# --- manifests of a scratch project -------------------------------------------------------------------
+
+DEV_CONSTRAINTS = (REPO / "constraints" / "dev.txt").read_text()
+GOOD = """\
+extends: parts/debian-bookworm
+summary: a test release
+pip:
+  constraint_file: true
+components:
+  pytorch:
+    version: 2.13.0+cpu
+    install: pip
+"""
+
+
+def load(scratch, text, constraints=DEV_CONSTRAINTS, name="r1"):
+    scratch.manifest(name, text)
+    if constraints is not None:
+        scratch.constraints(name, constraints)
+    return load_release(Project.at(scratch.root), name)
+
+
+def error(scratch, text, constraints=DEV_CONSTRAINTS, name="r1") -> str:
+    with pytest.raises(UserError) as caught:
+        load(scratch, text, constraints, name)
+    return str(caught.value)
+
+
+# --- the smoke suite staged as `invoke smoke` stages it, collected by a Python of the image's version --
+
+def oldest_python() -> str:
+    project = Project.at(REPO)
+    versions = set()
+    for name in release_names(project):
+        python = load_release(project, name).release.python
+        if python is not None:
+            versions.add(python.version)
+    return min(versions, key=lambda v: tuple(int(p) for p in v.split(".")))
+
+
+def interpreter(minor: str) -> str | None:
+    """A CPython of this MAJOR.MINOR: pyenv's newest patch release, else python3.X on PATH."""
+    versions = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for candidate in sorted(versions.glob(f"{minor}.*"), key=lambda p: [int(x) for x in p.name.split(".")
+                                                                         if x.isdigit()], reverse=True):
+        if (candidate / "bin" / "python").is_file():
+            return str(candidate / "bin" / "python")
+    return shutil.which(f"python{minor}")
+
+
+def require_interpreter(minor: str) -> str:
+    python = interpreter(minor)
+    if python is None:
+        message = f"no Python {minor} here (pyenv install {minor}, or python{minor} on PATH)"
+        if IN_CI:
+            pytest.fail(f"CI=true: {message}")
+        pytest.skip(message)
+    return python
+
+
+def collected(command: list[str], staging: Path) -> list[str]:
+    env = {"PATH": os.environ["PATH"], "NGCBUILD_SMOKE_DIR": str(staging), "PYTHONDONTWRITEBYTECODE": "1",
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=staging)
+    assert done.returncode == 0, f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+def collected_here(release: str, tmp_path: Path) -> list[str]:
+    """The checks this machine's own pytest and Python collect for a release: the expected ones."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    staging, _ = stage(release, tmp_path)
+    command = suite_command([*suite_args(perf=True, mount=str(staging)), "--collect-only"], checks=str(CHECKS_DIR))
+    return collected([sys.executable, "-m", "pytest", *command[2:]], staging)
+
+
+def stage(release: str, tmp_path: Path) -> tuple[Path, str]:
+    loaded = load_release(PROJECT, release)
+    staging = tmp_path / release
+    staging.mkdir()
+    expected = render_files(PROJECT, loaded).files[EXPECTED]
+    stage_suite(staging, expected, {"Env": [], "Labels": {}}, loaded.release.python.version, PROJECT.build)
+    return staging, loaded.release.python.version
+
+
+# --- FP8 numerics of the GPU checks -----------------------------------------------------------------
+
+def e4m3(values):
+    """Round to FP8 E4M3 (3 mantissa bits, smallest normal 2^-6, subnormal step 2^-9, saturating at 448)."""
+    magnitude = np.minimum(np.abs(values), 448.0)
+    exponent = np.maximum(np.floor(np.log2(np.maximum(magnitude, 2.0 ** -9))), -6)
+    step = 2.0 ** (exponent - 3)
+    return np.sign(values) * np.minimum(np.round(magnitude / step) * step, 448.0)
+
+
+def fp8_linear_error(x_scale=1.0, w_scale=1.0):
+    """A default-initialised te.Linear(256, 256) on 64 inputs, both operands in E4M3 with per-tensor
+    scales (amax -> 448), optionally wrong by a factor; relative Frobenius error against float64."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 256))
+    w = rng.uniform(-1 / 16, 1 / 16, (256, 256))
+    sx, sw = 448 / np.abs(x).max() * x_scale, 448 / np.abs(w).max() * w_scale
+    out = (e4m3(x * sx) / sx) @ (e4m3(w * sw) / sw).T
+    reference = x @ w.T
+    return np.linalg.norm(out - reference) / np.linalg.norm(reference)
