@@ -199,6 +199,27 @@ def verify(c, release, json=False, base=None):
     commands.verify(release, as_json=json, base=base)
 
 
+# --- derived releases (manifests/derived/R.yaml): a team's requirements on one of our releases
+WHEELHOUSE_HELP = "directory of wheels the resolver may use (default: $PIP_FIND_LINKS when it is a directory)"
+
+
+@command(help={"release": "derived release name (manifests/derived/R.yaml)",
+               "json": "print JSON (for CI and scripts) instead of text",
+               "wheelhouse": WHEELHOUSE_HELP})
+def resolve(c, release, json=False, wheelhouse=None):
+    """Resolve a derived release's requirements against its base's pins; write constraints/R.lock, or name each
+    conflict with its chain and the override that would accept it (exit 2)."""
+    commands.resolve(release, as_json=json, wheelhouse=wheelhouse)
+
+
+@command(help={"requirements": "requirements FILE (inside the project) to try on every buildable release",
+               "json": "print JSON (for CI and scripts) instead of the table",
+               "wheelhouse": WHEELHOUSE_HELP})
+def fit(c, requirements, json=False, wheelhouse=None):
+    """Which of our releases a requirement set fits: a table of release, fits, conflicts."""
+    commands.fit(requirements, as_json=json, wheelhouse=wheelhouse)
+
+
 @command(help={
     "workflow": "release (release.yml, the default) or ci (ci.yml's --job jobs)",
     "release": "release.yml: the release(s) to build, by name (the dispatch input), e.g. dev",

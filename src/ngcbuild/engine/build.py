@@ -48,7 +48,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     if not options.force:
         stamp = current_stamp(project, name, options.base, out=out)
         if stamp is not None:
-            with _exclusive(project.out(name), name):
+            with exclusive(project.out(name), name):
                 reused = _reuse(project.out(name), stamp.names, stamp.context_hash, options, out)
             if reused is not None:
                 return Built(reused, stamp.names)
@@ -61,7 +61,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     loaded = load_release(project, name)
     check_platform_listed(options, loaded.release, f"manifests/{name}.yaml")
     rendered = render_files(project, loaded, base=options.base)
-    with _exclusive(project.out(name), name):
+    with exclusive(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)
         if not options.force:
             reused = _reuse(rendered.directory, rendered.plan.names, rendered.context_hash, options, out)
@@ -75,11 +75,11 @@ def _reuse(directory: Path, names: ImageNames, context_hash: str, options: Build
     None when it must be built."""
     auth = credentials()
     lookup = Registry(options.registry, auth) if options.lookup_registry else None
-    return reuse(_engine(), names, directory, image_repository(options.registry, names),
+    return reuse(lookup_engine(), names, directory, image_repository(options.registry, names),
                                context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
 
 
-def _engine():
+def lookup_engine():
     """The engine to look images up on: its local socket through the standard library, or the SDK's
     client for tcp:// and ssh:// engines."""
     local = LocalEngine.for_environment()
@@ -91,7 +91,7 @@ def _engine():
 
 
 @contextmanager
-def _exclusive(directory: Path, name: str):
+def exclusive(directory: Path, name: str):
     fd = open_lock_file(directory / BUILD_LOCK)
     try:
         try:
