@@ -74,6 +74,15 @@ def base_reference(project: Project, loaded: LoadedRelease) -> tuple[str, str]:
     return image_id, image_id
 
 
+def base_name(project: Project, loaded: LoadedRelease, base_image: str) -> str:
+    """What the base.name label says: the repository of a digest reference, or (an image id) the
+    base release's first tag."""
+    if "@" in base_image:
+        return base_image.rsplit("@", 1)[0]
+    tags = previous_record(project.out(loaded.derived.base_release)).get("tags") or []
+    return next((t for t in sorted(tags) if isinstance(t, str)), base_image)
+
+
 def refuse_unlocked(loaded: LoadedRelease) -> None:
     derived = loaded.derived
     command = RESOLVE_HINT.format(name=loaded.release.release)
@@ -102,11 +111,13 @@ def plan_derived(project: Project, loaded: LoadedRelease, base_expected: dict | 
     base_pins = {p.key: p.version for p in derived.base_pins()}
     overridden = {key: (base_pins.get(key, "?"), o.reason) for key, o in sorted(derived.overrides.items())}
     env = {"PIP_CONSTRAINT": PIP_CONSTRAINT_PATH, "UV_CONSTRAINT": PIP_CONSTRAINT_PATH}
+    if release.pip.break_system_packages:  # what the base lets pip do, uv may do too (it reads no PIP_*)
+        env.update({"UV_BREAK_SYSTEM_PACKAGES": "1", "UV_SYSTEM_PYTHON": "1"})
     labels = {
         "org.opencontainers.image.title": f"{release.release}: {release.image.repository} on {derived.base}",
         "org.opencontainers.image.description": release.summary,
         "org.opencontainers.image.version": release.tag,
-        "org.opencontainers.image.base.name": base_image.rsplit("@", 1)[0] if "@" in base_image else base_image,
+        "org.opencontainers.image.base.name": base_name(project, loaded, base_image),
         "org.opencontainers.image.base.digest": digest,
         BASE_LABEL: derived.base,
         LOCK_LABEL: hashlib.sha256(derived.lock_path.read_bytes()).hexdigest(),
