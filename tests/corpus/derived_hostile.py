@@ -8,8 +8,19 @@ from __future__ import annotations
 
 import os
 
-from .hostile import SECRET, HostileCase, dev, edit, nothing_built, replace_with_dir, replace_with_fifo, \
-    replace_with_link, secret_file, setup_all, write
+from .hostile import (
+    SECRET,
+    HostileCase,
+    dev,
+    edit,
+    nothing_built,
+    replace_with_dir,
+    replace_with_fifo,
+    replace_with_link,
+    secret_file,
+    setup_all,
+    write,
+)
 
 MANIFEST = "manifests/derived/team-x.yaml"
 REQUIREMENTS = "requirements/team-x.txt"

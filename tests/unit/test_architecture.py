@@ -23,9 +23,11 @@ MAY_IMPORT = {
     "supply": {"core", "manifest", "render", "engine", "workspace", "registry"},
     "publish": {"core", "manifest", "render", "engine", "workspace", "registry", "supply"},
     "docs": {"core", "manifest", "workspace"},
+    # derived releases: resolved (verify's targets) before render, built and smoked like any release
+    "derive": {"core", "manifest", "verify", "render", "engine", "workspace", "registry", "smoke"},
     "workflow": {"core"},
     "cli": {"core", "workspace", "registry", "manifest", "verify", "render", "engine", "smoke", "supply", "publish",
-            "docs", "workflow"},
+            "docs", "workflow", "derive"},
 }
 
 

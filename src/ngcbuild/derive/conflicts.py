@@ -17,8 +17,8 @@ from packaging.version import InvalidVersion, Version
 from ngcbuild.manifest.constraints import Pin
 
 # "scipy==1.11.4 depends on numpy>=1.21.6,<1.28.0", "all versions of foo depend on bar<2"
-_DEPENDS = re.compile(r"(?P<who>[A-Za-z0-9][A-Za-z0-9._\-\[\]]*(?:[=<>!~]=?[^\s,]+(?:,[=<>!~]=?[^\s,]+)*)?)"
-                      r" depends? on (?P<what>[A-Za-z0-9][A-Za-z0-9._\-\[\]]*(?:[=<>!~]=?[^\s,]+(?:,[=<>!~]=?[^\s,]+)*)?)")
+_REQUIREMENT = r"[A-Za-z0-9][A-Za-z0-9._\-\[\]]*(?:[=<>!~]=?[^\s,]+(?:,[=<>!~]=?[^\s,]+)*)?"
+_DEPENDS = re.compile(rf"(?P<who>{_REQUIREMENT}) depends? on (?P<what>{_REQUIREMENT})")
 _SPEC_OF = r"(?<![A-Za-z0-9._-]){name}(?P<spec>(?:[=<>!~]=?[^\s,]+)(?:,[=<>!~]=?[^\s,]+)*)"
 
 

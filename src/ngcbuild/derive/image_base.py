@@ -25,7 +25,8 @@ for dist in metadata.distributions():
     if name:
         dists[name.lower()] = {"name": name, "version": dist.version, "requires": list(dist.requires or [])}
 constraint = Path("/etc/pip/constraint.txt")
-print(json.dumps({"python": "%d.%d" % sys.version_info[:2], "distributions": sorted(dists.values(), key=lambda d: d["name"].lower()),
+listed = sorted(dists.values(), key=lambda d: d["name"].lower())
+print(json.dumps({"python": "%d.%d" % sys.version_info[:2], "distributions": listed,
                   "constraint_file": constraint.read_text() if constraint.is_file() else None}))
 """
 

@@ -123,7 +123,8 @@ def plan_derived(project: Project, loaded: LoadedRelease, base_expected: dict | 
         LOCK_LABEL: hashlib.sha256(derived.lock_path.read_bytes()).hexdigest(),
         **release.labels,
     }
-    return DerivedPlan(loaded, base_image, digest, python, tolerated, overridden, files, env, dict(sorted(labels.items())))
+    return DerivedPlan(loaded, base_image, digest, python, tolerated, overridden, files, env,
+                       dict(sorted(labels.items())))
 
 
 def render_derived(project: Project, loaded: LoadedRelease) -> Rendered:

@@ -43,7 +43,8 @@ def problem_of(loaded: LoadedRelease, wheelhouse: Path | None, ca_bundle: Path |
     if stand_ins is None:  # a base release: what it builds from source, at the version its image lists
         stand_ins = tuple(StandIn(p.name, p.version) for p in derived.provided)
     indexes = (PYPI, *(() if wheelhouse else derived.index_urls))
-    return Problem(base=derived.base, team=loaded.release.release, requirements=tuple(r.text for r in derived.requirements),
+    return Problem(base=derived.base, team=loaded.release.release,
+                   requirements=tuple(r.text for r in derived.requirements),
                    kept=derived.kept_pins(), released=tuple(sorted(derived.overrides)), stand_ins=stand_ins,
                    protected=derived.protected, targets=targets_of(loaded), indexes=indexes,
                    find_links=(wheelhouse,) if wheelhouse else (), ca_bundle=ca_bundle,
@@ -107,8 +108,9 @@ def lock_of(loaded: LoadedRelease, outcome: Outcome) -> str:
     locked = {e.key: e.version for e in entries}
     for key, override in sorted(derived.overrides.items()):
         header.append(("override", f"{override.replaces} -> {locked.get(key) or 'not needed'}: {override.reason}"))
+    command = RESOLVE_HINT.format(name=loaded.release.release)
     intro = [f"{shown_path(derived.lock_path)}: what derived release {loaded.release.release} adds to {derived.base},",
-             f"pinned with every hash its index gives. Written by `{RESOLVE_HINT.format(name=loaded.release.release)}`;",
+             f"pinned with every hash its index gives. Written by `{command}`;",
              f"do not edit: change {shown_path(loaded.path)} or {shown_path(derived.requirements_path)} "
              "and resolve again."]
     return lock_text(derived.inputs, header, entries, intro)

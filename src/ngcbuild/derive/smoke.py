@@ -39,7 +39,8 @@ for entry in sys.path:
         name = re.sub(r"[-_.]+", "-", fields.get("Name", "")).lower()
         if name in wanted and name not in found:
             with open(record, "rb") as handle:
-                found[name] = {"version": fields.get("Version"), "record_sha256": hashlib.sha256(handle.read()).hexdigest()}
+                digest = hashlib.sha256(handle.read()).hexdigest()
+            found[name] = {"version": fields.get("Version"), "record_sha256": digest}
 print(json.dumps(found, sort_keys=True))
 """
 

@@ -10,7 +10,6 @@ else comes from the base; manifest/derived.py checks the section against the bas
 from __future__ import annotations
 
 import re
-
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator

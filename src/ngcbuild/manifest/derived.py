@@ -174,8 +174,9 @@ def _checked_overrides(path: Path, overrides: list[Override], base_constraints: 
         if base_constraints is not None:
             have = base_constraints.get(pin.name)
             if have is None:
-                raise ManifestError(path, f"{key}.replaces", f"{base} does not pin {pin.key}; an override replaces "
-                                                             "a base pin (a new distribution belongs in the requirements)")
+                raise ManifestError(path, f"{key}.replaces",
+                                    f"{base} does not pin {pin.key}; an override replaces a base pin (a new "
+                                    "distribution belongs in the requirements)")
             if have.version != pin.version:
                 raise ManifestError(path, f"{key}.replaces", f"{override.replaces} is not {base}'s pin ({base} pins "
                                                              f"{have}); expected the base's pin it replaces")

@@ -204,7 +204,7 @@ def test_uv_refuses_to_move_a_pinned_distribution(expected, tmp_path):
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("uv is not in this image: nothing to refuse with")
-    assert os.environ.get("UV_CONSTRAINT") == expected["pip_constraint_file"], "UV_CONSTRAINT is not the constraint file"
+    assert os.environ.get("UV_CONSTRAINT") == expected["pip_constraint_file"], "UV_CONSTRAINT is not the image's file"
     for name in _pinned_to_move(expected):
         _wheel(tmp_path, name, "0.0.1")
         # as a user of the image runs it (its UV_* settings as the image sets them), offline
