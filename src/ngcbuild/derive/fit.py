@@ -71,8 +71,9 @@ def fit_rows(project: Project, file: str, wheelhouse: str | None = None) -> list
             rows.append(FitRow(name, FITS, ()))
         else:
             where = f" ({outcome.target.platform})" if len(loaded.release.build.published_platforms) > 1 else ""
-            rows.append(FitRow(name, CONFLICTS, tuple(f"{c.requirement}: {c.chain}{where}" for c in outcome.conflicts),
-                               tuple(outcome.conflicts)))
+            rows.append(FitRow(name, CONFLICTS, tuple(f"{c.requirement}: {c.chain}{where}"
+                                                      + (f" (trap: {c.traps[0]})" if c.traps else "")
+                                                      for c in outcome.conflicts), tuple(outcome.conflicts)))
     return rows
 
 
