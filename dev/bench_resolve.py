@@ -97,6 +97,8 @@ def main() -> None:
                          "'--version'],capture_output=True,text=True).stdout.strip())"],
                         capture_output=True, text=True).stdout.strip()
     spread = lambda values, unit: f"{min(values):.3g}–{max(values):.3g}" if len(values) > 1 else "one run"  # noqa: E731
+    verdict = "met" if statistics.median(cold) < 60 else "**missed**"
+    fetched_spread = spread([f / 1e6 for f in fetched], "MB")
     section = f"""{MARK}
 ## Resolving a team's requirements on a release (`ngcbuild resolve`)
 
@@ -112,9 +114,9 @@ requirement has no wheel). Warm: the same command again on that cache. Values ar
 
 | figure | median | spread | target | |
 |---|---|---|---|---|
-| resolve, cold (process) | {statistics.median(cold):.1f} s | {spread(cold, 's')} | seconds, not minutes | {'met' if statistics.median(cold) < 60 else '**missed**'} |
+| resolve, cold (process) | {statistics.median(cold):.1f} s | {spread(cold, 's')} | seconds, not minutes | {verdict} |
 | resolve, warm (process) | {statistics.median(warm):.1f} s | {spread(warm, 's')} | | |
-| bytes fetched, cold | {statistics.median(fetched) / 1e6:.1f} MB | {spread([f / 1e6 for f in fetched], 'MB')} | metadata, not wheels | |
+| bytes fetched, cold | {statistics.median(fetched) / 1e6:.1f} MB | {fetched_spread} | metadata, not wheels | |
 | of which index pages (PEP 691 project pages) | {statistics.median(pages) / 1e6:.1f} MB | | | |
 | of which wheels' METADATA | {statistics.median(metadata) / 1e6:.1f} MB | | | |
 | distributions locked (new to cuda-dev) | {entries} | one lock | | |

@@ -13,7 +13,6 @@ import json
 import shutil
 import subprocess
 
-import docker
 import pytest
 
 from ..conftest import REPO, run_command

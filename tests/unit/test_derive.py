@@ -186,3 +186,27 @@ def test_a_derived_release_is_no_release_of_the_series_and_plain_render_refuses_
     assert "team-vision" not in release_names(team_project)
     with pytest.raises(UserError, match="derived release"):
         render_files(team_project, load_release(team_project, "team-vision"))
+
+
+def test_the_derived_checks_are_collected_for_a_derived_release_and_only_there(team_project, tmp_path):
+    import subprocess
+    import sys
+
+    from ngcbuild.smoke.runner import CHECKS_DIR, stage_suite, suite_args, suite_command
+
+    def collect(expected: bytes, where):
+        stage_suite(where, expected, {"Env": [], "Labels": {}}, "3.11", team_project.build)
+        command = suite_command([*suite_args(mount=str(where)), "--collect-only"], checks=str(CHECKS_DIR))
+        done = subprocess.run([sys.executable, "-m", "pytest", *command[2:]], capture_output=True, text=True,
+                              timeout=300, cwd=where, env={"PATH": "/usr/bin:/bin", "NGCBUILD_SMOKE_DIR": str(where),
+                                                          "PYTHONDONTWRITEBYTECODE": "1"})
+        assert done.returncode == 0, done.stdout[-2000:]
+        return {line.split("::")[0].rsplit("/", 1)[-1] for line in done.stdout.splitlines() if "::" in line}
+
+    expected = json.loads(render_derived(team_project, load_release(team_project, "team-vision")).files["expected.json"])
+    (tmp_path / "a").mkdir()
+    files = collect(json.dumps(expected).encode(), tmp_path / "a")
+    assert "test_derived.py" in files and "test_python_env.py" in files, files
+    expected["derived"]["base_checks"] = False  # an image base: no base expectations, the derived checks alone
+    (tmp_path / "b").mkdir()
+    assert collect(json.dumps(expected).encode(), tmp_path / "b") == {"test_derived.py"}

@@ -107,16 +107,16 @@ def test_bad_pip_layers(scratch, layers, expected):
 
 def test_one_build_of_a_release_at_a_time(tmp_path):
     from ngcbuild.core.errors import OperationError
-    from ngcbuild.engine.build import _exclusive
+    from ngcbuild.engine.build import exclusive
 
-    with _exclusive(tmp_path / "dev", "dev"):
+    with exclusive(tmp_path / "dev", "dev"):
         with pytest.raises(OperationError) as caught:
-            with _exclusive(tmp_path / "dev", "dev"):
+            with exclusive(tmp_path / "dev", "dev"):
                 pass
-        with _exclusive(tmp_path / "other", "other"):  # another release is fine
+        with exclusive(tmp_path / "other", "other"):  # another release is fine
             pass
     assert "another build of dev is running" in str(caught.value)
-    with _exclusive(tmp_path / "dev", "dev"):  # released when the first build ended
+    with exclusive(tmp_path / "dev", "dev"):  # released when the first build ended
         pass
 
 
