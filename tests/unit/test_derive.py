@@ -210,3 +210,14 @@ def test_the_derived_checks_are_collected_for_a_derived_release_and_only_there(t
     expected["derived"]["base_checks"] = False  # an image base: no base expectations, the derived checks alone
     (tmp_path / "b").mkdir()
     assert collect(json.dumps(expected).encode(), tmp_path / "b") == {"test_derived.py"}
+
+
+def test_notes_and_diff_say_what_a_derived_release_adds():
+    from ngcbuild.derive.notes import changes, notes_text
+
+    project = Project.at(REPO)
+    found = changes(load_release(project, "dev"), load_release(project, "team-vision"))
+    assert "rich" in found["added"] and found["changed"]["tqdm"] == ["4.70.1", "4.67.1"] and not found["removed"]
+    text = notes_text(project, "team-vision")
+    assert "## What it adds to dev" in text and "- rich " in text
+    assert "- tqdm 4.70.1 -> 4.67.1: the team's progress reporting" in text and "unchanged\n\ntorch" in text

@@ -165,7 +165,12 @@ def base(release: str = "dev", platform: str | None = None) -> None:
 def notes(release: str) -> None:
     from ngcbuild.docs.notes import write_notes
 
-    path = write_notes(project(), release)
+    if _derived(release):
+        from ngcbuild.derive.notes import write_derived_notes
+
+        path = write_derived_notes(project(), release)
+    else:
+        path = write_notes(project(), release)
     print(f"wrote {shown_path(path)}")
 
 
@@ -185,6 +190,11 @@ def diff(old: str, new: str, as_json=False) -> None:
     from ngcbuild.manifest.series import Series
 
     where = project()
+    if _derived(old) or _derived(new):
+        from ngcbuild.derive.notes import diff_text
+
+        print(diff_text(where, old, new, as_json=as_json), end="")
+        return
     series = Series.load(where)
     if as_json:
         result = diff_releases(series.get(old), series.get(new), Catalog.load(where))
