@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from ..conftest import REPO, run_command
-from .conftest import run_invoke
+from .conftest import KeptTags, run_invoke
 
 pytestmark = [pytest.mark.engine, pytest.mark.network]
 
@@ -106,10 +106,19 @@ def test_fit_tells_which_releases_a_set_fits(tmp_path):
     assert rows["dev"]["fits"] is False and "dev pins numpy==2.4.6" in rows["dev"]["details"][0]
 
 
+class KeptTeamTags(KeptTags):
+    """team-vision's tags (its image, its builder stage's cache tag, the pushed one) as they were; the
+    images the tests made that no tag holds then removed."""
+
+    def __init__(self, engine, registry: str):
+        self.REPOSITORIES = ("nvcr.io/teams/vision", "nvcr.io/teams/vision-cache", f"{registry}/teams/vision")
+        super().__init__(engine, "team-vision")
+
+
 @pytest.fixture(scope="module")
 def team_vision(engine, dev_build, registry):
-    """dev pushed (its digest is what team-vision is built FROM), then team-vision built, smoked, pushed."""
-    before = {image["Id"] for image in engine.images(all=True)}
+    """dev pushed (its digest is what team-vision is built FROM), then team-vision built."""
+    kept = KeptTeamTags(engine, registry)
     try:
         pushed = run_invoke("push", "--release", "dev", "--registry", registry)
         assert pushed.returncode == 0, pushed.stdout + pushed.stderr
@@ -118,10 +127,7 @@ def team_vision(engine, dev_build, registry):
         record = json.loads((REPO / "build" / "team-vision" / "record.json").read_text())
         yield {"built": built, "record": record, "registry": registry}
     finally:
-        for image in engine.images(filters={"label": "io.ngcbuild.release=team-vision"}):
-            if image["Id"] not in before:
-                for tag in image.get("RepoTags") or []:
-                    engine.remove_image(tag)
+        kept.restore()
 
 
 def _run(engine, image: str, command: list[str]) -> str:
