@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.markers import Marker
+from packaging.utils import canonicalize_name
 
 from ngcbuild.core.errors import ManifestError, shown_path
 from ngcbuild.core.files import exists
@@ -135,6 +136,11 @@ def load_derived(path: Path, own: dict, release: Release, base: Release | None, 
         base_constraints = load_constraints(pins_file, manifest=shown_path(path), within=root) \
             if exists(pins_file) else None
     every = Constraints(base_constraints.path, base_constraints.pins + provided) if base_constraints else None
+    if base is None and every is not None:
+        for index, name in enumerate(spec.protected):
+            if every.get(name) is None:
+                raise ManifestError(path, f"derive.protected.{index}", f"{name!r} is not among the pins read from "
+                                                                       f"{base_image} ({every.path.name})")
     overrides = _checked_overrides(path, spec.overrides, every, protected, base.release if base else name)
     requirements_path = root / spec.requirements
     requirements = load_requirements(requirements_path, within=root,
@@ -191,8 +197,6 @@ def _checked_overrides(path: Path, overrides: list[Override], base_constraints: 
 
 
 def _key(name: str) -> str:
-    from packaging.utils import canonicalize_name
-
     return canonicalize_name(name)
 
 
