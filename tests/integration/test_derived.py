@@ -156,6 +156,10 @@ def test_the_derived_image_is_built_from_the_base_by_digest_and_holds_the_lock(e
     # the override is visible in the image's own constraint file; dev's torch is there unchanged
     assert "tqdm==4.67.1" in constraint and "tqdm==4.70.1" not in constraint
     assert "torch==2.13.0+cpu" in constraint and any(line.startswith("rich==") for line in constraint)
+    again = run_invoke("build", "--release", "team-vision")  # skip-if-built, as for any release
+    assert again.returncode == 0 and "skipped the build of team-vision" in again.stdout, again.stdout[-2000:]
+    record = json.loads((REPO / "build" / "team-vision" / "record.json").read_text())
+    assert record["image_id"] == team_vision["record"]["image_id"]
 
 
 def test_smoke_passes_and_proves_the_base_stack_unchanged(team_vision):
