@@ -200,7 +200,8 @@ def test_the_derived_image_is_pushed(team_vision):
 
 def test_a_base_image_by_digest_is_read_from_the_image(tmp_path, team_vision):
     dev_record = json.loads((REPO / "build" / "dev" / "record.json").read_text())
-    ref, entry = sorted(dev_record["pushed"].items())[0]
+    ref, entry = next((ref, entry) for ref, entry in sorted(dev_record["pushed"].items())
+                      if ref.startswith(team_vision["registry"] + "/"))
     manifest = (f"extends: parts/debian-bookworm\nsummary: a team's stack on an image\norigin: public-wheels\n"
                 f"base:\n  image: {ref}\n  digest: {entry['digest']}\n  bootstrap: null\n"
                 "pip: {constraint_file: true, break_system_packages: true}\n"

@@ -237,3 +237,32 @@ def test_hadolint_passes_on_the_derived_dockerfile(team_project, tmp_path):
     result = subprocess.run([hadolint, "--no-color", "--config", str(REPO / ".hadolint.yaml"), str(path)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+IMAGE_BASE = """extends: parts/debian-bookworm
+summary: a team's stack on an image
+origin: public-wheels
+base:
+  image: registry.example/team/base:1
+  digest: sha256:""" + "2" * 64 + """
+  bootstrap: null
+pip: {constraint_file: true}
+derive:
+  requirements: requirements/team-vision.txt
+  protected: [torch]
+"""
+
+
+def test_an_image_base_takes_its_pins_from_what_resolve_read_from_the_image(team_project):
+    (team_project.manifests / "derived" / "team-img.yaml").write_text(IMAGE_BASE)
+    loaded = load_release(team_project, "team-img")
+    assert loaded.derived.base == "registry.example/team/base@sha256:" + "2" * 64
+    assert loaded.derived.lock_state == "missing" and loaded.derived.lock_path.name == "team-img.lock"
+    pins = team_project.constraints / "team-img.base.txt"
+    pins.write_text("torch==2.13.0+cpu\ntqdm==4.70.1\n")
+    loaded = load_release(team_project, "team-img")
+    assert [str(p) for p in loaded.derived.kept_pins()] == ["torch==2.13.0+cpu", "tqdm==4.70.1"]
+    assert loaded.derived.lock_path.name == "team-img.lock" and loaded.derived.inputs
+    pins.write_text("tqdm==4.70.1\n")
+    with pytest.raises(ManifestError, match="derive.protected.0: 'torch' is not among the pins read from"):
+        load_release(team_project, "team-img")

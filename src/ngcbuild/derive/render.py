@@ -56,7 +56,8 @@ class DerivedPlan:
 
 
 def base_reference(project: Project, loaded: LoadedRelease) -> tuple[str, str]:
-    """(what FROM names, the digest the labels give) for the base; refuses a base release not built here."""
+    """(what FROM names, the digest the labels give) for the base; refuses a base release not built here.
+    The base's latest push names it by its registry digest; a base never pushed, by its image id."""
     derived = loaded.derived
     if derived.base_image is not None:
         return derived.base_image, derived.base_image.rsplit("@", 1)[1]
@@ -66,10 +67,12 @@ def base_reference(project: Project, loaded: LoadedRelease) -> tuple[str, str]:
     if not isinstance(image_id, str) or not image_id.startswith("sha256:"):
         raise UserError(f"{loaded.release.release} is built FROM {base}'s image by digest, and {base} has no build "
                         f"record here; build it first (`ngcbuild build --release {base}`)")
-    pushed = sorted((ref, entry["digest"]) for ref, entry in (record.get("pushed") or {}).items()
+    # the latest push (a base pushed to staging, then to the registry the team pulls from: the latter)
+    pushed = sorted((str(entry.get("at", "")), ref, entry["digest"])
+                    for ref, entry in (record.get("pushed") or {}).items()
                     if isinstance(entry, dict) and isinstance(entry.get("digest"), str))
     if pushed:
-        ref, digest = pushed[0]
+        _, ref, digest = pushed[-1]
         return f"{ImageRef.parse(ref).repository}@{digest}", digest
     return image_id, image_id
 

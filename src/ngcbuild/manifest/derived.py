@@ -137,10 +137,7 @@ def load_derived(path: Path, own: dict, release: Release, base: Release | None, 
             if exists(pins_file) else None
     every = Constraints(base_constraints.path, base_constraints.pins + provided) if base_constraints else None
     if base is None and every is not None:
-        for index, name in enumerate(spec.protected):
-            if every.get(name) is None:
-                raise ManifestError(path, f"derive.protected.{index}", f"{name!r} is not among the pins read from "
-                                                                       f"{base_image} ({every.path.name})")
+        _check_image_protects(path, spec.protected, every, base_image)
     overrides = _checked_overrides(path, spec.overrides, every, protected, base.release if base else name)
     requirements_path = root / spec.requirements
     requirements = load_requirements(requirements_path, within=root,
@@ -169,6 +166,13 @@ def load_derived(path: Path, own: dict, release: Release, base: Release | None, 
                           requirements_path,
                           requirements, overrides, frozenset(protected), lock_file, lock, problem, inputs, targets,
                           indexes)
+
+
+def _check_image_protects(path: Path, protected: list[str], pins: Constraints, image: str) -> None:
+    for index, name in enumerate(protected):
+        if pins.get(name) is None:
+            raise ManifestError(path, f"derive.protected.{index}",
+                                f"{name!r} is not among the pins read from {image} ({pins.path.name})")
 
 
 def _checked_overrides(path: Path, overrides: list[Override], base_constraints: Constraints | None,
