@@ -422,6 +422,7 @@ def cases() -> list[HostileCase]:
     validation_cases(add)
     chain_path_inherit_cases(add)
     audit_cases(add)
+    derived_cases(add)
     return c
 
 
@@ -1128,3 +1129,6 @@ def cleanup(root: Path) -> None:
 
 
 __all__ = ["REPO", "HostileCase", "cases", "run_case", "judge", "cleanup", "SECRET"]
+
+
+from .derived_hostile import derived_cases  # noqa: E402  (it builds on this module's helpers)

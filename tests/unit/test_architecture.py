@@ -23,9 +23,11 @@ MAY_IMPORT = {
     "supply": {"core", "manifest", "render", "engine", "workspace", "registry"},
     "publish": {"core", "manifest", "render", "engine", "workspace", "registry", "supply"},
     "docs": {"core", "manifest", "workspace"},
+    # derived releases: resolved (verify's targets) before render, built and smoked like any release
+    "derive": {"core", "manifest", "verify", "render", "engine", "workspace", "registry", "smoke"},
     "workflow": {"core"},
     "cli": {"core", "workspace", "registry", "manifest", "verify", "render", "engine", "smoke", "supply", "publish",
-            "docs", "workflow"},
+            "docs", "workflow", "derive"},
 }
 
 
@@ -131,6 +133,7 @@ WRITES_ITSELF = {
     "smoke/runner.py": "what the suite's container mounts, in a temporary folder",
     "smoke/host.py": "what the host's suite reads, in a temporary folder",
     "smoke/staging.py": "the locked pytest unpacked into the staging folder (temporary)",
+    "derive/resolution.py": "uv's requirements and constraints, in a temporary folder",
     "verify/sdist.py": "a source archive unpacked to build its metadata, in a temporary folder",
     "publish/promote.py": "skopeo's private auth file, in a temporary folder",
 }

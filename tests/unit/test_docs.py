@@ -36,7 +36,8 @@ def test_the_readme_is_a_front_page():
     text = README.read_text()
     assert len(text.encode()) <= 15 * 1024, f"README.md is {len(text.encode())} bytes; the rest belongs in docs/"
     headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
-    assert headings == ["Prerequisites", "The two commands", "The release runbook", "Adding a release", "More"]
+    assert headings == ["Prerequisites", "The two commands", "The release runbook", "Adding a release",
+                        "Build your team's image on a release", "More"]
     two = _section(text, "The two commands")
     assert "invoke build --release dev" in two and "\n   invoke test\n" in two  # .ci/run runs command 2
 

@@ -32,7 +32,9 @@ def test_the_staged_suite_is_collected_by_the_python_of_the_image(release, tmp_p
     reference = collected_here(release, tmp_path / "here")
     assert items == reference, f"Python {minor} collects {len(items)} checks, this machine's pytest {len(reference)}"
     files = {item.split("::")[0].rsplit("/", 1)[-1] for item in items}
-    assert files == {p.name for p in CHECKS_DIR.glob("test_*.py")}, "a check file collected nothing"
+    # the derived checks are for derived releases only (tests/unit/test_derive.py collects them there)
+    assert files == {p.name for p in CHECKS_DIR.glob("test_*.py")} - {"test_derived.py"}, \
+        "a check file collected nothing"
     assert len(items) >= 40, f"only {len(items)} checks collected for {release}"
 
 

@@ -25,7 +25,12 @@ def project() -> Project:
 def render(release: str, base=None) -> None:
     from ngcbuild.render.context import render_release
 
-    rendered = render_release(project(), release, base=base)
+    if _derived(release):
+        from ngcbuild.derive.build import render_derived_release
+
+        rendered = render_derived_release(project(), release)
+    else:
+        rendered = render_release(project(), release, base=base)
     print(f"rendered {len(rendered.files)} files into {rendered.directory} (context {rendered.context_hash[:12]})")
 
 
@@ -40,7 +45,12 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
                            force=force, labels=labels, cache_from=cache_from, cache_to=cache_to,
                            force_platform=force_platform)
     where = project()
-    built = build_release(where, release, options, out=sys.stdout)
+    if _derived(release):
+        from ngcbuild.derive.build import build_derived
+
+        built = build_derived(where, release, options, out=sys.stdout)
+    else:
+        built = build_release(where, release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
         from ngcbuild.publish.push import push_layer_cache
 
@@ -62,6 +72,14 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
         raise UserError("--expect-from-env and --python belong to host mode: add --host")
     if not release:
         raise UserError("--release: which release's image to test (or --host --expect-from-env on a GPU host)")
+    if _derived(release):
+        from ngcbuild.derive.smoke import smoke_derived
+
+        if perf or baseline:
+            raise UserError("--perf and --baseline measure a release's GPU figures; a derived release inherits its "
+                            "base's: measure the base")
+        smoke_derived(project(), release, require_gpu=require_gpu, image=image)
+        return
     from ngcbuild.smoke import runner
 
     runner.run_smoke(project(), release, require_gpu=require_gpu, image=image, perf=perf,
@@ -147,7 +165,12 @@ def base(release: str = "dev", platform: str | None = None) -> None:
 def notes(release: str) -> None:
     from ngcbuild.docs.notes import write_notes
 
-    path = write_notes(project(), release)
+    if _derived(release):
+        from ngcbuild.derive.notes import write_derived_notes
+
+        path = write_derived_notes(project(), release)
+    else:
+        path = write_notes(project(), release)
     print(f"wrote {shown_path(path)}")
 
 
@@ -167,6 +190,11 @@ def diff(old: str, new: str, as_json=False) -> None:
     from ngcbuild.manifest.series import Series
 
     where = project()
+    if _derived(old) or _derived(new):
+        from ngcbuild.derive.notes import diff_text
+
+        print(diff_text(where, old, new, as_json=as_json), end="")
+        return
     series = Series.load(where)
     if as_json:
         result = diff_releases(series.get(old), series.get(new), Catalog.load(where))
@@ -327,3 +355,28 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
         rehearse_release(project(), release, staging, registry, secret_file, require_gpu, out=sys.stdout)
     else:
         raise UserError(f"--workflow {excerpt(workflow)}: expected release or ci")
+
+
+# --- derived releases (manifests/derived/R.yaml) -----------------------------------------------------
+
+def _derived(release) -> bool:
+    """R is a derived release: manifests/derived/R.yaml exists (the folder manifest/derived.py reads), told
+    without loading anything (the unchanged-release path of build imports no pydantic)."""
+    from ngcbuild.core.names import check_release_name
+
+    check_release_name(release)
+    return os.path.lexists(project().manifests / "derived" / f"{release}.yaml")
+
+
+def resolve(release: str, as_json=False, wheelhouse=None) -> dict:
+    from ngcbuild.core.names import check_release_name
+    from ngcbuild.derive.resolve import resolve_release
+
+    check_release_name(release)
+    return resolve_release(project(), release, wheelhouse=wheelhouse, as_json=as_json, out=sys.stdout)
+
+
+def fit(requirements: str, as_json=False, wheelhouse=None) -> list:
+    from ngcbuild.derive.fit import run_fit
+
+    return run_fit(project(), requirements, wheelhouse=wheelhouse, as_json=as_json, out=sys.stdout)

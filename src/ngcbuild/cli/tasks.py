@@ -42,6 +42,8 @@ def _json(instead_of: str) -> Option:
     return Option("json", f"print JSON (for CI and scripts) instead of {instead_of}", value=None, dest="as_json")
 
 
+RESOLVER_WHEELHOUSE = Option("wheelhouse", "folder of wheels the resolver may use as well as the indexes", value="DIR",
+                             default_text="$PIP_FIND_LINKS when it is a folder")
 OLD_BASE = Renamed("--base", "--base-image")
 CHANGED_TASK = "its own task: `ngcbuild changed [--since REF] [--releases NAMES]`"
 
@@ -60,6 +62,19 @@ TASKS = (
              Option("base-image", "the mirror of the base image the build will use (as build --base-image)",
                     value="IMAGE", dest="base"),
          ), guide="verify.md", renamed=(OLD_BASE,)),
+    Task("resolve", CHECK, "Resolve a derived release's requirements on its base's pins; write constraints/R.lock",
+         commands.resolve, (
+             Option("release", "derived release name: manifests/derived/R.yaml", value="R", required=True),
+             _json("the text"),
+             RESOLVER_WHEELHOUSE,
+         ), writes=("constraints/R.lock (or each conflict named, exit 2)",), guide="derived-images.md"),
+    Task("fit", CHECK, "Which of our releases a requirement set fits: release, fits, conflicts",
+         commands.fit, (
+             Option("requirements", "requirements FILE (inside the project) to try on every buildable release",
+                    value="FILE", required=True),
+             _json("the table"),
+             RESOLVER_WHEELHOUSE,
+         ), guide="derived-images.md"),
     # --- build
     Task("base", BUILD, "Make R's base image locally (debootstrap) when it cannot be pulled", commands.base, (
         Option("release", "release whose base image to make", value="R", default="dev"),

@@ -22,6 +22,15 @@ from ngcbuild.core.outputs import short_path
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Constraints, load_constraints
+from ngcbuild.manifest.derived import (
+    DERIVED_DIR,
+    DerivedRelease,
+    built_from_source,
+    check_protected,
+    derived_manifest,
+    load_derived,
+    protected_names,
+)
 from ngcbuild.manifest.fields import release_parts
 from ngcbuild.manifest.model import Release
 from ngcbuild.manifest.needs import check_needs
@@ -45,6 +54,7 @@ class LoadedRelease:
     chain: tuple[Path, ...]  # the files merged, parent first
     constraints: Constraints | None
     catalog: Catalog  # templates/image/components.yaml, read once per load
+    derived: DerivedRelease | None = None  # a derived release (manifests/derived/R.yaml): its base, lock...
 
 
 def release_names(project: Project) -> list[str]:
@@ -67,6 +77,12 @@ def buildable_releases(project: Project) -> list[str]:
 def load_release(project: Project, name: str) -> LoadedRelease:
     check_release_name(name)
     path = project.manifests / f"{name}.yaml"
+    derived_path = derived_manifest(project.manifests, name)
+    if exists(derived_path):
+        if exists(path):
+            raise UserError(f"{shown_path(path)} and {shown_path(derived_path)}: two manifests of release {name}; "
+                            "expected one (a derived release lives under manifests/derived/ alone)")
+        path = derived_path
     if not exists(path):
         known = release_names(project)
         hint = _did_you_mean(name, known)
@@ -78,12 +94,50 @@ def load_release(project: Project, name: str) -> LoadedRelease:
     _check_components(path, release, catalog)
     check_promises(path, release, catalog)
     constraints = None
+    if release.derive is not None or path == derived_path:
+        derived = _load_derived(project, path, release, chain, catalog)
+        constraints = Constraints(derived.lock_path, derived.pins_for(release.build.platform))
+        return LoadedRelease(release, path, chain, constraints, catalog, derived)
     if release.status == "buildable":
         constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path),
                                        within=project.root)
         _check_pins_agree(path, release, catalog, constraints)
+        check_protected(path, release, constraints)
         check_needs(path, release, catalog)
     return LoadedRelease(release, path, chain, constraints, catalog)
+
+
+def derived_release_names(project: Project) -> list[str]:
+    """The derived releases (manifests/derived/R.yaml): teams' images on our releases, not in the series."""
+    folder = project.manifests / DERIVED_DIR
+    return sorted(p.stem for p in folder.glob("*.yaml") if RELEASE_NAME_RE.fullmatch(p.stem)) if folder.is_dir() else []
+
+
+def _load_derived(project: Project, path: Path, release: Release, chain: tuple[Path, ...],
+                  catalog: Catalog) -> DerivedRelease:
+    """The derived part of a release under manifests/derived/: its base is the release it extends
+    (the last one of the chain), or the image its base names by digest."""
+    if release.derive is None:
+        raise ManifestError(path, "derive", "required key is missing (a manifest under manifests/derived/ is a "
+                                            "derived release: its requirements, overrides)")
+    if path.parent.name != DERIVED_DIR:
+        raise ManifestError(path, "derive", "a derived release lives under manifests/derived/; move the file there")
+    if release.status != "buildable":
+        raise ManifestError(path, "status", "a derived release is built; expected it buildable")
+    own = _read_yaml(project, path)
+    parents = [p for p in chain[:-1] if p.parent == project.manifests.resolve() or p.parent == project.manifests]
+    base = None
+    if parents:
+        base = load_release(project, parents[-1].stem)
+        if base.derived is not None:
+            raise ManifestError(path, "extends", f"{parents[-1].stem} is itself a derived release; expected one of "
+                                                 "our releases (or an image by digest) as the base")
+        if base.release.status != "buildable":
+            raise ManifestError(path, "extends", f"{parents[-1].stem} is archived; expected a buildable release")
+    provided = built_from_source(base.release, catalog, base.constraints) if base else ()
+    return load_derived(path, own, release, base.release if base else None, base.constraints if base else None,
+                        provided, protected_names(base.release, catalog) if base else set(), root=project.root,
+                        constraints_dir=project.constraints)
 
 
 def _read_yaml(project: Project, path: Path) -> dict:

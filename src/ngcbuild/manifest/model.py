@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.manifest.derive_spec import DeriveSpec
 from ngcbuild.manifest.fields import (
     AbsPath,
     AdvisoryId,
@@ -190,6 +191,9 @@ class PipSpec(Strict):
     # Groups of pinned packages that get a layer each, after the components and before the rest,
     # most stable first: a changed pin then rebuilds only its own group's layer.
     layers: list[list[PackageName]] = Field(default_factory=list)
+    # Distributions a release derived from this one (manifests/derived/) may move only under an
+    # override that says so: its torch, NVIDIA's wheels. Components built from source are protected too.
+    protected: list[PackageName] = Field(default_factory=list)
 
 
 class Component(Strict):
@@ -496,6 +500,8 @@ class Release(Strict):
     labels: dict[LabelKey, Text] = Field(default_factory=dict)
     notes: Notes = Field(default_factory=Notes)
     security: SecuritySpec = Field(default_factory=SecuritySpec)
+    # A derived release (manifests/derived/R.yaml): a team's requirements on its base (derive_spec.py).
+    derive: DeriveSpec | None = None
 
     @model_validator(mode="after")
     def _buildable_needs_build_facts(self):

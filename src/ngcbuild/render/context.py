@@ -85,6 +85,9 @@ def write_rendered(project: Project, loaded: LoadedRelease, rendered: Rendered, 
 
 def render_files(project: Project, loaded: LoadedRelease, base: str | None = None) -> Rendered:
     release = loaded.release
+    if loaded.derived is not None:  # rendered FROM its base by derive/render.py (templates/derived/)
+        raise UserError(f"{release.release} is a derived release (manifests/derived/{release.release}.yaml): "
+                        f"`ngcbuild render --release {release.release}` and `build` render it FROM its base")
     if release.status == "archived":
         raise UserError(f"{shown_path(loaded.path)}: status: release {release.release} is archived (documentation "
                         "only: its base images are gone); render and build refuse it, notes/matrix/diff include it")

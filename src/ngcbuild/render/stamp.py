@@ -41,7 +41,10 @@ class Stamp:
 
 
 def release_inputs(project: Project, loaded: LoadedRelease) -> list[Path]:
-    """The files of one release that its render reads: the manifest chain and the constraints file."""
+    """The files of one release that its render reads: the manifest chain and the constraints file (a
+    derived release: its base's pins, its requirements and its lock)."""
+    if loaded.derived is not None:
+        return [*loaded.chain, *loaded.derived.input_files]
     return [*loaded.chain, project.constraints / f"{loaded.release.release}.txt"]
 
 

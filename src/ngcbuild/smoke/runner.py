@@ -48,12 +48,16 @@ NGC_RUN_FLAGS = {"shm_size": "1g", "memlock": -1, "stack": 67108864}
 
 def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str | None = None,
               perf: bool = False, baseline: str | None = None, threshold: float = DEFAULT_THRESHOLD,
-              out=sys.stdout) -> SmokeRun:
+              out=sys.stdout, rendered=None, expected_json: bytes | None = None) -> SmokeRun:
+    """`rendered` and `expected_json`: a context rendered elsewhere (a derived release's, derive/smoke.py)
+    and the expectations to stage instead of its expected.json."""
     loaded = load_release(project, name)
     record = read_record(project.out(name)) if image is None else None
     # A build from a mirror (--base-image) expects that base in its labels; the record says which it was.
     base = record.build.base_image if record else None
-    rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
+    if rendered is None:
+        rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
+    expected_json = expected_json or rendered.files[EXPECTED]
     directory = rendered.directory
     ref = image or require(record.build.image_id, project.out(name), "image_id", "the id of the built image")
     if record and record.build.context_sha256 != rendered.context_hash:
@@ -71,7 +75,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
 
     with tempfile.TemporaryDirectory(prefix="ngcbuild-smoke-") as tmp:
         tmp = Path(tmp)
-        stage_suite(tmp, rendered.files[EXPECTED], config, loaded.release.python.version, project.build)
+        stage_suite(tmp, expected_json, config, loaded.release.python.version, project.build)
         args = suite_args(require_gpu=require_gpu, perf=perf)
         exit_code = _run_container(client, ref, tmp, gpu, args, out)
         junit = tmp / "out" / JUNIT
@@ -89,7 +93,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
     if perf:
         report = perf_report(name, image_id, measured)
         if baseline_ref:
-            other = _baseline_perf(client, baseline_ref, rendered.files[EXPECTED], gpu, project.build, out)
+            other = _baseline_perf(client, baseline_ref, expected_json, gpu, project.build, out)
             report = with_baseline(report, perf_report(baseline, client.inspect_image(baseline_ref)["Id"], other),
                                    baseline_ref, threshold)
             regressed = report["baseline"]["regressions"]

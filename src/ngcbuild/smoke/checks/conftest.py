@@ -37,6 +37,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "component(name): applies when the manifest's image carries `name`")
     config.addinivalue_line("markers", "torch_api(name): applies when the manifest's PyTorch has that API")
     config.addinivalue_line("markers", "gpu_feature(name): applies when the manifest lists gpu.features: name")
+    config.addinivalue_line("markers", "derived: checks of a derived release's image (test_derived.py)")
     config.stash[PERF_RESULTS] = {}
 
 
@@ -45,6 +46,7 @@ def pytest_collection_modifyitems(config, items):
     # that a run stopped at its first failure (-x, as `ngcbuild mutate` runs it) reports a cheap
     # check's failure without paying for them. Every check still runs in a full run.
     items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+    _select_derived(config, items)
     # Without --perf the performance smoke is not part of the run at all (not a skip to count).
     if config.getoption("--perf"):
         return
@@ -52,6 +54,24 @@ def pytest_collection_modifyitems(config, items):
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept
+
+
+def _select_derived(config, items):
+    """The derived checks run for a derived release only; on an image base (whose manifest is not ours,
+    so no base expectations exist) they are all that runs."""
+    try:
+        derived = load_expected().get("derived")
+    except FileNotFoundError:
+        derived = None
+    if derived is None:
+        dropped = [item for item in items if item.get_closest_marker("derived") is not None]
+    elif not derived.get("base_checks", True):
+        dropped = [item for item in items if item.get_closest_marker("derived") is None]
+    else:
+        return
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 def load_expected() -> dict:

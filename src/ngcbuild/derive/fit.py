@@ -1,0 +1,99 @@
+"""`ngcbuild fit --requirements FILE`: which of our releases a team's requirement set fits. Each
+buildable release is tried as a base (its pins as constraints, what it builds from source standing
+in), exactly as `resolve` would for a derived release on it with no override: a table of release,
+fits or not, and the conflicts (each with its chain). What a team reads before choosing a month, and
+what a scheduled job runs to say when they can move."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ngcbuild.core.errors import UserError, shown_path
+from ngcbuild.core.project import Project
+from ngcbuild.derive.resolution import Problem, StandIn, resolve
+from ngcbuild.derive.resolve import machine_inputs
+from ngcbuild.derive.uv import UnresolvedError
+from ngcbuild.manifest.derived import built_from_source, protected_names
+from ngcbuild.manifest.loader import LoadedRelease, buildable_releases, load_release
+from ngcbuild.manifest.requirements import TeamRequirement, load_requirements
+from ngcbuild.verify.pins import PYPI, Target
+
+FITS, CONFLICTS, NOT_CHECKED = "fits", "no", "not checked"
+
+
+@dataclass(frozen=True)
+class FitRow:
+    release: str
+    verdict: str
+    details: tuple[str, ...]  # one line per conflict, or why it was not checked
+    conflicts: tuple = ()
+
+    def to_json(self) -> dict:
+        return {"release": self.release, "fits": self.verdict == FITS, "verdict": self.verdict,
+                "details": list(self.details), "conflicts": [c.to_json(self.release) for c in self.conflicts]}
+
+
+def fit_problem(loaded: LoadedRelease, requirements: tuple[TeamRequirement, ...], team: str,
+                wheelhouse: Path | None, ca_bundle: Path | None) -> Problem:
+    release = loaded.release
+    provided = built_from_source(release, loaded.catalog, loaded.constraints)
+    platforms = tuple(dict.fromkeys((release.build.platform, *release.build.published_platforms)))
+    return Problem(base=release.release, team=team, requirements=tuple(r.text for r in requirements),
+                   kept=loaded.constraints.pins + provided, released=(),
+                   stand_ins=tuple(StandIn(p.name, p.version) for p in provided),
+                   protected=frozenset(protected_names(release, loaded.catalog)),
+                   targets=tuple(Target(release.python.version, p, release.os.glibc) for p in platforms),
+                   indexes=(PYPI, *(() if wheelhouse else release.pip.extra_index_urls)),
+                   find_links=(wheelhouse,) if wheelhouse else (), ca_bundle=ca_bundle)
+
+
+def fit_rows(project: Project, file: str, wheelhouse: str | None = None) -> list[FitRow]:
+    house, ca_bundle = machine_inputs(wheelhouse)
+    path = Path(file)
+    path = path if path.is_absolute() else Path.cwd() / path
+    requirements = load_requirements(path, within=project.root, named_by="--requirements")
+    team = shown_path(path)
+    rows = []
+    for name in buildable_releases(project):
+        loaded = load_release(project, name)
+        if loaded.release.os is None or loaded.release.os.glibc is None:
+            rows.append(FitRow(name, NOT_CHECKED, ("its manifest names no os.glibc (which wheels it installs)",)))
+            continue
+        try:
+            outcome = resolve(fit_problem(loaded, requirements, team, house, ca_bundle))
+        except UnresolvedError as exc:
+            rows.append(FitRow(name, NOT_CHECKED, (exc.reason,)))
+            continue
+        if outcome.fits:
+            rows.append(FitRow(name, FITS, ()))
+        else:
+            where = f" ({outcome.target.platform})" if len(loaded.release.build.published_platforms) > 1 else ""
+            rows.append(FitRow(name, CONFLICTS, tuple(f"{c.requirement}: {c.chain}{where}"
+                                                      + (f" (trap: {c.traps[0]})" if c.traps else "")
+                                                      for c in outcome.conflicts), tuple(outcome.conflicts)))
+    return rows
+
+
+def fit_table(file: str, rows: list[FitRow]) -> str:
+    lines = [f"releases for {file}", "", "| release | fits | conflicts |", "|---|---|---|"]
+    for row in rows:
+        details = "<br>".join(d.replace("|", "\\|") for d in row.details) or "-"
+        lines.append(f"| {row.release} | {row.verdict} | {details} |")
+    fitting = [r.release for r in rows if r.verdict == FITS]
+    lines += ["", f"fits: {', '.join(fitting) or 'none'}"]
+    return "\n".join(lines) + "\n"
+
+
+def run_fit(project: Project, file: str, wheelhouse: str | None = None, as_json: bool = False,
+            out=sys.stdout) -> list[FitRow]:
+    if not isinstance(file, str) or not file or file.startswith("-"):
+        raise UserError(f"--requirements {file!r}: expected a requirements FILE inside the project")
+    rows = fit_rows(project, file, wheelhouse)
+    if as_json:
+        out.write(json.dumps({"requirements": file, "releases": [r.to_json() for r in rows]}, indent=2) + "\n")
+    else:
+        out.write(fit_table(file, rows))
+    return rows

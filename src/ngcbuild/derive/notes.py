@@ -1,0 +1,71 @@
+"""What a derived release adds to its base, in words: `ngcbuild notes --release R` (build/R/release-notes.md)
+and `ngcbuild diff A B` where either is derived (the pins each side's image holds, compared)."""
+
+from __future__ import annotations
+
+import json
+
+from ngcbuild.core.project import Project
+from ngcbuild.manifest.loader import LoadedRelease, load_release
+from ngcbuild.workspace.release_dir import NOTES, ReleaseDir
+
+
+def _pins(loaded: LoadedRelease) -> dict[str, str]:
+    pins = {p.key: p.version for p in loaded.constraints.pins}
+    if loaded.derived is None:  # what the release builds from source is in its image too
+        from ngcbuild.manifest.derived import built_from_source
+
+        pins.update({p.key: p.version for p in built_from_source(loaded.release, loaded.catalog, loaded.constraints)})
+    return pins
+
+
+def changes(old: LoadedRelease, new: LoadedRelease) -> dict:
+    before, after = _pins(old), _pins(new)
+    return {"old": old.release.release, "new": new.release.release,
+            "added": {k: after[k] for k in sorted(after.keys() - before.keys())},
+            "removed": {k: before[k] for k in sorted(before.keys() - after.keys())},
+            "changed": {k: [before[k], after[k]] for k in sorted(before.keys() & after.keys())
+                        if before[k] != after[k]}}
+
+
+def diff_text(project: Project, old: str, new: str, as_json: bool = False) -> str:
+    found = changes(load_release(project, old), load_release(project, new))
+    if as_json:
+        return json.dumps(found, indent=2) + "\n"
+    lines = [f"# {old} -> {new}: Python distributions", ""]
+    lines += [f"- added {k} {v}" for k, v in found["added"].items()]
+    lines += [f"- removed {k} {v}" for k, v in found["removed"].items()]
+    lines += [f"- {k} {a} -> {b}" for k, (a, b) in found["changed"].items()]
+    if len(lines) == 2:
+        lines.append("- no difference")
+    return "\n".join(lines) + "\n"
+
+
+def notes_text(project: Project, name: str) -> str:
+    loaded = load_release(project, name)
+    derived, release = loaded.derived, loaded.release
+    base = derived.base
+    lines = [f"# {release.release}: {release.image.repository} on {base}", "", release.summary, "",
+             f"A derived image: built FROM {base}'s image by digest, with what the team's requirements "
+             f"({derived.requirements_path.relative_to(project.root).as_posix()}) add, resolved against {base}'s "
+             f"pins (lock: {derived.lock_path.relative_to(project.root).as_posix()}, {derived.lock_state}). "
+             f"Everything else in the image is {base}'s, unchanged.", "", "## Requirements", ""]
+    lines += [f"- `{r.text}`" for r in derived.requirements]
+    base_pins = {p.key: p for p in derived.base_pins()}
+    locked = derived.lock.pins if derived.lock_state == "fresh" else ()
+    added = [e for e in locked if e.key not in base_pins]
+    lines += ["", "## What it adds to " + base, ""]
+    lines += [f"- {e.name} {e.version or e.url}" + (f" ({e.marker})" if e.marker else "") for e in added] or \
+        ["- nothing locked yet: run `ngcbuild resolve --release " + name + "`"]
+    lines += ["", "## What it moves (overrides)", ""]
+    moved = {e.key: e.version for e in locked}
+    lines += [f"- {key} {base_pins[key].version} -> {moved.get(key, '?')}"
+              + (" (protected by " + base + ")" if key in derived.protected else "") + f": {o.reason}"
+              for key, o in sorted(derived.overrides.items())] or ["- nothing"]
+    kept = sorted(k for k in derived.protected if k not in derived.overrides)
+    lines += ["", f"## Protected by {base}, unchanged", "", ", ".join(kept) or "none", ""]
+    return "\n".join(lines)
+
+
+def write_derived_notes(project: Project, name: str):
+    return ReleaseDir.at(project.root, name).write(NOTES, notes_text(project, name))

@@ -1,0 +1,195 @@
+"""A derived release's build context (build/R/): a Dockerfile FROM the base by digest
+(templates/derived/), the lock it installs exactly, the image's constraint file (the base's pins less
+the overridden ones, plus the lock) and the smoke expectations (the base's, with what the derived
+image adds). Byte-identical for the same manifest, lock and base image.
+
+The base's digest: for one of our releases, the digest its last push recorded (build/B/record.json),
+else the id of the image its last build made; for an image base, the digest its manifest names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import jinja2
+
+from ngcbuild.core import templating
+from ngcbuild.core.errors import UserError, shown_path
+from ngcbuild.core.names import ImageNames
+from ngcbuild.core.project import Project
+from ngcbuild.core.references import ImageRef
+from ngcbuild.manifest.derived import MACHINES, RESOLVE_HINT
+from ngcbuild.manifest.loader import LoadedRelease, load_release
+from ngcbuild.render.context import INPUTS_DIR, Rendered, render_files, render_pip_conf
+from ngcbuild.render.plan import PIP_CONSTRAINT_PATH
+from ngcbuild.workspace.record import previous_record
+from ngcbuild.workspace.release_dir import DOCKERFILE, EXPECTED
+
+TEMPLATES = "derived"  # templates/derived/
+LOCK_IN_CONTEXT = "lock.txt"
+LOCK_LABEL = "io.ngcbuild.derive.lock.sha256"
+BASE_LABEL = "io.ngcbuild.derive.base"
+
+
+@dataclass(frozen=True)
+class DerivedPlan:
+    """What the derived templates print and what engine/image_build.py reads of a plan."""
+
+    loaded: LoadedRelease
+    base_image: str  # what FROM names: REPOSITORY@sha256:... or sha256:<image id>
+    base_digest: str
+    python: str  # the base's interpreter
+    pip_check_tolerated: dict[str, list[str]]
+    overridden: dict[str, tuple[str, str]]  # name -> (the base's version, why)
+    constraint_files: dict[str, str]  # file name in the context -> text ("constraint.txt" when all agree)
+    env: dict[str, str]
+    labels: dict[str, str]
+
+    @property
+    def release(self):
+        return self.loaded.release
+
+    @property
+    def names(self) -> ImageNames:
+        return ImageNames.of(self.release, self.base_image)
+
+
+def base_reference(project: Project, loaded: LoadedRelease) -> tuple[str, str]:
+    """(what FROM names, the digest the labels give) for the base; refuses a base release not built here.
+    The base's latest push names it by its registry digest; a base never pushed, by its image id."""
+    derived = loaded.derived
+    if derived.base_image is not None:
+        return derived.base_image, derived.base_image.rsplit("@", 1)[1]
+    base = derived.base_release
+    record = previous_record(project.out(base))
+    image_id = record.build.image_id
+    if not isinstance(image_id, str) or not image_id.startswith("sha256:"):
+        raise UserError(f"{loaded.release.release} is built FROM {base}'s image by digest, and {base} has no build "
+                        f"record here; build it first (`ngcbuild build --release {base}`)")
+    # the latest push (a base pushed to staging, then to the registry the team pulls from: the latter)
+    pushed = sorted((entry.at or "", ref, entry.digest) for ref, entry in record.pushed.items() if entry.digest)
+    if pushed:
+        _, ref, digest = pushed[-1]
+        return f"{ImageRef.parse(ref).repository}@{digest}", digest
+    return image_id, image_id
+
+
+def base_name(project: Project, loaded: LoadedRelease, base_image: str) -> str:
+    """What the base.name label says: the repository of a digest reference, or (an image id) the
+    base release's first tag."""
+    if "@" in base_image:
+        return base_image.rsplit("@", 1)[0]
+    tags = previous_record(project.out(loaded.derived.base_release)).build.tags or []
+    return next(iter(sorted(tags)), base_image)
+
+
+def refuse_unlocked(loaded: LoadedRelease) -> None:
+    derived = loaded.derived
+    command = RESOLVE_HINT.format(name=loaded.release.release)
+    state = derived.lock_state
+    if state == "missing":
+        raise UserError(f"{shown_path(derived.lock_path)}: no lock for derived release {loaded.release.release}; "
+                        f"run `{command}` first (it resolves the requirements against {derived.base})")
+    if state == "damaged":
+        raise UserError(f"{derived.lock_problem}; run `{command}`")
+    if state == "stale":
+        raise UserError(f"{shown_path(derived.lock_path)} is stale: the manifest, the requirements or {derived.base}'s "
+                        f"pins changed since it was resolved; run `{command}` and review the lock's diff")
+
+
+def plan_derived(project: Project, loaded: LoadedRelease, base_expected: dict | None) -> DerivedPlan:
+    release, derived = loaded.release, loaded.derived
+    base_image, digest = base_reference(project, loaded)
+    python = "python3"
+    tolerated: dict[str, list[str]] = {}
+    if base_expected is not None:  # our base release's interpreter and known wrong wheel tags
+        tolerated = base_expected.get("pip_check_tolerated", {})
+    by_machine = {MACHINES[platform]: "".join(f"{p}\n" for p in sorted(derived.pins_for(platform), key=lambda p: p.key))
+                  for _, platform, _ in derived.targets}
+    files = {"constraint.txt": next(iter(by_machine.values()))} if len(set(by_machine.values())) == 1 \
+        else {f"constraint-{machine}.txt": text for machine, text in sorted(by_machine.items())}
+    base_pins = {p.key: p.version for p in derived.base_pins()}
+    overridden = {key: (base_pins.get(key, "?"), o.reason) for key, o in sorted(derived.overrides.items())}
+    env = {"PIP_CONSTRAINT": PIP_CONSTRAINT_PATH, "UV_CONSTRAINT": PIP_CONSTRAINT_PATH}
+    if release.pip.break_system_packages:  # what the base lets pip do, uv may do too (it reads no PIP_*)
+        env.update({"UV_BREAK_SYSTEM_PACKAGES": "1", "UV_SYSTEM_PYTHON": "1"})
+    labels = {
+        "org.opencontainers.image.title": f"{release.release}: {release.image.repository} on {derived.base}",
+        "org.opencontainers.image.description": release.summary,
+        "org.opencontainers.image.version": release.tag,
+        "org.opencontainers.image.base.name": base_name(project, loaded, base_image),
+        "org.opencontainers.image.base.digest": digest,
+        BASE_LABEL: derived.base,
+        LOCK_LABEL: hashlib.sha256(derived.lock_path.read_bytes()).hexdigest(),
+        **release.labels,
+    }
+    return DerivedPlan(loaded, base_image, digest, python, tolerated, overridden, files, env,
+                       dict(sorted(labels.items())))
+
+
+def render_derived(project: Project, loaded: LoadedRelease) -> Rendered:
+    """build/R/'s files for a derived release whose lock is fresh, in memory (write with render.context.write)."""
+    refuse_unlocked(loaded)
+    derived = loaded.derived
+    base_loaded = load_release(project, derived.base_release) if derived.base_release else None
+    base_expected = json.loads(render_files(project, base_loaded).files[EXPECTED]) if base_loaded else None
+    plan = plan_derived(project, loaded, base_expected)
+    env = _environment(project)
+    context = {"release": loaded.release, "plan": plan, "derived": derived,
+               "manifest": shown_path(loaded.path.relative_to(project.root)),
+               "lock": derived.lock_path.relative_to(project.root).as_posix(), "constraint_path": PIP_CONSTRAINT_PATH}
+    files = {
+        DOCKERFILE: env.get_template("Dockerfile.j2").render(**context),
+        LOCK_IN_CONTEXT: derived.lock_path.read_text(),
+        f"{INPUTS_DIR}/pip.conf": render_pip_conf(project, plan, ca_bundle=False, extra_indexes=True).decode(),
+        f"{INPUTS_DIR}/wheels/README": "Wheels from --wheelhouse are added here by `ngcbuild build`.\n",
+        EXPECTED: json.dumps(expectations(loaded, plan, base_expected), indent=2, sort_keys=True) + "\n",
+        **plan.constraint_files,
+    }
+    encoded = {rel: text.encode("utf-8") for rel, text in sorted(files.items())}
+    return Rendered(loaded.release.release, project.out(loaded.release.release), encoded, plan)
+
+
+def _environment(project: Project) -> jinja2.Environment:
+    """templates/derived/, with the image templates' macros (pip_check) importable."""
+    env = templating.environment(project.templates / TEMPLATES)
+    env.loader = jinja2.ChoiceLoader([templating.ProjectLoader(project.templates / TEMPLATES),
+                                      templating.ProjectLoader(project.image_templates)])
+    return env
+
+
+def expectations(loaded: LoadedRelease, plan: DerivedPlan, base_expected: dict | None) -> dict:
+    """The base's expectations (its checks run unchanged) with what the derived image adds, and the
+    `derived` section its own checks read. The base stack's RECORD digests are added at smoke time,
+    read from the base image itself (smoke.py)."""
+    release, derived = loaded.release, loaded.derived
+    by_machine = {MACHINES[platform]: {p.key: p.version for p in derived.pins_for(platform)}
+                  for _, platform, _ in derived.targets}
+    common = {k: v for k, v in next(iter(by_machine.values())).items()
+              if all(pins.get(k) == v for pins in by_machine.values())}
+    locked = {machine: {e.key: e.version for e in derived.lock.pins if e.version is not None and e.key in pins
+                        and pins[e.key] == e.version}
+              for machine, pins in by_machine.items()}
+    expected = dict(base_expected) if base_expected is not None else {
+        "python": {"version": release.python.version, "site_packages": release.python.site_packages},
+        "env": {}, "labels": {}, "components": {}, "components_in_image": [], "banner": [],
+        "pip_check_tolerated": {}, "workspace": {}, "gpu": {"features": [], "families": []}, "stack": {},
+    }
+    expected.update({
+        "release": release.release, "tag": release.tag, "packages": common, "pip_constraint_file": PIP_CONSTRAINT_PATH,
+        "env": {**expected["env"], **plan.env}, "labels": {**expected["labels"], **plan.labels},
+    })
+    expected["derived"] = {
+        "base": derived.base,
+        "base_image": plan.base_image,
+        "base_checks": base_expected is not None,
+        "packages_by_machine": by_machine,
+        "locked_by_machine": locked,
+        "overridden": {name: {"base": base, "reason": why} for name, (base, why) in plan.overridden.items()},
+        "protected": sorted(derived.protected),
+        "requirements": [r.text for r in derived.requirements],
+        "base_stack": {},
+    }
+    return expected
