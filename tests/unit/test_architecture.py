@@ -24,8 +24,10 @@ MAY_IMPORT = {
     "publish": {"core", "manifest", "render", "engine", "workspace", "registry", "supply"},
     "docs": {"core", "manifest", "workspace"},
     "workflow": {"core"},
+    # the monthly proposal: resolves through verify, renders and describes it as the documents do
+    "bump": {"core", "manifest", "verify", "render", "docs", "workspace"},
     "cli": {"core", "workspace", "registry", "manifest", "verify", "render", "engine", "smoke", "supply", "publish",
-            "docs", "workflow"},
+            "docs", "workflow", "bump"},
 }
 
 

@@ -309,6 +309,12 @@ def verify(release: str, as_json=False, base=None) -> None:
         raise VerifyFailed(f"verify {release}: {failed} failed (see the table)")
 
 
+def bump(release: str, as_name=None, check=False) -> dict:
+    from ngcbuild.bump.apply import bump_release
+
+    return bump_release(project(), release, as_name, check=check, out=sys.stdout)
+
+
 def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
              jobs=None) -> None:
     from ngcbuild.workflow.rehearse import rehearse_ci, rehearse_release

@@ -199,6 +199,15 @@ def verify(c, release, json=False, base=None):
     commands.verify(release, as_json=json, base=base)
 
 
+@command(help={"release": "the release to bump (manifests/R.yaml, with its policy under bump:)",
+               "as": "name of the proposed release: manifests/NAME.yaml, constraints/NAME.txt, build/NAME/bump.md",
+               "check": "write nothing; exit 1 when a newer set the policy admits exists, 0 when R is current"})
+def bump(c, release, as_=None, check=False):
+    """Propose the next release of R from its indexes (newest torch its policy admits, the rest at the newest
+    the whole set admits), verify it with its closure, and describe it in build/NAME/bump.md."""
+    commands.bump(release, as_name=as_, check=check)
+
+
 @command(help={
     "workflow": "release (release.yml, the default) or ci (ci.yml's --job jobs)",
     "release": "release.yml: the release(s) to build, by name (the dispatch input), e.g. dev",

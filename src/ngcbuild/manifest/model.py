@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.manifest.bump_policy import BumpPolicy
 from ngcbuild.manifest.fields import (
     AbsPath,
     AdvisoryId,
@@ -435,6 +436,8 @@ class Release(Strict):
     labels: dict[LabelKey, Text] = Field(default_factory=dict)
     notes: Notes = Field(default_factory=Notes)
     security: SecuritySpec = Field(default_factory=SecuritySpec)
+    # How `ngcbuild bump` proposes the next release from the indexes (manifest/bump_policy.py).
+    bump: BumpPolicy | None = None
 
     @model_validator(mode="after")
     def _buildable_needs_build_facts(self):
