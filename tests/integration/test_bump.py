@@ -194,3 +194,71 @@ def test_a_release_already_current_writes_nothing(project, pypi):
     result = bump(project, pypi, "--release", "fake", "--as", "fake-next")
     assert result.returncode == 0 and "nothing written" in result.stdout, result.stdout + result.stderr
     assert not (project.root / "manifests" / "fake-next.yaml").exists()
+
+
+NVIDIA = """\
+extends: parts/debian-bookworm
+summary: a small NVIDIA-style release, for bump's draft of the next one
+os:
+  apt_sources: []
+pip:
+  constraint_file: true
+  break_system_packages: true
+build:
+  number: '1234'
+banner:
+  copyright: [Container image Copyright (c) 2025, NVIDIA CORPORATION.]
+  license: [This container image is governed by the NVIDIA Deep Learning Container License.]
+components:
+  cudnn:
+    version: 9.1.0
+    install: base
+    provenance: nvidia
+    source: NVIDIA's notes
+  pytorch:
+    version: 2.1.0a0+abcdef1
+    install: source
+    provenance: nvidia
+    repo: https://github.com/pytorch/pytorch
+    ref: 0123456789abcdef0123456789abcdef01234567
+    module_version: 2.1.0a0+abcdef1.nv25.12
+  triton:
+    version: 3.1.0
+    install: pip
+    provenance: secondary
+  numpy:
+    version: 1.0.0
+    install: pip
+notes:
+  key_features: [PyTorch container image version 25.12 is based on 2.1.0a0+abcdef1.]
+"""
+NVIDIA_CONSTRAINTS = "triton==3.1.0\nnumpy==1.0.0\ntorchmetrics==1.0\nfilelock==3.0.0\n"
+
+
+def test_an_nvidia_release_is_drafted_with_each_of_nvidias_values_unknown(scratch, pypi):
+    pypi.index.add(Wheel("torchmetrics", "1.0", ["torch>=2.0", "filelock"]),
+                   Wheel("torchmetrics", "1.1", ["torch>=2.0", "filelock>=3.1"]))
+    scratch.manifest("25.12", NVIDIA)
+    scratch.constraints("25.12", NVIDIA_CONSTRAINTS)
+    result = bump(scratch, pypi, "--release", "25.12", "--as", "26.01")
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = (scratch.root / "manifests" / "26.01.yaml").read_text()
+    assert "extends: '25.12'" in text
+    for key in ("summary: UNKNOWN", "number: UNKNOWN", "image: UNKNOWN", "ref: UNKNOWN", "module_version: UNKNOWN",
+                "key_features: UNKNOWN"):
+        assert key in text, key
+    assert "  numpy:\n    version: 2.0.0\n" in text  # our own pip component, not NVIDIA's: proposed at its newest
+    pins = _pins(scratch.root / "constraints" / "26.01.txt")
+    # torch is built from source: pip saw a stand-in, and the stand-in is no pin; triton is NVIDIA's
+    assert pins == {"filelock": "3.1.0", "numpy": "2.0.0", "torchmetrics": "1.1"}, pins
+    assert "# triton: UNKNOWN (NVIDIA's)" in (scratch.root / "constraints" / "26.01.txt").read_text()
+    report = (scratch.root / "build" / "26.01" / "bump.md").read_text()
+    assert "`components.pytorch.ref`" in report and "`base.image`" in report
+    # the draft does not build: every command that loads it names each value still UNKNOWN (exit 2)
+    render = run_command("ngcbuild", "render", "--release", "26.01", cwd=scratch.root)
+    assert render.returncode == 2, render.stdout + render.stderr
+    named = render.stderr.split("still UNKNOWN (a draft): ")[1].split("; fill")[0].split(", ")
+    assert {"summary", "build.number", "base.image", "banner.copyright.0", "notes.key_features", "components.cudnn.version",
+            "components.pytorch.ref", "components.triton.version"} <= set(named), named
+    assert "Traceback" not in render.stderr
+    assert not (scratch.root / "build" / "26.01" / "Dockerfile").exists()

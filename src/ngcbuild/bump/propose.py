@@ -148,9 +148,9 @@ def requirers(dists: dict[str, Dist], environments: list[dict], extras: dict[str
     return found
 
 
-def _extras_asked(dists: dict[str, Dist], policy) -> dict[str, set[str]]:
+def extras_asked(dists: dict[str, Dist], policy) -> dict[str, set[str]]:
     extras: dict[str, set[str]] = {}
-    texts = [t for d in dists.values() for t in d.requires] + list(policy.require)
+    texts = [t for d in dists.values() for t in d.requires] + list(policy.require if policy else ())
     for text in texts:
         requirement = _requirement(text)
         if requirement is not None and requirement.extras:
@@ -210,8 +210,8 @@ def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: No
             if version > Version(leader.version) and version not in admitted:
                 not_taken.append(NotTaken(policy.leader, str(version), f"held back by the policy ({held.versions}): "
                                                                       f"{held.reason}"))
-    extras = _extras_asked(chosen, policy)
-    behind = _behind(chosen, indexes, targets[0], web, environments, extras, policy, excluded)
+    extras = extras_asked(chosen, policy)
+    behind = behind_newest(chosen, indexes, targets[0], web, environments, extras, policy, excluded)
     old_required = requirers(old, environments)
     removed_by = {key: sorted(f"{d.name} {d.version}" for d, _ in old_required.get(key, []))
                   for key in set(old) - set(chosen)}
@@ -223,30 +223,38 @@ def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: No
 
 
 def _resolve_everywhere(policy, version, roots, constraints, indexes, targets, web):
-    """One leader version resolved for every target; the second under the pins of the first."""
+    """One leader version resolved for every target."""
     leader_key = canonicalize_name(policy.leader)
     requirements = [f"{policy.leader}=={version}", *(r for r in roots if canonicalize_name(r) != leader_key),
                     *policy.require]
-    pins: dict[str, Dist] = {}
-    excluded: list[tuple[str, str, str]] = []
-    for target in targets:
-        lines = constraints + [f"{d.key}=={d.version}" for d in pins.values()]
-        resolution = resolve(requirements, lines, indexes, target, web)
-        excluded += resolution.python_excluded
-        for key, dist in resolution.dists.items():
-            pins.setdefault(key, dist)
+    pins, excluded = resolve_everywhere(requirements, constraints, indexes, targets, web)
     cuda = policy.cuda
     if cuda is not None and canonicalize_name(cuda.carried_by) not in pins:
         raise Unresolvable(f"{policy.leader} {version} needs no {cuda.carried_by}: not a CUDA {cuda.major} build "
                            "(bump.cuda)")
+    return pins, excluded
+
+
+def resolve_everywhere(requirements: list[str], constraints: list[str], indexes, targets, web,
+                       options: tuple[str, ...] = ()) -> tuple[dict[str, Dist], list[tuple[str, str, str]]]:
+    """`requirements` resolved for every target, the second under the pins of the first (so that one
+    constraints file fits every platform); every distribution any target needs."""
+    pins: dict[str, Dist] = {}
+    excluded: list[tuple[str, str, str]] = []
+    for target in targets:
+        lines = constraints + [f"{d.key}=={d.version}" for d in pins.values()]
+        resolution = resolve(requirements, lines, indexes, target, web, options)
+        excluded += resolution.python_excluded
+        for key, dist in resolution.dists.items():
+            pins.setdefault(key, dist)
     return dict(sorted(pins.items())), excluded
 
 
-def _behind(pins: dict[str, Dist], indexes, target, web, environments, extras, policy, excluded
+def behind_newest(pins: dict[str, Dist], indexes, target, web, environments, extras, policy, excluded
             ) -> tuple[NotTaken, ...]:
     newest = newest_versions([d.name for d in pins.values()], indexes, target, web)
     who = requirers(pins, environments, extras)
-    holds = {canonicalize_name(n): h for n, h in policy.hold.items()}
+    holds = {canonicalize_name(n): h for n, h in (policy.hold.items() if policy else ())}
     too_new_python = {(canonicalize_name(n), v): p for n, v, p in excluded}
     found = []
     for key, dist in pins.items():
@@ -261,7 +269,7 @@ def _why_not(key, dist, top, who, holds, too_new_python, policy) -> str:
     reasons = []
     if key in holds and not SpecifierSet(holds[key].versions).contains(top, prereleases=True):
         reasons.append(f"held back by the policy ({holds[key].versions}): {holds[key].reason}")
-    if policy.cuda is not None and key == canonicalize_name(policy.cuda.carried_by) \
+    if policy is not None and policy.cuda is not None and key == canonicalize_name(policy.cuda.carried_by) \
             and top.major != int(policy.cuda.major):
         reasons.append(f"the policy stays on CUDA {policy.cuda.major} (bump.cuda)")
     if (key, str(top)) in too_new_python:

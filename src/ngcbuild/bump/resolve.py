@@ -63,14 +63,15 @@ def report_dists(report: dict) -> dict[str, Dist]:
     return dists
 
 
-def pip_once(arguments: list[str], constraints: list[str], indexes: list[str], target: Target, web) -> dict[str, Dist]:
-    """pip's dry run of `arguments` with `constraints` (lines of a constraints file); Unresolvable with
-    pip's reason when it finds no set."""
+def pip_once(arguments: list[str], constraints: list[str], indexes: list[str], target: Target, web,
+             options: tuple[str, ...] = ()) -> dict[str, Dist]:
+    """pip's dry run of `arguments` with `constraints` (lines of a constraints file) and pip `options`
+    (--find-links DIR); Unresolvable with pip's reason when it finds no set."""
     with tempfile.TemporaryDirectory(prefix="ngcbuild-bump-") as scratch:
         folder = Path(scratch)
         path = folder / "constraints.txt"
         path.write_text("".join(f"{line}\n" for line in constraints))
-        result = run_pip(["--constraint", str(path), *arguments], indexes, target, web, folder, quiet=False)
+        result = run_pip([*options, "--constraint", str(path), *arguments], indexes, target, web, folder, quiet=False)
         if result.returncode != 0:
             output = result.stdout + "\n" + result.stderr
             raise Unresolvable(_shown_reason(conflict_reason(output)), output)
@@ -81,13 +82,14 @@ def pip_once(arguments: list[str], constraints: list[str], indexes: list[str], t
     return report_dists(report)
 
 
-def resolve(requirements: list[str], constraints: list[str], indexes: list[str], target: Target, web) -> Resolution:
+def resolve(requirements: list[str], constraints: list[str], indexes: list[str], target: Target, web,
+            options: tuple[str, ...] = ()) -> Resolution:
     """The newest set pip finds for `requirements` under `constraints` whose every distribution
     supports the target's Python."""
     constraints = list(constraints)
     excluded: list[tuple[str, str, str]] = []
     for _ in range(MAX_PYTHON_EXCLUSIONS + 1):
-        dists = pip_once(requirements, constraints, indexes, target, web)
+        dists = pip_once(requirements, constraints, indexes, target, web, options)
         wrong = [d for d in dists.values() if not supports_python(d.requires_python, target.python)]
         if not wrong:
             return Resolution(dists, tuple(excluded))
@@ -99,14 +101,15 @@ def resolve(requirements: list[str], constraints: list[str], indexes: list[str],
                        f"{target.python}, the last: {names}")
 
 
-def metadata_of(pins: list[str], indexes: list[str], target: Target, web) -> dict[str, Dist]:
+def metadata_of(pins: list[str], indexes: list[str], target: Target, web, options: tuple[str, ...] = ()
+                ) -> dict[str, Dist]:
     """The metadata of these pins (NAME==VERSION), no dependencies resolved. A pin with no file for
     the target (one only another platform installs) is left out: pip stops at the first such pin,
     which is set aside and the rest asked again."""
     remaining = list(pins)
     while remaining:
         try:
-            return pip_once(["--no-deps", *remaining], [], indexes, target, web)
+            return pip_once(["--no-deps", *remaining], [], indexes, target, web, options)
         except Unresolvable as exc:
             missing = unmatched_requirement(exc.output)
             keys = [canonicalize_name(p.partition("==")[0]) for p in remaining]

@@ -17,7 +17,7 @@ HEADER_DAY = re.compile(r"^# Proposed by ngcbuild bump --release (?P<parent>\S+)
                         r"read (?P<day>[0-9]{4}-[0-9]{2}-[0-9]{2})", re.M)
 
 
-class _Dumper(yaml.SafeDumper):
+class ManifestDumper(yaml.SafeDumper):
     """Mappings in blocks; a list of short words (a pip layer) on one line, as the manifests write them."""
 
 
@@ -26,9 +26,9 @@ def _list(dumper, items):
     return dumper.represent_sequence("tag:yaml.org,2002:seq", items, flow_style=short)
 
 
-_Dumper.add_representer(list, _list)
-_Dumper.add_representer(dict, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data.items(),
-                                                                             flow_style=False))
+ManifestDumper.add_representer(list, _list)
+ManifestDumper.add_representer(
+    dict, lambda dumper, data: dumper.represent_mapping("tag:yaml.org,2002:map", data.items(), flow_style=False))
 
 
 def _where(proposal: Proposal) -> str:
@@ -62,7 +62,7 @@ def manifest_text(proposal: Proposal, changes: Changes, day: str | None = None) 
         data["pip"] = {"layers": changes.layers}
     if components:
         data["components"] = components
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=True)
+    body = yaml.dump(data, Dumper=ManifestDumper, sort_keys=False, width=4096, allow_unicode=True)
     return "\n".join(header) + "\n" + body
 
 
