@@ -161,12 +161,20 @@ def matrix(as_json=False) -> None:
         print(render_matrix(where), end="")
 
 
-def diff(old: str, new: str, as_json=False) -> None:
+def diff(old: str, new: str, as_json=False, images=False) -> None:
     from ngcbuild.docs.diff import diff_releases, render_diff
     from ngcbuild.manifest.catalog import Catalog
     from ngcbuild.manifest.series import Series
 
     where = project()
+    if images:
+        from ngcbuild.docs.image_diff import diff_images, read_image, render_image_diff
+
+        if as_json:
+            print(json.dumps(diff_images(read_image(where, old), read_image(where, new)).to_json(), indent=2))
+        else:
+            print(render_image_diff(where, old, new), end="")
+        return
     series = Series.load(where)
     if as_json:
         result = diff_releases(series.get(old), series.get(new), Catalog.load(where))

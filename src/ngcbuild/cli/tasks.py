@@ -178,10 +178,12 @@ def matrix(c, json=False, changed=False, base=None, releases=None):
 
 
 @command(positional=["old", "new"], help={"old": "the earlier release", "new": "the later release",
-                                       "json": "print JSON instead of Markdown"})
-def diff(c, old, new, json=False):
-    """What changed from release OLD to release NEW: components, Python packages, settings."""
-    commands.diff(old, new, as_json=json)
+                                       "json": "print JSON instead of Markdown",
+                                       "images": "compare the two BUILT images (build/R/sbom.cdx.json, record.json)"})
+def diff(c, old, new, json=False, images=False):
+    """What changed from release OLD to release NEW: components, Python packages, settings; with --images, the
+    built images' Python and Debian packages, libraries, size per layer, environment and labels."""
+    commands.diff(old, new, as_json=json, images=images)
 
 
 @command(help={"screenshot": "take a screenshot of the index with headless Chromium (default on, when installed)"})
