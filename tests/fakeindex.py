@@ -22,7 +22,7 @@ import ssl
 import threading
 import zipfile
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from socketserver import TCPServer, ThreadingMixIn
 
@@ -93,7 +93,7 @@ class Index:
             return [(w, d) for w, d in self.files.values() if canonicalize_name(w.name) == canonicalize_name(name)]
 
 
-def _handler(index: Index):
+def _handler(index: Index, base: str = "https://pypi.org"):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -130,7 +130,7 @@ def _handler(index: Index):
             wheels = index.project(name)
             if not wheels:
                 return self._send(404, b"no such project\n", "text/plain")
-            files = [{"filename": w.filename, "url": f"https://pypi.org/files/{w.filename}",
+            files = [{"filename": w.filename, "url": f"{base}/files/{w.filename}",
                       "hashes": {"sha256": hashlib.sha256(d).hexdigest()},
                       "requires-python": w.requires_python or None, "size": len(d),
                       "upload-time": "2026-01-01T00:00:00Z", "yanked": False}
@@ -293,3 +293,22 @@ class FakePyPI:
         return {"HTTPS_PROXY": proxy, "https_proxy": proxy, "HTTP_PROXY": proxy, "http_proxy": proxy,
                 "NO_PROXY": "", "no_proxy": "", "PIP_CERT": ca, "SSL_CERT_FILE": ca, "REQUESTS_CA_BUNDLE": ca,
                 "PIP_FIND_LINKS": ""}
+
+
+class PlainIndex:
+    """The same index over plain HTTP on 127.0.0.1 (an extra index a manifest names: pip trusts the loopback)."""
+
+    def __init__(self):
+        self.index = Index()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.index, "http://placeholder"))
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.server.RequestHandlerClass = _handler(self.index, self.url)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> PlainIndex:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

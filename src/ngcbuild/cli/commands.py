@@ -324,10 +324,18 @@ def bump(release: str, as_name=None, check=False) -> dict:
 
 
 def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
-             jobs=None) -> None:
-    from ngcbuild.workflow.rehearse import rehearse_ci, rehearse_release
+             jobs=None, as_name=None) -> None:
+    from ngcbuild.workflow.rehearse import rehearse_bump, rehearse_ci, rehearse_release
 
-    if workflow == "ci":
+    if as_name is not None and workflow != "bump":
+        raise UserError("--as belongs to --workflow bump (the name of the proposed release)")
+    if workflow == "bump":
+        if staging or registry or secret_file or require_gpu or jobs:
+            raise UserError("--workflow bump takes --release and --as only (it pushes nothing and needs no secret)")
+        if release is None or as_name is None:
+            raise UserError("rehearse --workflow bump: missing --release or --as (see `ngcbuild rehearse --help`)")
+        rehearse_bump(project(), release, as_name, out=sys.stdout)
+    elif workflow == "ci":
         if release or staging or registry or secret_file or require_gpu:
             raise UserError("--workflow ci takes --job only (its jobs need no registry and no secret)")
         rehearse_ci(project(), list(jobs or []), out=sys.stdout)
@@ -340,4 +348,4 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
             raise UserError("--job belongs to --workflow ci; release.yml runs every job")
         rehearse_release(project(), release, staging, registry, secret_file, require_gpu, out=sys.stdout)
     else:
-        raise UserError(f"--workflow {excerpt(workflow)}: expected release or ci")
+        raise UserError(f"--workflow {excerpt(workflow)}: expected release, ci or bump")

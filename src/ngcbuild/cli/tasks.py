@@ -211,19 +211,21 @@ def bump(c, release, as_=None, check=False):
 
 
 @command(help={
-    "workflow": "release (release.yml, the default) or ci (ci.yml's --job jobs)",
-    "release": "release.yml: the release(s) to build, by name (the dispatch input), e.g. dev",
+    "workflow": "release (release.yml, the default), ci (ci.yml's --job jobs) or bump (bump.yml)",
+    "release": "release.yml: the release(s) to build, by name (the dispatch input), e.g. dev; bump.yml: the release "
+               "to bump",
     "staging": "release.yml: the staging registry HOST[:PORT] the build jobs push to",
     "registry": "release.yml: the release registry HOST[:PORT] the publish job promotes to",
     "secret_file": "release.yml: KEY=VALUE lines for act's secrets (RELEASE_REGISTRY_USER, RELEASE_REGISTRY_PASSWORD)",
     "require_gpu": "release.yml: keep smoke's --require-gpu (off by default: a rehearsal host has no GPU)",
     "job": "ci.yml: a job to run (repeatable): lint, unit",
+    "as": "bump.yml: the name of the proposed release (the dispatch input), e.g. cuda-dev-next",
 }, iterable=["job"])
 def rehearse(c, workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
-             job=None):
+             job=None, as_=None):
     """Run a workflow locally through act (host mode, local stand-ins for downloaded actions), as CI would."""
     commands.rehearse(workflow, release=release, staging=staging, registry=registry, secret_file=secret_file,
-                      require_gpu=require_gpu, jobs=job)
+                      require_gpu=require_gpu, jobs=job, as_name=as_)
 
 
 namespace = Collection.from_module(sys.modules[__name__])
