@@ -170,7 +170,9 @@ def _regular_or_absent(path: Path, what: str) -> bool:
 
 def existing_proposal(project: Project, release: str, name: str) -> dict | None:
     """The files an earlier bump of `release` wrote under `name`, or None when there are none. Any other
-    file there (another release, a link, a FIFO) is refused before anything is read from an index."""
+    file there (another release, a link, a FIFO), and a build/NAME/bump.md that is not a plain file, is
+    refused before anything is read from an index."""
+    _regular_or_absent(ReleaseDir.at(project.root, name).file(BUMP), "the proposal's report")
     manifest = project.manifests / f"{name}.yaml"
     constraints = project.constraints / f"{name}.txt"
     has_manifest = _regular_or_absent(manifest, "the proposal's manifest")
