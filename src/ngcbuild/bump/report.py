@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from ngcbuild.bump.components import Changes
 from ngcbuild.bump.propose import Proposal
@@ -68,6 +69,10 @@ def review_items(proposal: Proposal, changes: Changes, new: LoadedRelease) -> li
                      "compare `torch.cuda.get_arch_list()` of "
                      f"{md(proposal.leader.name)} {md(proposal.leader.version)} "
                      "with them (smoke --require-gpu), and drop or add architectures here.")
+    majors = [f"{md(name)} {md(c.version)} → {md(update.version)}" for name, update in changes.components.items()
+              for c in (old.components[name],) if _major(c.version) != _major(update.version)]
+    if majors:
+        items.append("New major versions (read their release notes for what breaks): " + ", ".join(majors) + ".")
     removed = sorted(proposal.removed_by)
     if removed:
         old_pins = proposal.old_pins()
@@ -91,6 +96,13 @@ def review_items(proposal: Proposal, changes: Changes, new: LoadedRelease) -> li
     for update in changes.components.values():
         items += [md(problem) for problem in update.problems]
     return items
+
+
+def _major(version: str):
+    try:
+        return Version(version).major
+    except InvalidVersion:
+        return version.split(".")[0]
 
 
 def _old_words(proposal: Proposal) -> list[str]:
