@@ -19,10 +19,10 @@ from ..conftest import run_command
 SERIAL = "urn:uuid:00000000-0000-4000-8000-000000000000"
 
 
-def _found(torch, extra_python=(), deb=(("libc6", "2.36-9", "amd64", "glibc"),), libraries=(), layers=()):
+def _found(torch, extra_python=(), deb=(("libc6", "2.36-9", "amd64", "glibc"),), libraries=(), layers=(), arch=""):
     return {"python": [["torch", torch], ["numpy", "2.4.6"], *extra_python], "dpkg": [list(d) for d in deb],
             "os": {"ID": "debian", "VERSION_ID": "12"}, "python_version": "3.11.2",
-            "libraries": [list(x) for x in libraries], "layers": [list(x) for x in layers]}
+            "libraries": [list(x) for x in libraries], "layers": [list(x) for x in layers], "torch_cuda_arch": arch}
 
 
 def _image(image_id, env, labels):
@@ -46,7 +46,8 @@ def project(scratch):
     scratch.copy_release("dev", "dev-next")
     where = Project.at(scratch.root)
     _built(where, "dev", _found("2.13.0", [["tqdm", "4.70.1"]], libraries=[("libcudart.so.13", "libcudart.so.13.0.96")],
-                                layers=[(113_000_000, "ADD file:base in /"), (900_000_000, "RUN pip install torch")]),
+                                layers=[(113_000_000, "ADD file:base in /"), (900_000_000, "RUN pip install torch")],
+                                arch="sm_75 sm_80 compute_80"),
            _image("1", ["PATH=/usr/bin", "PYTORCH_VERSION=2.13.0"], {"com.nvidia.pytorch.version": "2.13.0"}),
            1_013_000_000)
     _built(where, "dev-next", _found("2.15.0", [["optree", "0.20.0"]],
@@ -55,7 +56,7 @@ def project(scratch):
                                      libraries=[("libcudart.so.13", "libcudart.so.13.2.86"),
                                                 ("libnvshmem_host.so.3", "libnvshmem_host.so.3.7.2")],
                                      layers=[(113_000_000, "ADD file:base in /"),
-                                             (950_000_000, "RUN pip install torch")]),
+                                             (950_000_000, "RUN pip install torch")], arch="sm_80 sm_90 compute_90"),
            _image("2", ["PATH=/usr/bin", "PYTORCH_VERSION=2.15.0"], {"com.nvidia.pytorch.version": "2.15.0"}),
            1_063_000_000)
     return where
@@ -74,7 +75,9 @@ def test_two_built_images_compare_package_by_package_layer_by_layer(project):
     assert [(c.name, c.new) for c in diff.labels] == [("com.nvidia.pytorch.version", "2.15.0")]
     assert [(r.position, r.old, r.new, r.delta) for r in diff.layers] == [
         (1, 113_000_000, 113_000_000, 0), (2, 900_000_000, 950_000_000, 50_000_000)]
+    assert diff.cuda_arch == (("compute_80", "sm_75"), ("compute_90", "sm_90"))
     page = render_image_diff(project, "dev", "dev-next")
+    assert "compute_90 sm_80 sm_90: dropped compute_80 sm_75, added compute_90 sm_90." in page
     assert "(linux/amd64, 1.0 GB) and image" in page and ": 50.0 MB." in page
     assert "| torch | upgraded | 2.13.0 | 2.15.0 |" in page
     assert "| 2 | RUN pip install torch | 900.0 MB | 950.0 MB | 50.0 MB |" in page

@@ -39,6 +39,7 @@ class ImageFacts:
     labels: dict[str, str]
     layers: tuple[tuple[int, str], ...]
     libraries: dict[str, str]
+    cuda_arch: frozenset[str] | None  # the architectures compiled into torch (sm_90 ...), None: not recorded
     recorded: frozenset[str]  # which of env, label, layer, library the SBOM records (older ones lack them)
 
 
@@ -73,11 +74,15 @@ class ImageDiff:
     labels: tuple[Change, ...] | None
     layers: tuple[LayerRow, ...] | None
     unrecorded: tuple[str, ...] = field(default=())
+    # the GPU architectures compiled into torch: (dropped, added), None where an image records none
+    cuda_arch: tuple[tuple[str, ...], tuple[str, ...]] | None = None
 
     def to_json(self) -> dict:
         data = asdict(self)
         for side in ("old", "new"):
             data[side] = {key: data[side][key] for key in ("release", "image_id", "platform", "size")}
+            facts = getattr(self, side).cuda_arch
+            data[side]["torch_cuda_arch"] = sorted(facts) if facts is not None else None
         return data
 
 
@@ -139,9 +144,10 @@ def _facts(release: str, document: dict, record: dict) -> ImageFacts:
             continue
         recorded.add(kind)
     size = record.get("size_bytes")
+    arch = frozenset(own["torch-cuda-arch"].split()) if "torch-cuda-arch" in own else None
     return ImageFacts(release, str(own.get("image-id") or record.get("image_id") or ""), own.get("platform", ""),
                       size if isinstance(size, int) else None, python, deb, env, labels, tuple(layers), libraries,
-                      frozenset(recorded))
+                      arch, frozenset(recorded))
 
 
 def _changes(old: dict[str, str], new: dict[str, str], versions: bool = True) -> tuple[Change, ...]:
@@ -185,7 +191,9 @@ def diff_images(old: ImageFacts, new: ImageFacts) -> ImageDiff:
                      when("library", lambda: _changes(old.libraries, new.libraries, versions=False)),
                      when("env", lambda: _changes(old.env, new.env, versions=False)),
                      when("label", lambda: _changes(old.labels, new.labels, versions=False)),
-                     when("layer", lambda: _layers(old, new)), unrecorded)
+                     when("layer", lambda: _layers(old, new)), unrecorded,
+                     None if old.cuda_arch is None or new.cuda_arch is None else
+                     (tuple(sorted(old.cuda_arch - new.cuda_arch)), tuple(sorted(new.cuda_arch - old.cuda_arch))))
 
 
 def render_image_diff(project: Project, old: str, new: str) -> str:

@@ -57,9 +57,16 @@ except (OSError, subprocess.CalledProcessError):
     cache = ""
 libraries = sorted({(line.split()[0], os.path.basename(os.path.realpath(line.rsplit("=> ", 1)[1].strip())))
                     for line in cache.splitlines()[1:] if "=> " in line})
+# the GPU architectures compiled into torch (a constant of the build: no GPU needed to read it)
+try:
+    import torch
+    cuda_arch = torch._C._cuda_getArchFlags() if hasattr(torch._C, "_cuda_getArchFlags") else ""
+except Exception:
+    cuda_arch = ""
 print(json.dumps({"python": python, "dpkg": [d[:4] for d in dpkg if d[4].startswith("ii")],
                   "os": {k: v.strip('"') for k, v in os_release.items()},
-                  "python_version": sys.version.split()[0], "libraries": libraries}))
+                  "python_version": sys.version.split()[0], "libraries": libraries,
+                  "torch_cuda_arch": " ".join(str(cuda_arch or "").split())}))
 """
 
 
@@ -138,7 +145,8 @@ def bom(release, catalog: Catalog, found: dict, image: dict, ref: str, record: d
         properties=_props(**{"image-id": image["Id"], "context-sha256": record.get("context_sha256"),
                              "platform": f"{image.get('Os')}/{image.get('Architecture')}",
                              "python-version": found.get("python_version"),
-                             "source-revision": record.get("source_revision")}) + _image_facts(image, found))
+                             "source-revision": record.get("source_revision"),
+                             "torch-cuda-arch": found.get("torch_cuda_arch") or None}) + _image_facts(image, found))
     document.components.update(components)
     document.register_dependency(document.metadata.component, components)
     return document
