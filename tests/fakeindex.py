@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from socketserver import TCPServer, ThreadingMixIn
+from urllib.parse import unquote
 
 from packaging.utils import canonicalize_name
 
@@ -121,7 +122,7 @@ def _handler(index: Index, base: str = "https://pypi.org"):
                 return self._project(match.group(1))
             match = re.fullmatch(r"/files/([^/]+)", path)
             if match:
-                return self._file(match.group(1))
+                return self._file(unquote(match.group(1)))
             if path == "/":
                 return self._send(200, b"fake index\n", "text/plain")
             return self._send(404, b"not found\n", "text/plain")

@@ -262,3 +262,29 @@ def test_an_nvidia_release_is_drafted_with_each_of_nvidias_values_unknown(scratc
             "components.pytorch.ref", "components.triton.version"} <= set(named), named
     assert "Traceback" not in render.stderr
     assert not (scratch.root / "build" / "26.01" / "Dockerfile").exists()
+
+
+def test_a_cpu_release_takes_only_the_leaders_cpu_builds(scratch, pypi):
+    pypi.index.add(*(Wheel("torch", v, ["filelock"], tag=LINUX_311) for v in ("2.1.0+cpu", "2.2.0+cpu")))
+    scratch.manifest("cpu", """\
+extends: parts/debian-bookworm
+summary: a CPU release from fake wheels
+origin: public-wheels
+os:
+  apt_sources: []
+pip:
+  constraint_file: true
+components:
+  pytorch:
+    version: 2.1.0+cpu
+    install: pip
+bump:
+  leader: torch
+  leader_local: cpu
+""")
+    scratch.constraints("cpu", "torch==2.1.0+cpu\nfilelock==3.0.0\n")
+    result = bump(scratch, pypi, "--release", "cpu", "--as", "cpu-next")
+    assert result.returncode == 0, result.stdout + result.stderr
+    # the index's 2.3.0 is newer, but it is no +cpu build (a CUDA one requiring cuda-toolkit)
+    assert _pins(scratch.root / "constraints" / "cpu-next.txt") == {"torch": "2.2.0+cpu", "filelock": "3.1.0"}
+    assert "version: 2.2.0+cpu" in (scratch.root / "manifests" / "cpu-next.yaml").read_text()

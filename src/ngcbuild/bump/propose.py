@@ -172,6 +172,14 @@ def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: No
     targets = targets_of(release)
     indexes, unreachable = reachable_indexes(release, web)
     environments = [marker_environment(t.python, t.arch) for t in targets]
+    offered = [set(versions_on(policy.leader, indexes, t, web)) for t in targets]
+    everywhere = sorted((v for v in set.intersection(*offered) if v.local == policy.leader_local), reverse=True)
+    if not everywhere:
+        build = f" of the +{policy.leader_local} builds (bump.leader_local)" if policy.leader_local else ""
+        missed = f"; not read: {'; '.join(unreachable)}" if unreachable else ""
+        raise OperationError(f"no version{build} of {policy.leader} on {', '.join(shown_url(i) for i in indexes)} has "
+                             f"a wheel for Python {targets[0].python} on {' and '.join(t.platform for t in targets)}"
+                             f"{missed}")
     say(f"bump: reading the metadata of {release.release}'s {len(parent.constraints.pins)} pins "
         f"({', '.join(shown_url(i) for i in indexes)})")
     try:
@@ -182,11 +190,6 @@ def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: No
     roots = roots_of(parent, old, environments)
     leader_key = canonicalize_name(policy.leader)
     constraints = policy_constraints(policy)
-    offered = [set(versions_on(policy.leader, indexes, t, web)) for t in targets]
-    everywhere = sorted(set.intersection(*offered), reverse=True)
-    if not everywhere:
-        raise OperationError(f"no version of {policy.leader} on {', '.join(shown_url(i) for i in indexes)} has a wheel "
-                             f"for Python {targets[0].python} on {' and '.join(t.platform for t in targets)}")
     held = policy.hold.get(policy.leader) or next(
         (h for n, h in policy.hold.items() if canonicalize_name(n) == leader_key), None)
     admitted = [v for v in everywhere if held is None or SpecifierSet(held.versions).contains(v, prereleases=True)]

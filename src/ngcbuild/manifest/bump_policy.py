@@ -43,6 +43,9 @@ class CudaPolicy(_Strict):
 
 class BumpPolicy(_Strict):
     leader: PackageName = "torch"
+    # The local version label the leader's builds must carry (cpu: PyTorch's CPU builds, 2.13.0+cpu, which
+    # live on PyTorch's own index); none: the public version (PyPI's).
+    leader_local: Annotated[str, Field(pattern=r"^[a-z0-9]{1,20}$")] | None = None
     cuda: CudaPolicy | None = None
     require: dict[Requirement, Prose] = Field(default_factory=dict, max_length=50)
     hold: dict[PackageName, Held] = Field(default_factory=dict, max_length=MAX_HOLDS)
