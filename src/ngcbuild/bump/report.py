@@ -89,6 +89,14 @@ def review_items(proposal: Proposal, changes: Changes, new: LoadedRelease) -> li
     if stale:
         items.append(f"The summary, inherited from {md(old.release)}, names {md(', '.join(stale))}: "
                      f"“{md(summary_words)}”. Restate it in the proposal if it no longer holds.")
+    old_pins, new_pins = proposal.old_pins(), proposal.new_pins()
+    for wrong in old.pip.wrong_wheel_tags:
+        key = canonicalize_name(wrong.distribution)
+        if key in new_pins and old_pins.get(key) != new_pins[key]:
+            items.append(f"pip.wrong_wheel_tags tolerates {md(wrong.distribution)} on "
+                         f"{md(', '.join(wrong.platforms))} with evidence read of "
+                         f"{md(old_pins.get(key, '?'))}; the pin is now {md(new_pins[key])}: see the wheel-tags rows "
+                         "below and restate the evidence.")
     documented = [f"{md(name)} {md(c.version)}" for name, c in release.components.items() if c.install == "none"]
     if documented:
         items.append("Documented but not installed, carried over unchanged (bump reads only what pip installs): "
