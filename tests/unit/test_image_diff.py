@@ -46,7 +46,8 @@ def project(scratch):
     scratch.copy_release("dev", "dev-next")
     where = Project.at(scratch.root)
     _built(where, "dev", _found("2.13.0", [["tqdm", "4.70.1"]], libraries=[("libcudart.so.13", "libcudart.so.13.0.96")],
-                                layers=[(113_000_000, "ADD file:base in /"), (900_000_000, "RUN pip install torch")],
+                                # the first layer's line sorts after the second's: the order is kept all the same
+                                layers=[(913_000_000, "ADD file:base in /"), (100_000_000, "RUN pip install torch")],
                                 arch="sm_75 sm_80 compute_80"),
            _image("1", ["PATH=/usr/bin", "PYTORCH_VERSION=2.13.0"], {"com.nvidia.pytorch.version": "2.13.0"}),
            1_013_000_000)
@@ -55,8 +56,8 @@ def project(scratch):
                                                                                          "gcc-defaults")),
                                      libraries=[("libcudart.so.13", "libcudart.so.13.2.86"),
                                                 ("libnvshmem_host.so.3", "libnvshmem_host.so.3.7.2")],
-                                     layers=[(113_000_000, "ADD file:base in /"),
-                                             (950_000_000, "RUN pip install torch")], arch="sm_80 sm_90 compute_90"),
+                                     layers=[(913_000_000, "ADD file:base in /"),
+                                             (150_000_000, "RUN pip install torch")], arch="sm_80 sm_90 compute_90"),
            _image("2", ["PATH=/usr/bin", "PYTORCH_VERSION=2.15.0"], {"com.nvidia.pytorch.version": "2.15.0"}),
            1_063_000_000)
     return where
@@ -73,14 +74,16 @@ def test_two_built_images_compare_package_by_package_layer_by_layer(project):
                                                                  "libnvshmem_host.so.3.7.2")]
     assert [(c.name, c.old, c.new) for c in diff.env] == [("PYTORCH_VERSION", "2.13.0", "2.15.0")]
     assert [(c.name, c.new) for c in diff.labels] == [("com.nvidia.pytorch.version", "2.15.0")]
-    assert [(r.position, r.old, r.new, r.delta) for r in diff.layers] == [
-        (1, 113_000_000, 113_000_000, 0), (2, 900_000_000, 950_000_000, 50_000_000)]
+    assert [(r.position, r.step, r.old, r.new, r.delta) for r in diff.layers] == [
+        (1, "ADD file:base in /", 913_000_000, 913_000_000, 0),
+        (2, "RUN pip install torch", 100_000_000, 150_000_000, 50_000_000)]
     assert diff.cuda_arch == (("compute_80", "sm_75"), ("compute_90", "sm_90"))
     page = render_image_diff(project, "dev", "dev-next")
     assert "compute_90 sm_80 sm_90: dropped compute_80 sm_75, added compute_90 sm_90." in page
     assert "(linux/amd64, 1.0 GB) and image" in page and ": 50.0 MB." in page
     assert "| torch | upgraded | 2.13.0 | 2.15.0 |" in page
-    assert "| 2 | RUN pip install torch | 900.0 MB | 950.0 MB | 50.0 MB |" in page
+    assert "| 2 | RUN pip install torch | 100.0 MB | 150.0 MB | 50.0 MB |" in page
+    assert "3 Python distributions changed: 1 added, 1 removed, 1 upgraded." in page
     assert "| libcudart.so.13 | changed | libcudart.so.13.0.96 | libcudart.so.13.2.86 |" in page
     assert "Not compared" not in page
 

@@ -133,9 +133,9 @@ def _facts(release: str, document: dict, record: dict) -> ImageFacts:
         elif kind == "label":
             key, _, val = value.partition("=")
             labels[key] = val
-        elif kind == "layer":
-            size, _, step = value.partition(" ")
-            layers.append((int(size), step))
+        elif kind == "layer":  # "POSITION SIZE STEP"
+            position, size, step = (value.split(" ", 2) + [""])[:3]
+            layers.append((int(position), int(size), step))
         elif kind == "library":
             soname, _, file = value.partition(" => ")
             libraries[soname] = file
@@ -145,8 +145,9 @@ def _facts(release: str, document: dict, record: dict) -> ImageFacts:
         recorded.add(kind)
     size = record.get("size_bytes")
     arch = frozenset(own["torch-cuda-arch"].split()) if "torch-cuda-arch" in own else None
+    ordered = tuple((size, step) for _, size, step in sorted(layers))
     return ImageFacts(release, str(own.get("image-id") or record.get("image_id") or ""), own.get("platform", ""),
-                      size if isinstance(size, int) else None, python, deb, env, labels, tuple(layers), libraries,
+                      size if isinstance(size, int) else None, python, deb, env, labels, ordered, libraries,
                       arch, frozenset(recorded))
 
 
@@ -198,7 +199,13 @@ def diff_images(old: ImageFacts, new: ImageFacts) -> ImageDiff:
 
 def render_image_diff(project: Project, old: str, new: str) -> str:
     diff = diff_images(read_image(project, old), read_image(project, new))
-    return document_environment(project).get_template(TEMPLATE).render(diff=diff, size=_size)
+    return document_environment(project).get_template(TEMPLATE).render(diff=diff, size=_size, counts=_counts)
+
+
+def _counts(rows) -> str:
+    """"3 added, 33 upgraded": how many of each kind, in a fixed order."""
+    kinds = ("added", "removed", "upgraded", "downgraded", "rebuilt", "changed")
+    return ", ".join(f"{n} {kind}" for kind in kinds for n in [sum(r.kind == kind for r in rows)] if n)
 
 
 def _size(number: int | None) -> str:

@@ -158,7 +158,8 @@ def _image_facts(image: dict, found: dict) -> list[Property]:
     config = image.get("Config") or {}
     facts = [("env", entry) for entry in config.get("Env") or []]
     facts += [("label", f"{key}={value}") for key, value in sorted((config.get("Labels") or {}).items())]
-    facts += [("layer", f"{size} {step}") for size, step in found.get("layers") or []]
+    # numbered: a CycloneDX document keeps its properties sorted, and the layers' order is their meaning
+    facts += [("layer", f"{n:03d} {size} {step}") for n, (size, step) in enumerate(found.get("layers") or [], 1)]
     facts += [("library", f"{name} => {file}") for name, file in found.get("libraries") or []]
     return [Property(name=f"ngcbuild:{kind}", value=value) for kind, value in facts]
 
