@@ -65,10 +65,10 @@ def review_items(proposal: Proposal, changes: Changes, new: LoadedRelease) -> li
     if old.gpu.cuda_arch_list:
         items.append(f"GPU architectures: gpu.cuda_arch_list ({md(old.gpu.cuda_arch_list)}), min_compute_capability "
                      f"{md(old.gpu.min_compute_capability)} and the families carried over unchanged from "
-                     f"{md(old.release)}. A wheel's compiled architectures are not in its metadata: on a GPU runner "
-                     "compare `torch.cuda.get_arch_list()` of "
-                     f"{md(proposal.leader.name)} {md(proposal.leader.version)} "
-                     "with them (smoke --require-gpu), and drop or add architectures here.")
+                     f"{md(old.release)}. A wheel's compiled architectures are not in its metadata: compare those "
+                     f"{md(proposal.leader.name)} {md(proposal.leader.version)} was built for with them: once the "
+                     f"proposal is built, `ngcbuild diff {md(old.release)} {md(proposal.name)} --images` names those "
+                     "dropped and added (from the SBOMs); drop or add them here.")
     majors = [f"{md(name)} {md(c.version)} → {md(update.version)}" for name, update in changes.components.items()
               for c in (old.components[name],) if _major(c.version) != _major(update.version)]
     if majors:
