@@ -256,8 +256,7 @@ def cases() -> list[HostileCase]:
                     exit_status=1, mentions=("record.json is damaged",)))
 
     # --- bump and diff --images: the proposal's name, its target files, the SBOMs read
-    policy = edit(MANIFEST, "origin: public-wheels\n", "origin: public-wheels\nbump: {leader: torch}\n")
-    bumpable = setup_all(dev, policy)
+    bumpable = dev  # dev states its policy (bump:)
     no_proposal = setup_all_checks(nothing_built, no_file("manifests/next.yaml"), no_file("constraints/next.txt"))
     for name, argv, mentions in [
         ("bump-as-option-like", ("bump", "--release", "dev", "--as=-x"), ("expected a release name",)),
@@ -273,7 +272,8 @@ def cases() -> list[HostileCase]:
     ]:
         add(HostileCase(name, "bump and image diff arguments", argv, bumpable, mentions=mentions, after=no_proposal))
     add(HostileCase("bump-no-policy", "bump and image diff arguments", ("bump", "--release", "dev", "--as=next"),
-                    dev, mentions=("bump", "no policy"), after=no_proposal))
+                    setup_all(dev, edit(MANIFEST, "\nbump:\n  leader: torch\n  leader_local: cpu\n", "\n")),
+                    mentions=("bump", "no policy"), after=no_proposal))
     add(HostileCase("bump-as-existing-release", "bump and image diff arguments",
                     ("bump", "--release", "dev", "--as=other"),
                     setup_all(bumpable, write("manifests/other.yaml", "extends: dev\n"),
