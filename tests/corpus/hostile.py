@@ -255,6 +255,63 @@ def cases() -> list[HostileCase]:
                     setup_all(dev, write("build/dev/.keep", ""), replace_with_fifo("build/dev/record.json")),
                     exit_status=1, mentions=("record.json is damaged",)))
 
+    # --- bump and diff --images: the proposal's name, its target files, the SBOMs read
+    bumpable = dev  # dev states its policy (bump:)
+    no_proposal = setup_all_checks(nothing_built, no_file("manifests/next.yaml"), no_file("constraints/next.txt"))
+    for name, argv, mentions in [
+        ("bump-as-option-like", ("bump", "--release", "dev", "--as=-x"), ("expected a release name",)),
+        ("bump-as-flag", ("bump", "--release", "dev", "--as=--check"), ("needs a value",)),
+        ("bump-as-path-like", ("bump", "--release", "dev", "--as=../../etc/passwd"), ("expected a release name",)),
+        ("bump-as-absolute", ("bump", "--release", "dev", "--as=/tmp/next"), ("expected a release name",)),
+        ("bump-as-newline", ("bump", "--release", "dev", "--as=next\nx"), ("expected a release name",)),
+        ("bump-as-too-long", ("bump", "--release", "dev", "--as=" + "n" * 40), ("expected a release name",)),
+        ("bump-as-itself", ("bump", "--release", "dev", "--as=dev"), ("that is the release being bumped",)),
+        ("bump-release-path-like", ("bump", "--release=../x", "--as=next"), ("--release",)),
+        ("bump-check-and-as", ("bump", "--release", "dev", "--check", "--as=next"), ("leave out --as",)),
+        ("bump-no-as", ("bump", "--release", "dev"), ("--as",)),
+    ]:
+        add(HostileCase(name, "bump and image diff arguments", argv, bumpable, mentions=mentions, after=no_proposal))
+    add(HostileCase("bump-no-policy", "bump and image diff arguments", ("bump", "--release", "dev", "--as=next"),
+                    setup_all(dev, edit(MANIFEST, "\nbump:\n  leader: torch\n  leader_local: cpu\n", "\n")),
+                    mentions=("bump", "no policy"), after=no_proposal))
+    add(HostileCase("bump-as-existing-release", "bump and image diff arguments",
+                    ("bump", "--release", "dev", "--as=other"),
+                    setup_all(bumpable, write("manifests/other.yaml", "extends: dev\n"),
+                              write("constraints/other.txt", "torch==2.13.0+cpu\n")),
+                    mentions=("was not proposed by ngcbuild bump from dev",), after=nothing_built))
+    add(HostileCase("bump-as-half-release", "bump and image diff arguments", ("bump", "--release", "dev", "--as=next"),
+                    setup_all(bumpable, write("constraints/next.txt", "torch==1\n")),
+                    mentions=("manifests/next.yaml is missing",), after=nothing_built))
+    for name, rel, step in [
+        ("bump-target-manifest-link", "manifests/next.yaml", lambda rel: replace_with_link(rel, lambda o: str(
+            secret_file(o)))),
+        ("bump-target-constraints-link", "constraints/next.txt", lambda rel: replace_with_link(rel, lambda o: str(
+            secret_file(o)))),
+        ("bump-target-manifest-fifo", "manifests/next.yaml", replace_with_fifo),
+        ("bump-target-constraints-fifo", "constraints/next.txt", replace_with_fifo),
+        ("bump-target-manifest-folder", "manifests/next.yaml", replace_with_dir),
+        ("bump-report-link", "build/next/bump.md", lambda rel: setup_all(write("build/next/.keep", ""),
+                                                                           replace_with_link(rel, lambda o: str(
+                                                                               secret_file(o))))),
+        ("bump-report-fifo", "build/next/bump.md", lambda rel: setup_all(write("build/next/.keep", ""),
+                                                                           replace_with_fifo(rel))),
+    ]:
+        add(HostileCase(name, "bump and image diff arguments", ("bump", "--release", "dev", "--as=next"),
+                        setup_all(bumpable, step(rel)), absent=(SECRET,), mentions=(rel,),
+                        after=setup_all_checks(*(no_file(f) for f in ("manifests/next.yaml", "constraints/next.txt")
+                                                 if f != rel))))
+    add(HostileCase("diff-images-sbom-link", "bump and image diff arguments", ("diff", "dev", "dev", "--images"),
+                    setup_all(dev, write("build/dev/record.json", "{}"),
+                              replace_with_link("build/dev/sbom.cdx.json", lambda o: str(secret_file(o)))),
+                    exit_status=1, absent=(SECRET,), mentions=("sbom.cdx.json is damaged",)))
+    add(HostileCase("diff-images-sbom-fifo", "bump and image diff arguments", ("diff", "dev", "dev", "--images"),
+                    setup_all(dev, write("build/dev/record.json", "{}"), replace_with_fifo("build/dev/sbom.cdx.json")),
+                    exit_status=1, mentions=("sbom.cdx.json is damaged",)))
+    add(HostileCase("diff-images-release-path", "bump and image diff arguments", ("diff", "../../etc", "dev", "--images"),
+                    dev, mentions=("expected a release name",)))
+    add(HostileCase("diff-images-not-built", "bump and image diff arguments", ("diff", "dev", "dev", "--images"),
+                    dev, mentions=("ngcbuild sbom --release dev",)))
+
     # --- file-system state
     add(HostileCase("build-is-a-file", "file-system state", ("render", "--release", "dev"),
                     setup_all(dev, build_a_file), exit_status=1, mentions=("build",)))

@@ -26,8 +26,10 @@ MAY_IMPORT = {
     # derived releases: resolved (verify's targets) before render, built and smoked like any release
     "derive": {"core", "manifest", "verify", "render", "engine", "workspace", "registry", "smoke"},
     "workflow": {"core"},
+    # the monthly proposal: resolves through verify, renders and describes it as the documents do
+    "bump": {"core", "manifest", "verify", "render", "docs", "workspace"},
     "cli": {"core", "workspace", "registry", "manifest", "verify", "render", "engine", "smoke", "supply", "publish",
-            "docs", "workflow", "derive"},
+            "docs", "workflow", "derive", "bump"},
 }
 
 
@@ -134,6 +136,9 @@ WRITES_ITSELF = {
     "smoke/host.py": "what the host's suite reads, in a temporary folder",
     "smoke/staging.py": "the locked pytest unpacked into the staging folder (temporary)",
     "derive/resolution.py": "uv's requirements and constraints, in a temporary folder",
+    "bump/proposal_files.py": "the scratch copy of the project a proposal is verified in (temporary)",
+    "bump/nvidia.py": "stand-in wheels and the draft in the scratch copy (temporary)",
+    "bump/resolve.py": "pip's constraints, in a temporary folder",
     "verify/sdist.py": "a source archive unpacked to build its metadata, in a temporary folder",
     "publish/promote.py": "skopeo's private auth file, in a temporary folder",
 }

@@ -31,7 +31,7 @@ def test_actionlint_is_rhysd_actionlint():
 
 
 def test_workflows_are_clean():
-    assert [w.name for w in WORKFLOWS] == ["ci.yml", "emulated.yml", "release.yml"]
+    assert [w.name for w in WORKFLOWS] == ["bump.yml", "ci.yml", "emulated.yml", "release.yml"]
     result = _actionlint(*WORKFLOWS)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -89,7 +89,7 @@ def _load(name: str) -> dict:
     return yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
 
 
-@pytest.mark.parametrize("name", ["release.yml", "ci.yml"])
+@pytest.mark.parametrize("name", ["release.yml", "ci.yml", "bump.yml"])
 def test_every_action_is_pinned_to_a_commit(name):
     """Supply chain: a tag can be moved, a commit cannot; the tag stays readable in a comment."""
     uses = re.findall(r"uses:\s*(\S+)(.*)", (REPO / ".github" / "workflows" / name).read_text())
@@ -147,3 +147,26 @@ def test_release_workflow_rules():
     assert listed < next(i for i, run in enumerate(publish_runs) if "invoke promote" in run)
     labels = yaml.safe_load((REPO / ".github" / "actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
     assert "gpu" in labels
+
+
+def test_bump_workflow_rules():
+    """On a schedule: --check first; only a newer set is proposed, uploaded and opened as a pull request whose
+    body is bump.md; the dispatch inputs reach the shell as variables, never pasted into a script."""
+    workflow = _load("bump.yml")
+    assert workflow[True]["schedule"] and set(workflow[True]["workflow_dispatch"]["inputs"]) == {"release", "proposal"}
+    assert workflow["permissions"] == {"contents": "read"}
+    job = workflow["jobs"]["propose"]
+    assert job["permissions"] == {"contents": "write", "pull-requests": "write"}
+    steps = job["steps"]
+    runs = [s.get("run", "") for s in steps]
+    check = next(i for i, run in enumerate(runs) if "ngcbuild bump --release \"$RELEASE\" --check" in run)
+    propose = next(i for i, run in enumerate(runs) if 'ngcbuild bump --release "$RELEASE" --as "$PROPOSAL"' in run)
+    pull = next(i for i, run in enumerate(runs) if "gh pr create" in run)
+    assert check < propose < pull
+    assert "*) exit \"$status\"" in runs[check]  # a failure of --check is no "newer set"
+    assert all(s.get("if", "").startswith("steps.check.outputs.newer == 'true'") or
+               "steps.check.outputs.newer == 'true'" in s.get("if", "") for s in steps[check + 1:])
+    assert steps[pull]["if"] == "steps.check.outputs.newer == 'true' && env.OPEN_PR == 'true'"
+    assert '--body-file "build/$PROPOSAL/bump.md"' in runs[pull]
+    assert workflow["env"]["OPEN_PR"] == "${{ vars.NGCBUILD_OPEN_PR != 'false' }}"
+    assert all("inputs." not in run for run in runs)

@@ -184,12 +184,20 @@ def matrix(as_json=False) -> None:
         print(render_matrix(where), end="")
 
 
-def diff(old: str, new: str, as_json=False) -> None:
+def diff(old: str, new: str, as_json=False, images=False) -> None:
     from ngcbuild.docs.diff import diff_releases, render_diff
     from ngcbuild.manifest.catalog import Catalog
     from ngcbuild.manifest.series import Series
 
     where = project()
+    if images:
+        from ngcbuild.docs.image_diff import diff_images, read_image, render_image_diff
+
+        if as_json:
+            print(json.dumps(diff_images(read_image(where, old), read_image(where, new)).to_json(), indent=2))
+        else:
+            print(render_image_diff(where, old, new), end="")
+        return
     if _derived(old) or _derived(new):
         from ngcbuild.derive.notes import diff_text
 
@@ -337,11 +345,25 @@ def verify(release: str, as_json=False, base=None) -> None:
         raise VerifyFailed(f"verify {release}: {failed} failed (see the table)")
 
 
-def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
-             jobs=None) -> None:
-    from ngcbuild.workflow.rehearse import rehearse_ci, rehearse_release
+def bump(release: str, as_name=None, check=False) -> dict:
+    from ngcbuild.bump.apply import bump_release
 
-    if workflow == "ci":
+    return bump_release(project(), release, as_name, check=check, out=sys.stdout)
+
+
+def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
+             jobs=None, as_name=None) -> None:
+    from ngcbuild.workflow.rehearse import rehearse_bump, rehearse_ci, rehearse_release
+
+    if as_name is not None and workflow != "bump":
+        raise UserError("--as belongs to --workflow bump (the name of the proposed release)")
+    if workflow == "bump":
+        if staging or registry or secret_file or require_gpu or jobs:
+            raise UserError("--workflow bump takes --release and --as only (it pushes nothing and needs no secret)")
+        if release is None or as_name is None:
+            raise UserError("rehearse --workflow bump: missing --release or --as (see `ngcbuild rehearse --help`)")
+        rehearse_bump(project(), release, as_name, out=sys.stdout)
+    elif workflow == "ci":
         if release or staging or registry or secret_file or require_gpu:
             raise UserError("--workflow ci takes --job only (its jobs need no registry and no secret)")
         rehearse_ci(project(), list(jobs or []), out=sys.stdout)
@@ -354,7 +376,7 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
             raise UserError("--job belongs to --workflow ci; release.yml runs every job")
         rehearse_release(project(), release, staging, registry, secret_file, require_gpu, out=sys.stdout)
     else:
-        raise UserError(f"--workflow {excerpt(workflow)}: expected release or ci")
+        raise UserError(f"--workflow {excerpt(workflow)}: expected release, ci or bump")
 
 
 # --- derived releases (manifests/derived/R.yaml) -----------------------------------------------------

@@ -9,6 +9,7 @@ Adding a task: one `Task(...)` here (ARCHITECTURE.md, "Adding a task") and its f
 from ngcbuild.cli import commands
 from ngcbuild.cli.collection import collection
 from ngcbuild.cli.declare import Option, Renamed, Stage, Task, check_table
+from ngcbuild.workspace.release_dir import BUMP
 
 CHECK = Stage("check", "what to build, and whether its pins hold, before anything is built")
 BUILD = Stage("build", "the image, from the manifest")
@@ -49,6 +50,16 @@ CHANGED_TASK = "its own task: `ngcbuild changed [--since REF] [--releases NAMES]
 
 TASKS = (
     # --- check
+    Task("bump", CHECK, "Propose the next release of R from its indexes, verified; describe it in build/NAME/bump.md",
+         commands.bump, (
+             Option("release", "the release to bump: manifests/R.yaml, with its policy under bump:", value="R",
+                    required=True),
+             Option("as", "name of the proposal: manifests/NAME.yaml, constraints/NAME.txt, build/NAME/bump.md",
+                    value="NAME", dest="as_name", default_text="none: required unless --check"),
+             Option("check", "write nothing; exit 1 when a newer set the policy admits exists, 0 when R is current",
+                    value=None),
+         ), writes=("manifests/NAME.yaml", "constraints/NAME.txt", f"build/NAME/{BUMP}"),
+         guide="monthly-release.md"),
     Task("changed", CHECK, "JSON: the releases and CI jobs whose inputs changed since --since (the plan)",
          commands.changed_jobs, (
              Option("since", "the commit or branch to compare with", value="REF", dest="base",
@@ -199,6 +210,8 @@ TASKS = (
              Option("old", "the earlier release", positional=True),
              Option("new", "the later release", positional=True),
              _json("Markdown"),
+             Option("images", "compare the two built images (their build/R/sbom.cdx.json and record.json): packages, "
+                    "libraries, layers, env, labels", value=None),
          ), guide="documentation.md"),
     Task("docs", DESCRIBE, "Build the site in build/site/: matrix, notes, diffs and the guide (docs/)",
          commands.docs, (
@@ -208,9 +221,10 @@ TASKS = (
     # --- workflows
     Task("rehearse", WORKFLOWS, "Run a CI workflow here through act, with local stand-ins for its actions",
          commands.rehearse, (
-             Option("workflow", "release (release.yml) or ci (ci.yml's --job jobs)", value="NAME", default="release"),
-             Option("releases", "release.yml: the releases to build, by name (the dispatch input), e.g. dev",
-                    value="NAMES", dest="release"),
+             Option("workflow", "release (release.yml), ci (ci.yml's --job jobs) or bump (bump.yml)", value="NAME",
+                    default="release"),
+             Option("releases", "release.yml: the releases to build, by name (the dispatch input), e.g. dev; "
+                    "bump.yml: the release to bump", value="NAMES", dest="release"),
              Option("staging-registry", "release.yml: the registry the build jobs push to", value=REGISTRY,
                     dest="staging"),
              Option("release-registry", "release.yml: the registry the publish job promotes to", value=REGISTRY,
@@ -219,6 +233,8 @@ TASKS = (
              Option("require-gpu", "release.yml: keep smoke's --require-gpu (a rehearsal host has no GPU)",
                     value=None),
              Option("job", "ci.yml: a job to run: lint, unit", value="NAME", repeatable=True, dest="jobs"),
+             Option("as", "bump.yml: the name of the proposed release (the dispatch input)", value="NAME",
+                    dest="as_name"),
          ), writes=("build/rehearse/RUN/",), guide="ci.md",
          renamed=(Renamed("--release", "--releases"), Renamed("--staging", "--staging-registry"),
                   Renamed("--registry", "--release-registry"))),

@@ -138,3 +138,12 @@ def _check_day(value):
 
 
 Day = Annotated[date, BeforeValidator(_check_day)]
+# A PEP 440 version specifier set as a policy writes it ('<2.15', '>=13,<14', '!=2.4.1'): no space,
+# quote or shell character; `packaging` parses it where it is used.
+VersionSpecifier = _pattern_type("specifier", r"(?:[<>=!~]=?=?[0-9A-Za-z.*+!]+)(?:,[<>=!~]=?=?[0-9A-Za-z.*+!]+)*",
+                                 "a version specifier such as '<2.15' or '>=13,<14'", longest=200)
+# A requirement pip is asked for, with extras and a specifier but no markers: cuda-toolkit[nvcc,crt]>=13.
+Requirement = _pattern_type(
+    "requirement", r"[A-Za-z0-9][A-Za-z0-9._-]*(?:\[[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*\])?"
+                   r"(?:[<>=!~]=?=?[0-9A-Za-z.*+!]+(?:,[<>=!~]=?=?[0-9A-Za-z.*+!]+)*)?",
+    "a requirement such as cuda-toolkit[nvcc,crt] or numpy<3 (a name, extras, a specifier; no markers)", longest=300)

@@ -35,6 +35,7 @@ from ngcbuild.manifest.fields import release_parts
 from ngcbuild.manifest.model import Release
 from ngcbuild.manifest.needs import check_needs
 from ngcbuild.manifest.promises import check_promises
+from ngcbuild.manifest.unknown import unknown_keys, unknown_message
 
 MAX_MANIFEST_BYTES = 1_000_000
 # The most manifests one release may merge, and the longest `extends` chain: real ones are a few links
@@ -88,6 +89,9 @@ def load_release(project: Project, name: str) -> LoadedRelease:
         hint = _did_you_mean(name, known)
         raise UserError(f"{shown_path(path)}: no such manifest; known releases: {', '.join(known) or 'none'}{hint}")
     data, chain = _resolve(project, path, ())
+    unknown = unknown_keys(data)
+    if unknown:  # a draft of `ngcbuild bump`: named whole, before any value is judged
+        raise ManifestError(path, "", unknown_message(unknown))
     data["release"] = name
     release = _validate(path, data, chain)
     catalog = Catalog.load(project)

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.manifest.bump_policy import BumpPolicy
 from ngcbuild.manifest.derive_spec import DeriveSpec
 from ngcbuild.manifest.fields import (
     AbsPath,
@@ -502,6 +503,8 @@ class Release(Strict):
     security: SecuritySpec = Field(default_factory=SecuritySpec)
     # A derived release (manifests/derived/R.yaml): a team's requirements on its base (derive_spec.py).
     derive: DeriveSpec | None = None
+    # How `ngcbuild bump` proposes the next release from the indexes (manifest/bump_policy.py).
+    bump: BumpPolicy | None = None
 
     @model_validator(mode="after")
     def _buildable_needs_build_facts(self):

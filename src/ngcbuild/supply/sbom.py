@@ -40,7 +40,7 @@ TIMEOUT_S = 300
 
 # Runs in the image with its own python3; prints one JSON document on stdout.
 INVENTORY_SCRIPT = r"""
-import importlib.metadata as md, json, subprocess, sys
+import importlib.metadata as md, json, os, subprocess, sys
 python = sorted({(d.metadata["Name"], d.version) for d in md.distributions() if d.metadata["Name"]})
 try:
     fmt = "${Package}\t${Version}\t${Architecture}\t${source:Package}\t${db:Status-Abbrev}\n"
@@ -52,9 +52,23 @@ try:
     os_release = dict(l.split("=", 1) for l in open("/etc/os-release").read().splitlines() if "=" in l)
 except OSError:
     os_release = {}
+# the dynamic linker's cache: each library's name and the file it resolves to (its version is in the name)
+try:
+    cache = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+except (OSError, subprocess.CalledProcessError):
+    cache = ""
+libraries = sorted({(line.split()[0], os.path.basename(os.path.realpath(line.rsplit("=> ", 1)[1].strip())))
+                    for line in cache.splitlines()[1:] if "=> " in line})
+# the GPU architectures compiled into torch (a constant of the build: no GPU needed to read it)
+try:
+    import torch
+    cuda_arch = torch._C._cuda_getArchFlags() if hasattr(torch._C, "_cuda_getArchFlags") else ""
+except Exception:
+    cuda_arch = ""
 print(json.dumps({"python": python, "dpkg": [d[:4] for d in dpkg if d[4].startswith("ii")],
                   "os": {k: v.strip('"') for k, v in os_release.items()},
-                  "python_version": sys.version.split()[0]}))
+                  "python_version": sys.version.split()[0], "libraries": libraries,
+                  "torch_cuda_arch": " ".join(str(cuda_arch or "").split())}))
 """
 
 
@@ -134,10 +148,34 @@ def bom(release, catalog: Catalog, found: dict, image: dict, ref: str, build: Bu
         properties=_props(**{"image-id": image["Id"], "context-sha256": build.context_sha256,
                              "platform": f"{image.get('Os')}/{image.get('Architecture')}",
                              "python-version": found.get("python_version"),
-                             "source-revision": build.source_revision}))
+                             "source-revision": build.source_revision,
+                             "torch-cuda-arch": found.get("torch_cuda_arch") or None}) + _image_facts(image, found))
     document.components.update(components)
     document.register_dependency(document.metadata.component, components)
     return document
+
+
+def _image_facts(image: dict, found: dict) -> list[Property]:
+    """What `ngcbuild diff --images` compares beyond the packages: the image's environment and labels,
+    each layer's size and the step that made it (oldest first), and the dynamic linker's libraries."""
+    config = image.get("Config") or {}
+    facts = [("env", entry) for entry in config.get("Env") or []]
+    facts += [("label", f"{key}={value}") for key, value in sorted((config.get("Labels") or {}).items())]
+    # numbered: a CycloneDX document keeps its properties sorted, and the layers' order is their meaning
+    facts += [("layer", f"{n:03d} {size} {step}") for n, (size, step) in enumerate(found.get("layers") or [], 1)]
+    facts += [("library", f"{name} => {file}") for name, file in found.get("libraries") or []]
+    return [Property(name=f"ngcbuild:{kind}", value=value) for kind, value in facts]
+
+
+def layer_sizes(client, image_id: str) -> list[tuple[int, str]]:
+    """(bytes, the step that made it) of each layer with content, oldest first (the engine's history)."""
+    steps = []
+    for entry in reversed(client.history(image_id)):
+        size = int(entry.get("Size") or 0)
+        if size > 0:
+            step = " ".join(str(entry.get("CreatedBy") or "").replace("/bin/sh -c #(nop) ", "").split())
+            steps.append((size, step[:200]))
+    return steps
 
 
 def serialized(document: Bom) -> str:
@@ -185,6 +223,7 @@ def write_sbom(project: Project, name: str, image: str | None = None, out=sys.st
     except docker.errors.ImageNotFound:
         raise UserError(f"image {ref} not found; run `invoke build --release {name}` first") from None
     found = inventory(client, inspected["Id"])
+    found["layers"] = layer_sizes(client, inspected["Id"])
     name_ref = next(iter(record.build.tags or []), f"{release.image.repository}:{release.tag}")
     text = serialized(bom(release, loaded.catalog, found, inspected, name_ref, record.build, utc_timestamp(),
                           uuid.uuid4().urn))

@@ -33,7 +33,7 @@ from ngcbuild.core.outputs import make_dir, write_file
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
 
-WORKFLOWS = {"release": "release.yml", "ci": "ci.yml"}
+WORKFLOWS = {"release": "release.yml", "ci": "ci.yml", "bump": "bump.yml"}
 STAND_INS = Path(".ci") / "actions"
 CHECKOUT = "actions/checkout"  # act copies the local checkout itself for it
 HOSTED_LABELS = ("ubuntu-latest", "ubuntu-24.04", "ubuntu-22.04", "self-hosted")
@@ -221,3 +221,31 @@ def rehearse_ci(project: Project, jobs: list[str], out) -> None:
         if code != 0:
             raise OperationError(f"the rehearsal of ci.yml job {job} failed (act exit {code}); see the log above")
     print(f"rehearse: ci.yml passed: {', '.join(jobs)}", file=out)
+
+
+def rehearse_bump(project: Project, release: str, proposal: str, out) -> Path:
+    """bump.yml as a manual dispatch on main for `release` -> `proposal`: the check, the proposal and its
+    artifact run as on GitHub; the pull request is left out (act cannot reach GitHub). Returns the folder
+    of the run's artifacts (bump.md, the proposal's files)."""
+    from ngcbuild.core.names import RELEASE_NAME_RE, check_release_name
+
+    check_release_name(release)
+    if not isinstance(proposal, str) or not RELEASE_NAME_RE.fullmatch(proposal) or proposal == release:
+        raise UserError(f"--as {excerpt(proposal)}: expected the name of the proposed release (a release name other "
+                        "than --release, such as cuda-dev-next)")
+    find_act()
+    run_id = str(time.time_ns() // 1_000_000)
+    event = {"ref": "refs/heads/main", "inputs": {"release": release, "proposal": proposal}}
+    run_dir = _run_dir(project, run_id, event)
+    command = act_command(project, WORKFLOWS["bump"], "workflow_dispatch", run_dir,
+                          variables={"NGCBUILD_OPEN_PR": "false"}, run_id=run_id)
+    print(f"rehearse: bump.yml as a manual dispatch on main: {release} -> {proposal}; run {run_id}; no pull request "
+          f"(GitHub is not reached); artifacts in {shown_path(run_dir / 'artifacts')}", file=out)
+    try:
+        code = run_act(project, command, out)
+    finally:
+        shutil.rmtree(run_dir / WORKSPACES, ignore_errors=True)
+    if code != 0:
+        raise OperationError(f"the rehearsal of bump.yml failed (act exit {code}); see the log above (run {run_id})")
+    print(f"rehearse: bump.yml passed for {release} (run {run_id})", file=out)
+    return run_dir / "artifacts"

@@ -27,11 +27,12 @@ AUDIT = "audit.json"  # the vulnerability report of that SBOM (supply/audit.py)
 NOTES = "release-notes.md"  # docs/notes.py
 MUTANTS = "mutants.json"  # the planted defects' results (smoke/mutate.py)
 MUTANTS_REPORT = "mutants.md"  # the same, as a table
+BUMP = "bump.md"  # what `ngcbuild bump` proposed for this release and why (bump/report.py)
 JOURNAL = ".intermediate-containers"  # containers an unfinished build may have left (engine/leftovers.py)
 BUILD_LOCK = ".build.lock"  # one build of R at a time (engine/build.py)
 
 OUTPUTS = (RECORD, STAMP, JUNIT, PERF, PERF_MEASURED, SBOM, AUDIT, NOTES, MUTANTS, MUTANTS_REPORT, JOURNAL,
-           BUILD_LOCK)
+           BUILD_LOCK, BUMP)
 
 
 @dataclass(frozen=True)
