@@ -94,11 +94,13 @@ def sbom(c, release, image=None):
     commands.sbom(release, image=image)
 
 
-@command(help={"release": "release name"})
-def audit(c, release):
+@command(help={"release": "release name",
+               "pypi_mirror": "a mirror of PyPI's JSON API to ask instead of PyPI, https://HOST/PATH such as "
+                              "https://mirror.example/pypi (default: $NGCBUILD_PYPI_MIRROR, else https://pypi.org/pypi)"})
+def audit(c, release, pypi_mirror=None):
     """Check the Python distributions of R's SBOM against PyPI's advisory data; report build/R/audit.json;
     exit 1 on an advisory the manifest's security.allow does not allow, an expired one, or too little checked."""
-    commands.audit(release)
+    commands.audit(release, pypi_mirror=pypi_mirror)
 
 
 TRUSTED_KEY_HELP = ("public key FILE (PEM Ed25519) whose signatures are trusted (repeatable; default: the files in "
