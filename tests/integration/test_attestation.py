@@ -183,3 +183,58 @@ def test_a_tampered_attestation_is_refused_and_nothing_is_promoted(signed, regis
     checked = run_invoke("verify-attestation", "--image", f"{staging}/{REPOSITORY}@{signed['digest']}",
                          "--trusted-key", str(signed["public"]))
     assert checked.returncode == 2 and message in checked.stderr, checked.stdout + checked.stderr
+
+
+def _target_state(address: str, digest: str) -> str:
+    """"old": the tag is not there; "new": the tag serves `digest` and its attestation is there too;
+    anything else is what an interrupted promote must never leave."""
+    registry = Registry(address)
+    served = registry.manifest(REPOSITORY, "dev-py3")
+    if served is None:
+        return "old"
+    if served.digest != digest:
+        return f"the tag serves {served.digest}"
+    try:
+        found = attachments.read(registry, REPOSITORY, digest)
+    except Exception as exc:  # noqa: BLE001 - any failure to read it means: not there whole
+        return f"the image without its attestation ({type(exc).__name__}: {str(exc)[:120]})"
+    return "new" if "provenance" in found else "the image without its provenance"
+
+
+def test_an_interrupted_promote_leaves_the_old_state_or_the_whole_new_one(signed, tmp_path, figures):
+    """SIGINT to promote at moments spread over its run (the attestations, skopeo's copy, the read-back):
+    afterwards the target either has no tag (old) or the tag with its attestation (new), never the
+    image without its attestation; an uninterrupted rerun then finishes it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .private import PrivateRegistry
+
+    target = PrivateRegistry()
+    target.start()
+    seen = []
+    try:
+        command = [sys.executable, "-m", "ngcbuild", "promote", "--release", "dev", "--from", signed["staging"],
+                   "--to", target.address, "--trusted-key", str(signed["public"])]
+        for moment in (1.0, 1.6, 2.2, 2.8, 3.5, 4.5, 6.0, 8.0, 11.0):
+            process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       stdin=subprocess.DEVNULL)
+            time.sleep(moment)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=600)
+            state = _target_state(target.address, signed["digest"])
+            seen.append((moment, process.returncode, state, err.strip()[-200:]))
+        finished = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
+        final = _target_state(target.address, signed["digest"])
+    finally:
+        target.close()
+    bad = [s for s in seen if s[2] not in ("old", "new") or s[1] not in (0, 130) or "Traceback" in s[3]]
+    figures(suite="hostile", case="SIGINT to promote at 9 moments", input="promote",
+            klass="interrupts in threaded work", clean=not bad and final == "new", traceback=False, hang=False,
+            secret=False, leftovers=len(bad), exit_status=None,
+            message=", ".join(f"{m}s: exit {code}, {state}" for m, code, state, _ in seen)[:300])
+    assert not bad, seen
+    assert {state for _, _, state, _ in seen} >= {"old"}, seen  # an interrupt did land before the tag
+    assert finished.returncode == 0 and final == "new", (finished.stdout + finished.stderr)[-2000:]

@@ -5,8 +5,9 @@
 
 (github.com/distribution/reference). A registry host here is lower case, with an optional port and
 nothing else: no scheme, no path, no spaces and never credentials. `user:password@host` is refused
-without echoing it: credentials come from NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD or the
-Docker config, never from a command line that shell history and CI logs keep.
+without echoing it: credentials come from NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD (for the
+host NGCBUILD_REGISTRY_HOST names) or the Docker config (registry/auth.py), never from a command line
+that shell history and CI logs keep.
 
 Every pattern below is free of nested quantifiers over overlapping characters, so a failed match
 costs linear time however long and hostile the input.
@@ -26,8 +27,8 @@ _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 MAX_NAME = 255
 CREDENTIALS_HELP = ("credentials do not belong in a registry reference (the value is not shown); set "
-                    "NGCBUILD_REGISTRY_USER and NGCBUILD_REGISTRY_PASSWORD, or log in with `docker login` "
-                    "(the Docker config)")
+                    "NGCBUILD_REGISTRY_USER and NGCBUILD_REGISTRY_PASSWORD with NGCBUILD_REGISTRY_HOST (the host "
+                    "they are for), or log in with `docker login` (the Docker config)")
 HOST_EXAMPLE = "HOST[:PORT] such as localhost:5000 or nvcr.io"
 
 

@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -115,7 +114,8 @@ class DockerConfig:
                                 ) from None
         if not isinstance(data, dict):
             raise ManifestError(path, "", "expected a Docker config (a JSON object)")
-        auths, helpers, store = data.get("auths") or {}, data.get("credHelpers") or {}, data.get("credsStore")
+        auths, helpers, store = data.get("auths", {}), data.get("credHelpers", {}), data.get("credsStore")
+        auths, helpers = {} if auths is None else auths, {} if helpers is None else helpers
         if not isinstance(auths, dict) or not all(isinstance(v, dict) for v in auths.values()):
             raise ManifestError(path, "auths", "expected an object of registries, each an object")
         if not isinstance(helpers, dict) or not all(isinstance(v, str) for v in helpers.values()):
@@ -174,26 +174,22 @@ def run_helper(name: str, server: str, path: Path) -> Credentials | None:
     if program is None:
         raise UserError(f"{path}: the Docker config names the credential helper docker-credential-{name}, which "
                         "is not on PATH; install it or remove it from the config")
-    with tempfile.TemporaryFile() as output:
-        try:
-            done = subprocess.run([program, "get"], input=server.encode(), stdout=output, stderr=subprocess.DEVNULL,
-                                  timeout=HELPER_TIMEOUT_S, check=False)
-        except subprocess.TimeoutExpired:
-            raise OperationError(f"the credential helper docker-credential-{name} did not answer within "
-                                 f"{HELPER_TIMEOUT_S}s") from None
-        except OSError as exc:
-            raise OperationError(f"the credential helper docker-credential-{name} could not be run "
-                                 f"({exc.strerror})") from None
-        output.seek(0)
-        text = output.read(HELPER_OUTPUT_LIMIT + 1)
+    try:
+        returncode, text = _bounded_run([program, "get"], server.encode(), HELPER_OUTPUT_LIMIT, HELPER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise OperationError(f"the credential helper docker-credential-{name} did not answer within "
+                             f"{HELPER_TIMEOUT_S}s") from None
+    except OSError as exc:
+        raise OperationError(f"the credential helper docker-credential-{name} could not be run "
+                             f"({exc.strerror})") from None
     if len(text) > HELPER_OUTPUT_LIMIT:
         raise OperationError(f"the credential helper docker-credential-{name} answered more than "
                              f"{HELPER_OUTPUT_LIMIT} bytes; expected its JSON")
-    if done.returncode != 0:
+    if returncode != 0:
         said = text.decode("utf-8", "replace").strip()
         if "credentials not found" in said.lower():
             return None
-        raise OperationError(f"the credential helper docker-credential-{name} failed (exit {done.returncode}): "
+        raise OperationError(f"the credential helper docker-credential-{name} failed (exit {returncode}): "
                              f"{safe(said.splitlines()[0] if said else 'no message', 120)}")
     try:
         answer = json.loads(text)
@@ -207,6 +203,44 @@ def run_helper(name: str, server: str, path: Path) -> Credentials | None:
     if user == "<token>":
         return Credentials("", "", secret, source=source)
     return Credentials(user, secret, source=source)
+
+
+def _bounded_run(command: list[str], given: bytes, limit: int, deadline_s: float) -> tuple[int, bytes]:
+    """Run `command` with `given` on its stdin; (its exit status, at most limit + 1 bytes of its stdout).
+    Past `deadline_s`, or past the limit, it is killed: a helper can neither park us nor fill memory or
+    a disk. TimeoutExpired past the deadline."""
+    import selectors
+    import time
+
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        try:
+            process.stdin.write(given)
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        chunks, size, ends = [], 0, time.monotonic() + deadline_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while size <= limit:
+                left = ends - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(command, deadline_s)
+                if not selector.select(left):
+                    continue
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        if size > limit:
+            return 0, b"".join(chunks)
+        return process.wait(max(0.1, ends - time.monotonic())), b"".join(chunks)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
 
 
 class Keychain:
