@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.http import Answer, AnswerTooLarge, HttpFailure, fetch, new_session
-from ngcbuild.core.references import host_address, shown_url
+from ngcbuild.core.references import ImageRef, ReferenceProblem, host_address, shown_url
 from ngcbuild.core.text import safe
 from ngcbuild.registry.auth import LOGIN_HELP, Challenge, Credentials, keychain, realm_may_get_credentials
 
@@ -242,6 +242,7 @@ class Registry:
         """The manifest (or list) served for a tag or digest, or None when there is none. Its digest is
         the sha256 of the bytes served: for a digest asked, those bytes must hash to it; a
         Docker-Content-Digest header that names another digest is a lie, refused either way."""
+        self._checked(repository, reference)
         where = f"{self.host}/{repository}{'@' if is_digest(reference) else ':'}{reference}"
         answer = self._request("GET", f"/v2/{repository}/manifests/{reference}", headers={"Accept": ACCEPT},
                                limit=MAX_MANIFEST, deadline_s=MANIFEST_DEADLINE_S, what=f"GET {where}")
@@ -267,6 +268,7 @@ class Registry:
     def put_manifest(self, repository: str, reference: str, body: bytes, media_type: str) -> str:
         """Store a manifest under a tag or its digest; returns its digest (the one the registry says it
         stored must be the same)."""
+        self._checked(repository, reference)
         where = f"{self.host}/{repository}:{reference}"
         answer = self._request("PUT", f"/v2/{repository}/manifests/{reference}", data=body,
                                headers={"Content-Type": media_type}, limit=MAX_SMALL_ANSWER,
@@ -291,6 +293,7 @@ class Registry:
     def blob(self, repository: str, digest: str, limit: int) -> bytes | None:
         """The blob of `digest` (None when absent), read to at most `limit` bytes; a blob that is larger,
         or whose bytes are not those of its digest (truncated, replaced), is a BlobMismatch."""
+        self._checked(repository, digest, digest_only=True)
         where = f"{self.host}/{repository}: blob {digest}"
         try:
             answer = self._request("GET", f"/v2/{repository}/blobs/{digest}", headers={}, limit=limit,
@@ -306,6 +309,7 @@ class Registry:
         return answer.body
 
     def has_blob(self, repository: str, digest: str) -> bool:
+        self._checked(repository, digest, digest_only=True)
         answer = self._request("HEAD", f"/v2/{repository}/blobs/{digest}", headers={}, limit=MAX_SMALL_ANSWER,
                                deadline_s=MANIFEST_DEADLINE_S, what=f"HEAD blob {digest[:19]}")
         if answer.status == 404:
@@ -333,6 +337,18 @@ class Registry:
                                deadline_s=BLOB_DEADLINE_S, what=f"PUT blob {digest[:19]}")
         self._check(answer, f"PUT blob {digest[:19]}")
         return digest
+
+    def _checked(self, repository: str, reference: str, digest_only: bool = False) -> None:
+        """A repository and a tag or digest as the distribution grammar has them, before they go into a
+        URL (a record's "digest" that is a path never reaches one)."""
+        text = f"{repository}@{reference}" if is_digest(reference) else f"{repository}:{reference}"
+        try:
+            parsed = ImageRef.parse(text)
+        except ReferenceProblem:
+            parsed = None
+        if parsed is None or parsed.repository != repository or (digest_only and not is_digest(reference)):
+            raise RegistryError(f"{self.host}: {safe(repository, 80)} {safe(reference, 80)} is not a repository and "
+                                f"a {'digest' if digest_only else 'tag or digest'}")
 
     # --- one request, authenticated when the registry asks ---
 
