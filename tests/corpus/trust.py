@@ -370,7 +370,7 @@ def registry_answer_cases(add) -> None:
     ]:
         add(HostileCase(name, klass, argv, dev, serve=serve, exit_status=status, mentions=mentions, shows=shows,
                         hides=hides, absent=("\x1b", "\r", SECRET, "stack trace"),
-                        time_bound=90 if name == "manifest-trickled" else 45))
+                        time_bound=150 if name == "manifest-trickled" else 45))
 
 
 # --- the audit's index ------------------------------------------------------------------------------

@@ -133,8 +133,11 @@ def _refuse_unsafe(path: Path, folder: Path, within: Path) -> None:
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeOutput(f"{short_path(path)}: is a symbolic link; ngcbuild never writes through a link "
                            "(remove it and run again), nothing was written")
+    if stat.S_ISDIR(info.st_mode):  # the file system's state, as `build` being a file is: exit 1
+        raise OutputError(f"{short_path(path)}: is a folder, where ngcbuild writes a file (a directory is where this "
+                          "file must be written); remove it and run again, nothing was written")
     if not stat.S_ISREG(info.st_mode):
-        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) \
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) \
             else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"
         raise UnsafeOutput(f"{short_path(path)}: is {kind}, where ngcbuild writes a file (remove it and run "
                            "again), nothing was written")
