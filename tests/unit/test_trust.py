@@ -174,3 +174,30 @@ def test_workers_hand_out_no_job_after_a_stop_and_raise_a_job_s_failure():
     workers.stop()
     gate.set()
     assert workers.wait(5)
+
+
+def test_the_one_writer_never_writes_through_a_link_into_a_fifo_or_outside(tmp_path):
+    import os
+
+    from ngcbuild.core.outputs import OutputError, UnsafeOutput, write_file
+
+    project = tmp_path / "project"
+    (project / "build").mkdir(parents=True)
+    (project / "manifest.yaml").write_text("kept\n")
+    os.symlink("../manifest.yaml", project / "build" / "audit.json")
+    with pytest.raises(UnsafeOutput, match="symbolic link"):
+        write_file(project / "build" / "audit.json", "{}", within=project)
+    assert (project / "manifest.yaml").read_text() == "kept\n"
+    os.mkfifo(project / "build" / "sbom.json")
+    with pytest.raises(UnsafeOutput, match="FIFO"):
+        write_file(project / "build" / "sbom.json", "{}", within=project)
+    (project / "build" / "notes.md").mkdir()
+    with pytest.raises(OutputError, match="is a folder"):
+        write_file(project / "build" / "notes.md", "x", within=project)
+    os.symlink(tmp_path, project / "out")
+    with pytest.raises(UnsafeOutput, match="leads outside"):
+        write_file(project / "out" / "x.txt", "x", within=project)
+    assert not (tmp_path / "x.txt").exists()
+    written = write_file(project / "build" / "deep" / "ok.json", "{}", within=project, mode=0o600)
+    assert written.read_text() == "{}" and oct(written.stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in written.parent.iterdir()] == ["ok.json"]  # no temporary file left
