@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -274,15 +275,11 @@ class Keychain:
         return None
 
 
+@cache
 def keychain() -> Keychain:
-    """The process's keychain (the environment as it is at the first call)."""
-    global _KEYCHAIN
-    if _KEYCHAIN is None:
-        _KEYCHAIN = Keychain()
-    return _KEYCHAIN
-
-
-_KEYCHAIN: Keychain | None = None
+    """The process's keychain (the environment as it is at the first call), as registry_session() is
+    the process's session."""
+    return Keychain()
 
 
 # --- challenges and where a token service may get credentials -----------------------------------------
