@@ -215,8 +215,9 @@ def _code_env() -> dict:
 
 def test_an_interrupted_promote_leaves_the_old_state_or_the_whole_new_one(signed, tmp_path, figures):
     """SIGINT to promote while the target holds its request (a proxy in front of the target registry
-    keeps it waiting, then drops it): at the first write of the attestations, at the first blob of the
-    image and at the write of the tag; then at moments spread over whole runs. Afterwards the target
+    keeps it waiting, then drops it): at the first write, at the image's first blob, at the write of the
+    referrers index (the attestations' last) and at the write of the tag; then at moments spread over
+    whole runs. Afterwards the target
     either has no tag (old) or the tag with its attestation (new), never the image without its
     attestation; an uninterrupted rerun then finishes it."""
     import signal
@@ -242,6 +243,7 @@ def test_an_interrupted_promote_leaves_the_old_state_or_the_whole_new_one(signed
         # referrers index (the attestations' last write: what follows is the image's); the tag
         "the first write": lambda method, path: method in ("PUT", "POST", "PATCH"),
         "the image's first blob": lambda method, path: method in ("POST", "PATCH") and "/blobs/uploads/" in path,
+        "the referrers index": lambda method, path: method == "PUT" and "/manifests/sha256-" in path,
         "the tag": lambda method, path: method == "PUT" and path.endswith("/manifests/dev-py3"),
     }
     for where, matches in holds.items():
@@ -250,8 +252,8 @@ def test_an_interrupted_promote_leaves_the_old_state_or_the_whole_new_one(signed
         reached, release = threading.Event(), threading.Event()
         armed = {"on": where != "the image's first blob"}
 
-        def hold(method, path, matches=matches, reached=reached, release=release, armed=armed):
-            if method == "PUT" and "/manifests/sha256-" in path:
+        def hold(method, path, matches=matches, reached=reached, release=release, armed=armed, where=where):
+            if method == "PUT" and "/manifests/sha256-" in path and where == "the image's first blob":
                 armed["on"] = True  # the referrers index is written: the image's blobs come next
             if armed["on"] and matches(method, path) and not reached.is_set():
                 reached.set()
@@ -291,10 +293,10 @@ def test_an_interrupted_promote_leaves_the_old_state_or_the_whole_new_one(signed
     # 130: interrupted; 0: it had finished; -2: the signal came while the interpreter was shutting down
     bad = [s for s in seen if s[2] not in ("old", "new") or s[1] not in (0, 130, -2) or "Traceback" in s[3]
            or "never reached" in s[0]]
-    figures(suite="hostile", case="SIGINT to promote at 3 held writes and 4 moments", input="promote",
+    figures(suite="hostile", case="SIGINT to promote at 4 held writes and 4 moments", input="promote",
             klass="interrupts in threaded work", clean=not bad and final == "new", traceback=False, hang=False,
             secret=False, leftovers=len(bad), exit_status=None,
             message=", ".join(f"{m}: exit {code}, {state}" for m, code, state, _ in seen)[:300])
     assert not bad, seen
-    assert [state for _, _, state, _ in seen[:3]] == ["old", "old", "old"], seen
+    assert [state for _, _, state, _ in seen[:4]] == ["old"] * 4, seen
     assert finished.returncode == 0 and final == "new", (finished.stdout + finished.stderr)[-2000:]
