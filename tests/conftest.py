@@ -36,6 +36,8 @@ class ScratchProject:
         shutil.copytree(REPO / "manifests" / "parts", root / "manifests" / "parts")
         (root / "constraints").mkdir()
         (root / "tasks.py").write_text(USER_TASKS)
+        # a project's ignore rules (keygen writes a private key only where they cover it)
+        shutil.copy(REPO / ".gitignore", root / ".gitignore")
 
     def manifest(self, name: str, text: str) -> Path:
         path = self.root / "manifests" / f"{name}.yaml"

@@ -57,6 +57,11 @@ class HostileCase:
     shows: tuple[str, ...] = ()  # fragments stdout must contain (help, lists)
     hides: tuple[str, ...] = ()  # fragments stdout must not contain
     program: str = "invoke"  # or "ngcbuild", where invoke's own code fails before it loads tasks.py
+    # servers the case talks to (fakes.py), started after `setup`: (project, outside) -> (placeholders
+    # and their values, for argv and extra_env; the servers, closed when the command has ended)
+    serve: Callable[[ScratchProject, Path], tuple[dict, list]] | None = None
+    cwd: str = ""  # the folder of the project the command runs in (a subfolder: keygen's)
+    time_bound: int = TIME_BOUND_S
 
 
 def dev_project(project: ScratchProject) -> None:
@@ -480,6 +485,9 @@ def cases() -> list[HostileCase]:
     chain_path_inherit_cases(add)
     audit_cases(add)
     derived_cases(add)
+    from .trust import trust_cases  # the trust chain's cases (issue 32): registries, indexes, keys
+
+    trust_cases(add)
     return c
 
 
@@ -1082,8 +1090,16 @@ def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome
     project_dir = root / "project"
     project = ScratchProject(project_dir)
     case.setup(project, outside)
-    argv = [a.replace("OUTSIDE", str(outside)) for a in case.argv]
-    env = {**os.environ, "DOCKER_HOST": f"unix://{engine_socket}", **case.extra_env}
+    places, servers = case.serve(project, outside) if case.serve is not None else ({}, [])
+    places = {"OUTSIDE": str(outside), **places}
+
+    def placed(text: str) -> str:
+        for name, value in places.items():
+            text = text.replace(name, value)
+        return text
+
+    argv = [placed(a) for a in case.argv]
+    env = {**os.environ, "DOCKER_HOST": f"unix://{engine_socket}", **{k: placed(v) for k, v in case.extra_env.items()}}
     # the checkout under test, not whichever copy of ngcbuild is installed; NGCBUILD_CODE_UNDER_TEST
     # names another checkout's src/ (the same cases and judge against older code: a "before" figure)
     code = os.environ.get("NGCBUILD_CODE_UNDER_TEST") or str(REPO / "src")
@@ -1092,16 +1108,23 @@ def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome
     env.pop("PIP_FIND_LINKS", None)
     for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
         env.pop(var, None)
+    for var in ("NGCBUILD_REGISTRY_USER", "NGCBUILD_REGISTRY_PASSWORD", "NGCBUILD_REGISTRY_HOST",
+                "NGCBUILD_PYPI_MIRROR"):
+        if var not in case.extra_env:
+            env.pop(var, None)  # the test run's own, if any, are no part of the case
     command = [*PY, "-m", case.program, *argv]
-    cwd = project.root
+    cwd = project.root / case.cwd
     if case.extra_env.get("_NGCBUILD_DEEP"):
         project, cwd, command = _deepen(project, command, int(case.extra_env["_NGCBUILD_DEEP"]))
     try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=TIME_BOUND_S, env=env,
+        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=case.time_bound, env=env,
                               stdin=subprocess.DEVNULL)
         outcome = Outcome(done.returncode, done.stdout, done.stderr)
     except subprocess.TimeoutExpired as exc:
         outcome = Outcome(None, _text(exc.stdout), _text(exc.stderr))
+    finally:
+        for server in servers:
+            server.close()
     return outcome, project, outside
 
 
@@ -1145,7 +1168,7 @@ def judge(case: HostileCase, outcome: Outcome, project: ScratchProject, outside:
     text = outcome.stdout + outcome.stderr
     message = outcome.stderr.strip()
     if outcome.hung:
-        return [f"hung (killed after {TIME_BOUND_S}s)"]
+        return [f"hung (killed after {case.time_bound}s)"]
     if outcome.traceback:
         problems.append("traceback: " + text.strip().splitlines()[-1][:200])
     if outcome.exit_status != case.exit_status:

@@ -86,7 +86,9 @@ def registry_secret(tmp_path_factory):
     config = tmp_path_factory.mktemp("docker-config")
     auth = base64.b64encode(f"{user}:{password}".encode()).decode()
     (config / "config.json").write_text(json.dumps({"auths": {"ngcbuild-secret.invalid": {"auth": auth}}}))
-    env = {"NGCBUILD_REGISTRY_USER": user, "NGCBUILD_REGISTRY_PASSWORD": password, "DOCKER_CONFIG": str(config)}
+    # declared for the config's host: a test that pushes with them names its registry in NGCBUILD_REGISTRY_HOST
+    env = {"NGCBUILD_REGISTRY_USER": user, "NGCBUILD_REGISTRY_PASSWORD": password,
+           "NGCBUILD_REGISTRY_HOST": "ngcbuild-secret.invalid", "DOCKER_CONFIG": str(config)}
     return {"user": user, "password": password, "env": env}
 
 

@@ -186,3 +186,120 @@ def test_a_tampered_attestation_is_refused_and_nothing_is_promoted(signed, regis
     checked = run_invoke("verify-attestation", "--registry-image", f"{staging}/{REPOSITORY}@{signed['digest']}",
                          "--trusted-key", str(signed["public"]))
     assert checked.returncode == 2 and message in checked.stderr, checked.stdout + checked.stderr
+
+
+def _target_state(address: str, digest: str) -> str:
+    """"old": the tag is not there; "new": the tag serves `digest` and its attestation is there too;
+    anything else is what an interrupted promote must never leave."""
+    registry = Registry(address)
+    served = registry.manifest(REPOSITORY, "dev-py3")
+    if served is None:
+        return "old"
+    if served.digest != digest:
+        return f"the tag serves {served.digest}"
+    try:
+        found = attachments.read(registry, REPOSITORY, digest)
+    except Exception as exc:  # noqa: BLE001 - any failure to read it means: not there whole
+        return f"the image without its attestation ({type(exc).__name__}: {str(exc)[:120]})"
+    return "new" if "provenance" in found else "the image without its provenance"
+
+
+def _code_env() -> dict:
+    """The environment of a process running the code under test (NGCBUILD_CODE_UNDER_TEST: another
+    checkout's src/, for a "before" figure)."""
+    import os
+
+    code = os.environ.get("NGCBUILD_CODE_UNDER_TEST")
+    env = dict(os.environ)
+    if code:
+        env["PYTHONPATH"] = os.pathsep.join([code, env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_an_interrupted_promote_leaves_the_old_state_or_the_whole_new_one(signed, tmp_path, figures):
+    """SIGINT to promote while the target holds its request (a proxy in front of the target registry
+    keeps it waiting, then drops it): at the first write, at the image's first blob, at the write of the
+    referrers index (the attestations' last) and at the write of the tag; then at moments spread over
+    whole runs. Afterwards the target
+    either has no tag (old) or the tag with its attestation (new), never the image without its
+    attestation; an uninterrupted rerun then finishes it."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from .private import FaultProxy, PrivateRegistry
+
+    # a good attestation to start from (the tampering tests leave theirs in staging)
+    again = run_invoke("attest", "--release", "dev", "--registry", signed["staging"], "--key", str(signed["private"]))
+    assert again.returncode == 0, again.stdout + again.stderr
+    seen = []
+
+    def promote(address: str):
+        return subprocess.Popen([sys.executable, "-m", "ngcbuild", "promote", "--release", "dev", "--from",
+                                 signed["staging"], "--to", address, "--trusted-key", str(signed["public"])],
+                                cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL, env=_code_env())
+
+    holds = {  # where the target holds the request: the first write of all; the first blob after the
+        # referrers index (the attestations' last write: what follows is the image's); the tag
+        "the first write": lambda method, path: method in ("PUT", "POST", "PATCH"),
+        "the image's first blob": lambda method, path: method in ("POST", "PATCH") and "/blobs/uploads/" in path,
+        "the referrers index": lambda method, path: method == "PUT" and "/manifests/sha256-" in path,
+        "the tag": lambda method, path: method == "PUT" and path.endswith("/manifests/dev-py3"),
+    }
+    for where, matches in holds.items():
+        target = PrivateRegistry()
+        target.start()
+        reached, release = threading.Event(), threading.Event()
+        armed = {"on": where != "the image's first blob"}
+
+        def hold(method, path, matches=matches, reached=reached, release=release, armed=armed, where=where):
+            if method == "PUT" and "/manifests/sha256-" in path and where == "the image's first blob":
+                armed["on"] = True  # the referrers index is written: the image's blobs come next
+            if armed["on"] and matches(method, path) and not reached.is_set():
+                reached.set()
+                release.wait(60)
+                return False  # dropped, as a connection cut by the interrupt
+            return True
+
+        proxy = FaultProxy(target.address, on_request=hold)
+        try:
+            process = promote(proxy.address)
+            held = reached.wait(180)
+            process.send_signal(signal.SIGINT)
+            release.set()
+            out, err = process.communicate(timeout=300)
+            state = _target_state(proxy.address, signed["digest"])
+        finally:
+            release.set()
+            proxy.close()
+            target.close()
+        seen.append((where if held else f"{where} (never reached)", process.returncode, state, err.strip()[-200:]))
+
+    target = PrivateRegistry()
+    target.start()
+    try:
+        for moment in (1.0, 2.0, 3.0, 5.0):
+            process = promote(target.address)
+            time.sleep(moment)
+            process.send_signal(signal.SIGINT)
+            out, err = process.communicate(timeout=600)
+            seen.append((f"{moment}s", process.returncode, _target_state(target.address, signed["digest"]),
+                         err.strip()[-200:]))
+        finished = subprocess.run(promote(target.address).args, cwd=REPO, capture_output=True, text=True, timeout=900,
+                                  env=_code_env())
+        final = _target_state(target.address, signed["digest"])
+    finally:
+        target.close()
+    # 130: interrupted; 0: it had finished; -2: the signal came while the interpreter was shutting down
+    bad = [s for s in seen if s[2] not in ("old", "new") or s[1] not in (0, 130, -2) or "Traceback" in s[3]
+           or "never reached" in s[0]]
+    figures(suite="hostile", case="SIGINT to promote at 4 held writes and 4 moments", input="promote",
+            klass="interrupts in threaded work", clean=not bad and final == "new", traceback=False, hang=False,
+            secret=False, leftovers=len(bad), exit_status=None,
+            message=", ".join(f"{m}: exit {code}, {state}" for m, code, state, _ in seen)[:300])
+    assert not bad, seen
+    assert [state for _, _, state, _ in seen[:4]] == ["old"] * 4, seen
+    assert finished.returncode == 0 and final == "new", (finished.stdout + finished.stderr)[-2000:]

@@ -97,13 +97,14 @@ def test_dev_push_with_credentials_shows_no_secret(engine, dev_build, marker_ca,
     """Push dev to a registry that wants the marker credentials: first with a wrong password (refused
     at once), then with the right one; neither the output nor the record shows a secret."""
     registry = private_registry({registry_secret["user"]: registry_secret["password"]})
-    wrong = dict(registry_secret["env"], NGCBUILD_REGISTRY_PASSWORD="ngcbuild-wrong-" + registry_secret["password"][-8:])
+    right = dict(registry_secret["env"], NGCBUILD_REGISTRY_HOST=registry.address)
+    wrong = dict(right, NGCBUILD_REGISTRY_PASSWORD="ngcbuild-wrong-" + registry_secret["password"][-8:])
     markers = _dev_markers(marker_ca, registry_secret)
     markers["wrong password"] = wrong["NGCBUILD_REGISTRY_PASSWORD"].encode()
     ref = f"{registry.address}/nvidia/pytorch:dev-py3"
     try:
         denied = run_invoke("push", "--release", "dev", "--registry", registry.address, env=wrong)
-        pushed = run_invoke("push", "--release", "dev", "--registry", registry.address, env=registry_secret["env"])
+        pushed = run_invoke("push", "--release", "dev", "--registry", registry.address, env=right)
     finally:
         untag_registry(engine, registry.address)  # every tag the push gave, the hash tag too
     found = scan_text("push output", denied.stdout + denied.stderr + pushed.stdout + pushed.stderr, markers)

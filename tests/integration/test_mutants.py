@@ -46,3 +46,41 @@ def test_every_planted_defect_in_cuda_dev_is_killed(cuda_dev_build, engine):
     killers = {m["id"]: m["killed_by"] for m in report["mutants"]}
     # The defect of the issue: a manifest without cuda_arch_list; only building an extension shows it.
     assert killers["arch-list-forgotten"] == "stack::nvcc_builds_a_cuda_extension"
+
+
+def test_an_interrupted_mutate_stops_its_workers_and_leaves_nothing(dev_build, engine, figures):
+    """Ctrl-C while two mutants are built and tested: the running suites' containers are ended, so the
+    workers return at once; the command exits 130 with one line, and no container or image of the
+    run is left on the engine."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "ngcbuild", "mutate", "--release", "dev", "--jobs", "2"],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL)
+    header = ""
+    while not header.startswith("mutate: "):  # "mutate: N planted defects in dev (...), 2 at a time; label ...=RUN"
+        header = process.stdout.readline()
+        assert header, f"mutate ended before it started: {process.stderr.read()[-2000:]}"
+    run_id = header.strip().rpartition("=")[2]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not engine.containers(filters={"label": f"io.ngcbuild.mutant={run_id}"}):
+        time.sleep(0.5)  # a suite is running against a mutant
+    running = len(engine.containers(filters={"label": f"io.ngcbuild.mutant={run_id}"}))
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    took = time.monotonic() - sent
+    containers = engine.containers(all=True, filters={"label": f"io.ngcbuild.mutant={run_id}"})
+    images = engine.images(all=True, quiet=True, filters={"label": f"io.ngcbuild.mutant={run_id}"})
+    clean = process.returncode == 130 and not containers and not images and took < 30
+    figures(suite="hostile", case="SIGINT to mutate while two mutants run", input="mutate",
+            klass="interrupts in threaded work", clean=clean, traceback="Traceback" in err, hang=took >= 300,
+            secret=False, leftovers=len(containers) + len(images), exit_status=process.returncode,
+            message=f"{running} suites running; exit {process.returncode} {took:.1f}s after the signal")
+    assert running, f"no mutant's suite ran before the signal: {header}{out[-2000:]}{err[-2000:]}"
+    assert process.returncode == 130 and err.strip() == "ngcbuild: interrupted", (process.returncode, err[-2000:])
+    assert not containers and not images, (containers, images)
+    assert took < 30, f"mutate took {took:.1f}s to stop after Ctrl-C"

@@ -170,6 +170,7 @@ def test_promote_refuses_without_a_passing_smoke_record(dev_build, registry, fre
     for sub in ("manifests", "constraints", "templates"):
         shutil.copytree(REPO / sub, project / sub)
     (project / "tasks.py").write_text(USER_TASKS)
+    shutil.copy(REPO / ".gitignore", project / ".gitignore")  # keygen writes the key where git ignores it
     (project / "build" / "dev").mkdir(parents=True)
     record["pushed"] = {f"{registry}/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "0" * 64}}
     record["smoke"] = {"image_id": record["image_id"], "passed": 10, "failed": 2, "errors": 0, "exit_code": 1}

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ngcbuild.core.references import host_address
+from ngcbuild.registry.auth import Credentials
 from ngcbuild.registry.client import Registry
 
 from ..conftest import REPO, run_command
@@ -147,14 +148,13 @@ def test_release_workflow_end_to_end(act, engine, staging, release_registry, tmp
 
     # the release registry holds what publish made, promoted by digest from staging: the multi-arch list,
     # or, for a release of one platform (dev: publish writes no list for one), that platform's image
-    release = Registry(served.address, {"username": USER, "password": password})
+    release = Registry(served.address, Credentials(USER, password))
     promoted = release.manifest(REPOSITORY, "dev-py3")
     staged = Registry(staging).manifest(REPOSITORY, "dev-py3")
     assert promoted is not None and staged is not None and promoted.digest == staged.digest
     record = artifact_json(REPO, run, "published-dev", "build/dev/record.json")  # the publish job's record
     if promoted.is_list:
-        platforms = {f"{m['platform']['os']}/{m['platform']['architecture']}": m["digest"]
-                     for m in json.loads(promoted.body)["manifests"]}
+        platforms = {str(entry.platform): entry.digest for entry in promoted.entries()}
         for platform, digest in platforms.items():
             assert Registry(staging).digest(REPOSITORY, f"dev-py3-{platform.split('/')[1]}") == digest, platform
     else:
@@ -235,7 +235,7 @@ def test_release_workflow_failure_paths(act, engine, staging, release_registry, 
     assert stage.digest(REPOSITORY, f"dev-py3-{context.group(1)}") is None  # smoke failed: nothing pushed
     assert stage.digest(REPOSITORY, "dev-py3") == dev_before
     assert stage.digest(REPOSITORY, "i21-broken-py3") is None  # the build failed: no tag in staging
-    release = Registry(served.address, {"username": USER, "password": password})
+    release = Registry(served.address, Credentials(USER, password))
     assert release.digest(REPOSITORY, "dev-py3") is None and release.digest(REPOSITORY, "i21-broken-py3") is None
     assert engine.images(filters={"label": label}) == []
 

@@ -31,9 +31,12 @@ from ngcbuild.supply.signing import (
 )
 from ngcbuild.workspace.record import Record
 
+from ..conftest import REPO
+
 
 @pytest.fixture
 def keys(tmp_path):
+    (tmp_path / ".gitignore").write_text((REPO / ".gitignore").read_text())  # a project's ignore rules
     private, public, made_id = make_key_pair(tmp_path, str(tmp_path / "keys" / "signing.key"))
     return {"private": private, "public": public, "id": made_id, "root": tmp_path}
 
@@ -196,3 +199,23 @@ def test_only_the_sbom_and_audit_report_recorded_for_the_image_are_attached(scra
     (out / "audit.json").write_bytes(b'{"verdict": "failed"}\n')  # changed after the audit recorded it
     with pytest.raises(OperationError, match="invoke audit --release dev"):
         documents_of(project, "dev", Record.from_json(record))
+
+
+def test_keygen_writes_the_private_key_only_where_the_ignore_rules_cover_it(tmp_path, monkeypatch):
+    root = tmp_path / "project"
+    (root / "docs").mkdir(parents=True)
+    (root / ".gitignore").write_text((REPO / ".gitignore").read_text())
+    monkeypatch.chdir(root / "docs")
+    made, public, _ = make_key_pair(root, None)  # from a subfolder: the project's keys/, not docs/keys/
+    assert (made, public) == (root / "keys" / "signing.key", root / "keys" / "signing.key.pub")
+    with pytest.raises(UserError, match="ignore rules"):
+        make_key_pair(root, "keys/other.key")  # docs/keys/other.key: no rule covers it
+    with pytest.raises(UserError, match="a public key's name"):
+        make_key_pair(root, "../keys/x.pub")
+    with pytest.raises(UserError, match="ignore rules"):
+        make_key_pair(root, "../signing.key")  # the top level: no rule covers it
+    assert not (root / "docs" / "keys").exists() and not (root / "signing.key").exists()
+    assert sorted(p.name for p in (root / "keys").iterdir()) == ["signing.key", "signing.key.pub"]
+    (root / ".gitignore").unlink()  # a project without ignore rules gets no private key at all
+    with pytest.raises(UserError, match="ignore rules"):
+        make_key_pair(root, "../keys/third.key")

@@ -8,14 +8,14 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-import requests
 
 from ngcbuild.core.errors import OutputDamaged, UserError
+from ngcbuild.core.http import Answer, AnswerTooLarge, HttpFailure
 from ngcbuild.core.project import Project
 from ngcbuild.docs.vulnerabilities import read_report
 from ngcbuild.manifest.model import SecuritySpec
 from ngcbuild.supply import advisories as adv
-from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PIP_AUDIT, PROJECT_JSON, Finding, PypiAdvisories
+from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PER_VERSION, PROJECT_JSON, Finding, PypiAdvisories
 from ngcbuild.supply.audit import FAILED, PASSED, judge, report, sbom_contents, table
 
 from ..conftest import REPO
@@ -85,84 +85,111 @@ def test_a_withdrawn_advisory_is_left_out():
     assert [a.id for a in finding.advisories] == ["PYSEC-2017-94"]
 
 
-class RecordedSession:
-    """Answers recorded per URL (a status and a body, or an exception to raise): the pure logic of
-    which source answers for which distribution. Real PyPI: tests/integration/test_audit.py."""
+class Recorded:
+    """Answers recorded per URL (a status and a body, or an exception to raise), in the shape of
+    core/http.fetch: the pure logic of which source answers for which distribution. Real PyPI:
+    tests/integration/test_audit.py; a misbehaving index: tests/corpus/fakes.py."""
 
     def __init__(self, answers: dict):
         self.answers, self.asked = answers, []
 
-    def get(self, url, timeout=None, **kwargs):
+    def __call__(self, method, url, limit, deadline_s, headers):
         self.asked.append(url)
         status, body = self.answers.get(url, (404, b"{}"))
         if isinstance(status, Exception):
             raise status
-        response = requests.Response()
-        response.status_code, response._content, response.url = status, body, url
-        return response
+        return Answer(status, {}, body, url)
 
 
-def version_answer(vulnerabilities: list) -> bytes:
-    return json.dumps({"info": {"version": "2.6.1"}, "vulnerabilities": vulnerabilities}).encode()
+def advisories(answers: dict, **kwargs) -> PypiAdvisories:
+    return PypiAdvisories(fetch=Recorded(answers), **kwargs)
 
 
-def test_pip_audit_answers_first_and_the_project_json_only_for_what_it_skipped():
+def version_answer(vulnerabilities: list, version: str = "2.6.1") -> bytes:
+    return json.dumps({"info": {"version": version}, "vulnerabilities": vulnerabilities}).encode()
+
+
+def test_the_per_version_json_answers_first_and_the_project_json_only_for_what_it_lacks():
     recorded = json.loads(RECORDED.read_text())["vulnerabilities"]
-    session = RecordedSession({
+    source = advisories({
         "https://pypi.org/pypi/pycrypto/2.6.1/json": (200, version_answer(recorded)),  # an ordinary machine
         "https://pypi.org/pypi/tqdm/json": (200, b'{"info": {"version": "4.70.1"}, "vulnerabilities": []}'),
         "https://pypi.org/pypi/numpy/json": (200, b'{"info": {"version": "2.5.5"}, "vulnerabilities": []}'),
     })
-    found = PypiAdvisories(session=session).check_all([("pycrypto", "2.6.1"), ("tqdm", "4.70.1"), ("numpy", "2.4.6")])
+    found = source.check_all([("pycrypto", "2.6.1"), ("tqdm", "4.70.1"), ("numpy", "2.4.6")])
     assert [(f.name, f.status, f.source) for f in found] == [
-        ("pycrypto", CHECKED, PIP_AUDIT), ("tqdm", CHECKED, PROJECT_JSON), ("numpy", NOT_CHECKED, None)]
+        ("pycrypto", CHECKED, PER_VERSION), ("tqdm", CHECKED, PROJECT_JSON), ("numpy", NOT_CHECKED, None)]
     assert [a.id for a in found[0].advisories] == ["PYSEC-2017-94", "PYSEC-2018-97"]
-    assert "https://pypi.org/pypi/pycrypto/json" not in session.asked  # pip-audit answered for it
-    assert "pip-audit skipped it" in found[2].reason and "2.5.5, not 2.4.6" in found[2].reason
+    assert "https://pypi.org/pypi/pycrypto/json" not in source.asked  # the per-version JSON answered for it
+    assert "per-version JSON answered 404" in found[2].reason and "2.5.5, not 2.4.6" in found[2].reason
+
+
+def test_a_local_build_is_checked_by_its_public_versions_answer():
+    source = advisories({"https://pypi.org/pypi/torch/2.13.0/json": (200, version_answer([], "2.13.0"))})
+    found = source.check("torch", "2.13.0+cpu")
+    assert found.status == CHECKED and "public version 2.13.0 of a local build" in found.source
+    assert source.asked[:2] == ["https://pypi.org/pypi/torch/2.13.0+cpu/json", "https://pypi.org/pypi/torch/2.13.0/json"]
+
+
+def test_a_mirror_is_asked_instead_of_pypi():
+    mirror = "https://u:s3cr3t@mirror.example/pypi"
+    source = advisories({f"{mirror}/tqdm/json": (200, b'{"info": {"version": "4.70.1"}, "vulnerabilities": []}')},
+                        base=mirror)
+    assert source.check("tqdm", "4.70.1").status == CHECKED
+    assert all(url.startswith(mirror) for url in source.asked)
+
+
+def test_a_distribution_pypi_does_not_know_is_looked_for_in_the_release_indexes():
+    index = "https://download.example/whl/cpu"
+    page = json.dumps({"meta": {"api-version": "1.0"}, "files": [
+        {"filename": "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl"}, {"filename": "garbage"}, 7]}).encode()
+    found = advisories({f"{index}/torch/": (200, page)}, indexes=(index,)).check("torch", "2.13.0+cpu")
+    assert found.status == NOT_CHECKED and f"served by the release's index {index}" in found.reason
+    found = advisories({f"{index}/torch/": (200, b"<html>")}, indexes=(index,)).check("torch", "2.13.0+cpu")
+    assert "could not be read" in found.reason and "not a PEP 691 project page" in found.reason
 
 
 @pytest.mark.parametrize("answers, why", [
-    ({"https://pypi.org/pypi/x/1.0/json": (requests.ConnectionError("proxy refused"), b"")}, "could not be asked"),
-    ({"https://pypi.org/pypi/x/1.0/json": (503, b"busy")}, "could not be asked"),
-    ({"https://pypi.org/pypi/x/1.0/json": (200, b"not json")}, "could not be read"),
-    ({"https://pypi.org/pypi/x/1.0/json": (200, b'{"vulnerabilities": [{"id": "A-1"}]}')}, "could not be read"),
-    ({"https://pypi.org/pypi/x/json": (requests.ReadTimeout("slow"), b"")}, "could not be fetched"),
+    ({"https://pypi.org/pypi/x/1.0/json": (HttpFailure("https://pypi.org/pypi/x/1.0/json: cannot be reached"), b"")},
+     "could not be asked (cannot be reached)"),
+    ({"https://pypi.org/pypi/x/1.0/json": (503, b"busy")}, "could not be asked (HTTP 503)"),
+    ({"https://pypi.org/pypi/x/1.0/json": (200, b"not json")}, "could not be read (not JSON)"),
+    ({"https://pypi.org/pypi/x/1.0/json": (200, b'{"vulnerabilities": [{"id": "A-1"}]}')}, "no `info` object"),
+    ({"https://pypi.org/pypi/x/1.0/json": (AnswerTooLarge("x: over"), b"")}, "over the"),
+    ({"https://pypi.org/pypi/x/json": (HttpFailure("https://pypi.org/pypi/x/json: no whole answer within 120s"), b"")},
+     "could not be fetched (no whole answer within 120s)"),
     ({"https://pypi.org/pypi/x/json": (500, b"")}, "answered HTTP 500"),
     ({}, "not on PyPI"),
 ])
 def test_pypi_failing_leaves_the_distribution_not_checked_never_clean(answers, why):
-    finding = PypiAdvisories(session=RecordedSession(answers)).check("x", "1.0")
+    finding = advisories(answers).check("x", "1.0")
     assert finding.status == NOT_CHECKED and finding.advisories == () and why in finding.reason
 
 
 def test_a_version_pypi_cannot_key_is_not_checked():
-    finding = PypiAdvisories(session=RecordedSession({})).check("x", "not a version")
+    finding = advisories({}).check("x", "not a version")
     assert finding.status == NOT_CHECKED and "PEP 440" in finding.reason
 
 
 def test_past_the_deadline_nothing_more_is_asked():
-    session = RecordedSession({})
-    finding = PypiAdvisories(session=session, deadline_s=0).check("x", "1.0", ends=0)
-    assert finding.status == NOT_CHECKED and "deadline" in finding.reason and session.asked == []
+    source = advisories({}, deadline_s=0)
+    finding = source.check("x", "1.0", ends=0)
+    assert finding.status == NOT_CHECKED and "deadline" in finding.reason and source.asked == []
 
 
-def test_the_session_refuses_an_answer_over_its_bound():
-    """The hook reads the body itself, before requests does: a body over the bound is never kept."""
-    import io
+def test_one_advisory_listed_many_times_or_in_a_chain_of_aliases_is_merged_in_linear_time():
+    entry = {"id": "PYSEC-1", "aliases": ["CVE-1"], "fixed_in": ["2.0"]}
+    chain = [{"id": f"A-{i}", "aliases": [f"A-{i + 1}"]} for i in range(5000)]
+    found = adv.from_pypi_entries([entry] * 5000 + chain)
+    assert [a.id for a in found] == ["A-0", "PYSEC-1"]
+    assert len(found[0].aliases) == 5000 and found[1].aliases == ("CVE-1",)
 
-    from urllib3.response import HTTPResponse
 
-    session = adv.bounded_session(1000)
-    hook = session.hooks["response"][0]
-    for body, headers in [(b"x" * 1001, {}), (b"x" * 10, {"Content-Length": "5000000"})]:
-        response = requests.Response()
-        response.raw = HTTPResponse(body=io.BytesIO(body), headers=headers, preload_content=False)
-        response.headers.update(headers)
-        with pytest.raises(adv.AnswerTooLarge):
-            hook(response)
-    response = requests.Response()
-    response.raw = HTTPResponse(body=io.BytesIO(b'{"a": 1}'), preload_content=False)
-    assert hook(response).json() == {"a": 1}
+def test_text_from_the_index_is_escaped():
+    entry = {"id": "PYSEC-1\x1b[2J", "aliases": ["CVE-1\r"], "summary": "bad\x1b]0;title\x07 news"}
+    [advisory] = adv.from_pypi_entries([entry])
+    assert "\x1b" not in advisory.id + advisory.summary and "\r" not in "".join(advisory.aliases)
+    assert "\\x1b" in advisory.id
 
 
 # --- the policy -------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ against a real HTTP server on the loopback that answers as scripted: connect err
 retried with backoff, Retry-After is honoured (within a bound), what cannot help is not retried.
 The sleeps are recorded, not slept: no timing here."""
 
+import hashlib
 import http.server
 import socket
 import threading
@@ -13,11 +14,13 @@ import urllib3.util.retry
 from ngcbuild.core.http import ATTEMPTS, BACKOFF_S, MAX_RETRY_AFTER_S, new_session
 from ngcbuild.registry.client import Registry, RegistryError, registry_session
 
-DIGEST = "sha256:" + "a" * 64
+BODY = b'{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json"}'
+DIGEST = "sha256:" + hashlib.sha256(BODY).hexdigest()
 
 
 class Scripted(http.server.ThreadingHTTPServer):
-    """Answers each request with the next (status, headers) of `script`; the last one repeats."""
+    """Answers each request with the next (status, headers) of `script`; the last one repeats. A 200
+    to a GET carries BODY (a manifest whose digest is DIGEST)."""
 
     def __init__(self, script):
         self.script, self.seen = list(script), []
@@ -26,11 +29,13 @@ class Scripted(http.server.ThreadingHTTPServer):
             def _answer(handler):
                 self.seen.append((handler.command, handler.path))
                 status, headers = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+                body = BODY if status == 200 and handler.command == "GET" else b""
                 handler.send_response(status)
                 for key, value in headers.items():
                     handler.send_header(key, value)
-                handler.send_header("Content-Length", "0")
+                handler.send_header("Content-Length", str(len(body)))
                 handler.end_headers()
+                handler.wfile.write(body)
 
             do_GET = do_HEAD = do_PUT = _answer
 
@@ -73,7 +78,7 @@ def server_of():
 def test_5xx_is_retried_with_backoff_then_succeeds(server_of, sleeps):
     server = server_of([(503, {}), (502, {}), (200, {"Docker-Content-Digest": DIGEST})])
     assert Registry(server.host).digest("nvidia/pytorch", "dev-py3") == DIGEST
-    assert len(server.seen) == 3 and server.seen[0] == ("HEAD", "/v2/nvidia/pytorch/manifests/dev-py3")
+    assert len(server.seen) == 3 and server.seen[0] == ("GET", "/v2/nvidia/pytorch/manifests/dev-py3")
     assert sleeps == [BACKOFF_S * 2]  # urllib3: none after the first failure, then doubling
 
 
@@ -115,7 +120,7 @@ def test_connect_errors_are_retried_then_reported_once(sleeps):
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    with pytest.raises(RegistryError, match=rf"127.0.0.1:{port}: cannot reach the registry after {ATTEMPTS} attempts"):
+    with pytest.raises(RegistryError, match=rf"127.0.0.1:{port}: GET .*: cannot be reached after {ATTEMPTS} attempt"):
         Registry(f"127.0.0.1:{port}").digest("nvidia/pytorch", "dev-py3")
     assert len(sleeps) == ATTEMPTS - 2  # backoff before every retry but the first
 

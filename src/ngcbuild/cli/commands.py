@@ -242,10 +242,10 @@ def sbom(release: str, image=None) -> dict:
     return write_sbom(project(), release, image=image, out=sys.stdout)
 
 
-def audit(release: str) -> dict:
+def audit(release: str, pypi_mirror=None) -> dict:
     from ngcbuild.supply.audit import audit_release
 
-    return audit_release(project(), release, out=sys.stdout)
+    return audit_release(project(), release, out=sys.stdout, mirror=pypi_mirror)
 
 
 def promote(release: str, source: str, target: str, trusted_keys=None) -> dict:

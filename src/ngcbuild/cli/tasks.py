@@ -157,8 +157,11 @@ TASKS = (
                default_text="the one in build/R/record.json"),
     ), writes=("build/R/sbom.cdx.json", "record.json: sbom"), guide="supply-chain.md"),
     Task("audit", PROVE, "Check the SBOM's Python distributions against PyPI's advisory data",
-         commands.audit, (RELEASE,),
-         writes=("build/R/audit.json", "record.json: audit"), guide="supply-chain.md"),
+         commands.audit, (
+             RELEASE,
+             Option("pypi-mirror", "a mirror of PyPI's JSON API to ask instead of PyPI: https://HOST/PATH (plain http "
+                    "on the loopback only)", value="URL", default_text="$NGCBUILD_PYPI_MIRROR, else https://pypi.org/pypi"),
+         ), writes=("build/R/audit.json", "record.json: audit"), guide="supply-chain.md"),
     # --- ship
     Task("push", SHIP, "Push every tag of R, verify the digest the registry serves, record it", commands.push, (
         RELEASE,

@@ -134,8 +134,9 @@ def _refuse_unsafe(path: Path, folder: Path, within: Path) -> None:
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeOutput(f"{short_path(path)}: is a symbolic link; ngcbuild never writes through a link "
                            "(remove it and run again), nothing was written")
-    if stat.S_ISDIR(info.st_mode):  # the file system's refusal, as ever (exit 1)
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if stat.S_ISDIR(info.st_mode):  # the file system's state, as `build` being a file is: exit 1
+        raise OutputError(f"{short_path(path)}: is a folder, where ngcbuild writes a file (a directory is where this "
+                          "file must be written); remove it and run again, nothing was written")
     if not stat.S_ISREG(info.st_mode):
         kind = "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) \
             else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file"

@@ -5,8 +5,9 @@
 
 (github.com/distribution/reference). A registry host here is lower case, with an optional port and
 nothing else: no scheme, no path, no spaces and never credentials. `user:password@host` is refused
-without echoing it: credentials come from NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD or the
-Docker config, never from a command line that shell history and CI logs keep.
+without echoing it: credentials come from NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD (for the
+host NGCBUILD_REGISTRY_HOST names) or the Docker config (registry/auth.py), never from a command line
+that shell history and CI logs keep.
 
 Every pattern below is free of nested quantifiers over overlapping characters, so a failed match
 costs linear time however long and hostile the input.
@@ -26,8 +27,8 @@ _TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 MAX_NAME = 255
 CREDENTIALS_HELP = ("credentials do not belong in a registry reference (the value is not shown); set "
-                    "NGCBUILD_REGISTRY_USER and NGCBUILD_REGISTRY_PASSWORD, or log in with `docker login` "
-                    "(the Docker config)")
+                    "NGCBUILD_REGISTRY_USER and NGCBUILD_REGISTRY_PASSWORD with NGCBUILD_REGISTRY_HOST (the host "
+                    "they are for), or log in with `docker login` (the Docker config)")
 HOST_EXAMPLE = "HOST[:PORT] such as localhost:5000 or nvcr.io"
 
 
@@ -109,16 +110,83 @@ def parse_engine_url(value: str) -> str:
     raise ReferenceProblem(f"{excerpt(value)}: expected {ENGINE_EXAMPLE}")
 
 
+INDEX_EXAMPLE = "https://HOST[:PORT]/PATH (such as https://mirror.example/pypi), or http:// on the loopback"
+MAX_URL = 2048
+
+
+def parse_index_url(value: str) -> str:
+    """The URL of an index or a mirror of PyPI's JSON API (`--pypi-mirror`, NGCBUILD_PYPI_MIRROR), its
+    trailing slashes dropped, or ReferenceProblem in words that never show the value's credentials.
+    HTTPS, or plain HTTP on the loopback only: a mirror's advisory data over plain HTTP could be
+    rewritten on the way, so that an image looked clean. user:password@ is allowed (a mirror may need
+    it) and goes to that host alone; no query or fragment (nothing of ours goes there)."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str) or not value:
+        raise ReferenceProblem(f"is empty; expected {INDEX_EXAMPLE}")
+    if value.startswith("-"):
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}' looks like an option; expected {INDEX_EXAMPLE}")
+    if len(value) > MAX_URL or not value.isprintable() or any(c.isspace() for c in value):
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {INDEX_EXAMPLE} (at most {MAX_URL} printable "
+                               "characters, no spaces)")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {INDEX_EXAMPLE}") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {INDEX_EXAMPLE}")
+    if parts.query or parts.fragment or "?" in value or "#" in value:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected a URL without a query or fragment")
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    try:
+        parse_host(host.lower() + (f":{port}" if port else ""))
+    except ReferenceProblem as exc:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': the host {exc}") from None
+    if parts.scheme == "http":
+        try:
+            loopback = parts.hostname == "localhost" or ipaddress.ip_address(parts.hostname).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ReferenceProblem(f"'{shown_url(value)[:80]}': plain http:// is refused off the loopback (what it "
+                                   "answers could be changed on the way); expected https://")
+    return value.rstrip("/")
+
+
 def shown_url(url: str) -> str:
-    """A URL for a message: any user:password@ replaced by ***@ (an index or engine address may carry
-    credentials; no message may show them)."""
+    """A URL for a message: any user:password@ replaced by ***@, the value of every query parameter that
+    may carry a secret (a token, a signature, a key, a password: pre-signed storage URLs and token
+    services put them there) replaced by ***, and control characters escaped (core/text.safe). An index
+    or engine address may carry credentials; no message may show them."""
+    from ngcbuild.core.text import safe
+
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
+    rest, hash_, fragment = rest.partition("#")
+    rest, question, query = rest.partition("?")
     authority, slash, path = rest.partition("/")
     if "@" in authority:
         authority = "***@" + authority.rpartition("@")[2]
-    return f"{scheme}{sep}{authority}{slash}{path}"
+    if question:
+        query = "&".join(_masked_parameter(part) for part in query.split("&"))
+    if hash_:
+        fragment = "***"
+    return safe(f"{scheme}{sep}{authority}{slash}{path}{question}{query}{hash_}{fragment}", 400)
+
+
+# names of query parameters whose values are secrets (case-insensitive, anywhere in the name):
+# token, access_token, X-Amz-Signature, X-Amz-Credential, sig, se (Azure's expiry is harmless but its
+# `sig` is not), password, secret, key, auth, session, code (an OAuth code)
+_SECRET_PARAMETER = re.compile(r"token|sig|secret|pass|key|auth|cred|session|code|jwt", re.IGNORECASE)
+
+
+def _masked_parameter(part: str) -> str:
+    name, equals, _ = part.partition("=")
+    if equals and _SECRET_PARAMETER.search(name):
+        return f"{name}=***"
+    return part
 
 
 def host_address(host: str) -> str:
@@ -127,6 +195,25 @@ def host_address(host: str) -> str:
     if host.startswith("["):
         return host[1:].partition("]")[0]
     return host.partition(":")[0]
+
+
+def same_registry(one: str, other: str) -> bool:
+    """Whether two registry hosts (as parse_host returned them) name the same registry without asking
+    DNS: the loopback by any of its names (localhost, 127.0.0.0/8, ::1), and a missing port as the one
+    the client uses (443 for HTTPS; a loopback registry is plain HTTP, 80)."""
+    return _registry_key(one) == _registry_key(other)
+
+
+def _registry_key(host: str) -> tuple[str, int]:
+    address = host_address(host)
+    port_text = host.rpartition("]")[2] if host.startswith("[") else host.partition(":")[2]
+    port_text = port_text.lstrip(":")
+    try:
+        loopback = address == "localhost" or ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        loopback = False
+    port = int(port_text) if port_text.isdigit() else (80 if loopback else 443)
+    return ("loopback" if loopback else address, port)
 
 
 def registry_host(value: str, flag: str = "--registry") -> str:

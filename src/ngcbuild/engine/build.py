@@ -19,7 +19,8 @@ from ngcbuild.core.project import Project
 from ngcbuild.engine.local_engine import LocalEngine
 from ngcbuild.engine.options import BuildOptions, check_platform_listed, image_repository
 from ngcbuild.engine.reuse import reuse
-from ngcbuild.registry.client import Registry, credentials
+from ngcbuild.registry.auth import check_environment, keychain
+from ngcbuild.registry.client import Registry
 from ngcbuild.render.stamp import current_stamp
 from ngcbuild.workspace.locks import build_lock
 from ngcbuild.workspace.record import Record
@@ -41,7 +42,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     An unchanged release (its inputs as build/R/ was rendered from them, see stamp.py) whose image
     exists is reused without loading or rendering it: the path CI takes most often is the fast one."""
     check_release_name(name)
-    credentials()  # a half-set NGCBUILD_REGISTRY_USER/PASSWORD stops here, before anything is written
+    check_environment()  # NGCBUILD_REGISTRY_* half set, or for no host, stops here, before anything is written
     if not options.force:
         stamp = current_stamp(project, name, options.base, out=out)
         if stamp is not None:
@@ -70,8 +71,8 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
 def _reuse(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> Record | None:
     """The record of an image of this context found locally or (with --registry) in the registry;
     None when it must be built."""
-    auth = credentials()
-    lookup = Registry(options.registry, auth) if options.lookup_registry else None
+    lookup = Registry(options.registry) if options.lookup_registry else None
+    auth = keychain().engine_auth(options.registry) if lookup is not None else None
     return reuse(_engine(), names, directory, image_repository(options.registry, names),
                                context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
 

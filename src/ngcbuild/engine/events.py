@@ -10,6 +10,8 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 
+from ngcbuild.core.text import safe
+
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
 _ID_RE = re.compile(r"^Successfully built ([0-9a-f]{12,64})$")
 # The classic builder runs each RUN step in a container of its own and names it in the log.
@@ -124,6 +126,11 @@ class PushStream:
     uploaded_bytes: dict = field(default_factory=dict)  # layer id -> bytes pushed
 
     def feed(self, event: dict) -> list[str]:
+        """The lines to show for one event; what the engine relays from the registry (its errors, its
+        statuses) is escaped: core/text.safe."""
+        return [safe(line, 1000) for line in self._feed(event)]
+
+    def _feed(self, event: dict) -> list[str]:
         error = _error_of(event)
         if error:
             self.error = error

@@ -31,7 +31,7 @@ from ngcbuild.engine.leftovers import Journal, remove_containers
 from ngcbuild.engine.options import BuildOptions, image_repository
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
-from ngcbuild.registry.client import credentials
+from ngcbuild.registry.auth import keychain
 from ngcbuild.workspace.record import Record, previous_record, record_build, record_path
 from ngcbuild.workspace.release_dir import DOCKERFILE
 from ngcbuild.workspace.sections import BuildFacts, BuildRecord
@@ -52,9 +52,8 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     client = connect()
     platform = options.platform or names.default_platform
     repository = image_repository(options.registry, names)
-    auth = credentials()
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
-    cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, auth, out, say)
+    cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, out, say)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
         if options.wheelhouse else []
@@ -98,7 +97,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     return record
 
 
-def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: str, auth, out, say):
+def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: str, out, say):
     """(the cache images pulled from --cache-from, every image to pass as `cache_from`)."""
     if not options.cache_from:
         return [], []
@@ -108,6 +107,8 @@ def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: 
     tagged = [f"{layer_cache.cache_repository(registry, names)}:{layer_cache.cache_tag(names, platform, stage)}"
               for registry in {options.registry, options.cache_from} for stage in stages]
     local = layer_cache.local_sources(client, previous.build, platform, tagged)  # before the pull moves those tags
+    # the engine gets credentials for --cache-from's host alone (registry/auth.py)
+    auth = keychain().engine_auth(options.cache_from)
     pulled = layer_cache.pull_cache(client, options.cache_from, names, platform, stages, auth, say, out)
     return pulled, pulled + local
 

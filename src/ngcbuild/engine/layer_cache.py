@@ -15,6 +15,7 @@ import requests
 import urllib3
 
 from ngcbuild.core.names import ImageNames
+from ngcbuild.core.text import safe
 from ngcbuild.engine.reuse import arch_of
 from ngcbuild.engine.transfer import TransferProgress
 from ngcbuild.workspace.sections import BuildRecord
@@ -83,5 +84,6 @@ def tag_stages(client, registry: str, names: ImageNames, platform: str, stages: 
 
 
 def _first_line(text: str) -> str:
+    """The first line of the engine's message, which may quote the registry's words: escaped."""
     text = text.strip()
-    return text.splitlines()[0] if text else "unknown error"
+    return safe(text.splitlines()[0], 300) if text else "unknown error"

@@ -15,6 +15,7 @@ import time
 from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import ImageRef
+from ngcbuild.core.text import safe
 from ngcbuild.registry.client import Registry, RegistryError
 from ngcbuild.workspace.record import Record, record_build
 from ngcbuild.workspace.sections import BuildRecord
@@ -97,7 +98,7 @@ def find_in_registry(client, registry: Registry, repository_path: str, tag: str,
     for event in client.pull(f"{registry.host}/{repository_path}", tag=tag, stream=True, decode=True,
                              auth_config=auth, platform=platform):
         if event.get("error") or event.get("errorDetail"):
-            say(f"pull of {ref} failed ({event.get('error') or event['errorDetail']}); building instead")
+            say(f"pull of {ref} failed ({safe(event.get('error') or event['errorDetail'], 300)}); building instead")
             return None
     image = client.inspect_image(ref)
     return image if matches(image, context_hash, platform) else None

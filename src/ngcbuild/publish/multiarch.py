@@ -21,11 +21,13 @@ from ngcbuild.core.names import check_release_name
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, registry_host
+from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.reuse import arch_of, platform_tag
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.publish.platform_records import gather, load_records
-from ngcbuild.publish.push import push_with_retries, record_tag, registry_tags
+from ngcbuild.publish.push import push_and_read_back, record_tag, registry_tags
+from ngcbuild.registry.auth import keychain
 from ngcbuild.registry.client import (
     DOCKER_LIST,
     DOCKER_MANIFEST,
@@ -33,7 +35,6 @@ from ngcbuild.registry.client import (
     OCI_MANIFEST,
     Registry,
     RegistryError,
-    credentials,
 )
 from ngcbuild.render.context import render_files, render_loaded, render_release
 from ngcbuild.workspace.record import Record, read_record, record_path, write_record
@@ -72,7 +73,7 @@ def missing_platforms(release, record: Record, context_hash: str) -> list[str]:
 
 def publish_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> Published:
     host = registry_host(host)
-    auth = credentials()
+    auth = keychain().engine_auth(host)  # for this host alone
     check_release_name(name)
     record = read_record(project.out(name))  # before rendering: no build/R/ written for a bad record
     rendered = render_release(project, name)
@@ -90,7 +91,7 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     say = printer(out)
 
     client = connect()
-    registry = Registry(host, auth)
+    registry = Registry(host)
     repository_path = release.image.repository
     repository = f"{host}/{repository_path}"
     entries = []
@@ -107,10 +108,7 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
             for tag in dict.fromkeys(tags):
                 tag_for_push(repository, tag)
                 say(f"pushing {repository}:{tag} ({platform})")
-                stream = push_with_retries(client, repository, tag, auth, out, sleep)
-                served = registry.digest(repository_path, tag)
-                if served != stream.digest:
-                    raise PublishRefused(f"{repository}:{tag}: pushed {stream.digest} but the registry serves {served}")
+                stream = push_and_read_back(client, registry, repository_path, tag, auth, out, sleep)
                 if tag == own:
                     digest = stream.digest
             manifest = registry.manifest(repository_path, digest)
@@ -129,7 +127,7 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
     and write the list. Nothing is pushed from this machine's engine."""
     # every argument and every record checked before anything is rendered: a refusal leaves no build/R/
     host = registry_host(host)
-    auth = credentials()
+    keychain()  # NGCBUILD_REGISTRY_* half set, or for no host: refused before anything is rendered
     check_release_name(name)
     records = load_records(records_dir)
     loaded = load_release(project, name)
@@ -154,17 +152,16 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
         say(f"{name} has one platform ({release.build.platform}): no list to write; its record, smoke run and "
             f"pushes are in {record_path(rendered.directory)}")
         return record
-    registry = Registry(host, auth)
+    registry = Registry(host)
     repository_path = release.image.repository
     entries = []
     for platform, (ref, digest) in sorted(pushed.items()):
         tag = ImageRef.parse(ref).tag  # checked by gather()
-        served = registry.digest(repository_path, tag)
-        if served != digest:
-            raise PublishRefused(f"{ref}: the {platform} job pushed {digest}, but the registry now serves {served}; "
-                                 "nothing was written")
-        manifest = registry.manifest(repository_path, digest)
-        if manifest is None or manifest.is_list:
+        manifest = registry.manifest(repository_path, tag)
+        if manifest is None or manifest.digest != digest:
+            raise PublishRefused(f"{ref}: the {platform} job pushed {digest}, but the registry now serves "
+                                 f"{manifest.digest if manifest else 'nothing'}; nothing was written")
+        if manifest.is_list:
             raise PublishRefused(f"{host}/{repository_path}@{digest}: not an image manifest; nothing was written")
         own = platform_tag(release.tag, platform)
         registry.put_manifest(repository_path, own, manifest.body, manifest.media_type)
@@ -179,13 +176,12 @@ def _write_list(registry: Registry, release, record: Record, entries: list[dict]
     repository_path = release.image.repository
     repository = f"{host}/{repository_path}"
     body, media_type = manifest_list(entries)
-    digest = registry.put_manifest(repository_path, release.tag, body, media_type)
-    served = registry.manifest(repository_path, release.tag)
-    if served is None or served.digest != digest or not served.is_list:
-        raise PublishRefused(f"{repository}:{release.tag}: wrote list {digest} but the registry serves "
-                             f"{served.digest if served else 'nothing'}")
-    listed = sorted(f"{m['platform']['os']}/{m['platform']['architecture']}"
-                    for m in json.loads(served.body)["manifests"])
+    served = registry.put_and_read_back(repository_path, release.tag, body, media_type)
+    digest = served.digest
+    if not served.is_list:
+        raise PublishRefused(f"{repository}:{release.tag}: wrote list {digest} but the registry serves it as "
+                             f"{safe(served.media_type, 80)}")
+    listed = sorted(str(entry.platform) for entry in served.entries() if entry.platform is not None)
     if listed != sorted(release.build.published_platforms):
         raise RegistryError(f"{repository}:{release.tag}: the served list names {listed}")
     ref = f"{repository}:{release.tag}"

@@ -4,28 +4,39 @@ Only an image whose smoke suite passed is promoted: the smoke record in build/R/
 exist, have passed, and describe the very image the promoted digest holds. And only an image whose
 attestation holds (supply/attest.py): each image manifest promoted (each platform's of a list) has a
 provenance signed by a trusted key and about that very digest, and any SBOM or audit report attached
-is the one the signed statement names; these are copied with the image (after it: they name it),
-and nothing is copied when one fails. skopeo copies the manifest (every platform of a list) with its
-digest preserved; the target's digest is then read back through the registry API and must be the same.
+is the one the signed statement names; nothing is copied when one fails.
+
+All or nothing, in an order that an interrupt at any moment leaves either the target as it was or
+the whole new state: first the attestations (they name the image's digest, and alone they change
+nothing anyone pulls), then the image by skopeo, which writes every blob and manifest by digest and
+the tag last (every platform of a list, digests preserved), then the tag read back through the
+registry API (its bytes must hash to the digest promoted), and last the record. A rerun after an
+interrupt finds what was copied and finishes.
+
+Each side is read with its own credentials (registry/auth.py): skopeo gets one private auth file per
+side holding that host's credentials alone, never a command-line argument (which `ps` shows).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, RecordDamaged, UserError
+from ngcbuild.core.outputs import write_file
 from ngcbuild.core.project import Project
-from ngcbuild.core.references import registry_host
+from ngcbuild.core.references import registry_host, same_registry
+from ngcbuild.core.text import safe
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.registry.client import Registry, base_url, credentials
+from ngcbuild.registry.auth import Credentials, check_environment, keychain
+from ngcbuild.registry.client import Registry, base_url
 from ngcbuild.workspace.record import Record, read_record, record_path, write_record
 from ngcbuild.workspace.sections import (
     FAILED,
@@ -98,8 +109,9 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
     from ngcbuild.supply.attest import subjects_of, trusted_keys, verify_image
 
     source, target = registry_host(source, "--from"), registry_host(target, "--to")
-    if source == target:
-        raise UserError(f"--from and --to are both {source}")
+    if same_registry(source, target):
+        raise UserError(f"--from {source} and --to {target} name the same registry")
+    check_environment()
     trusted = trusted_keys(trusted_options, project.root)
     release = load_release(project, name).release
     directory = project.out(name)
@@ -127,15 +139,15 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
                       for v in verified), file=out, flush=True)
 
     print(f"promoting {source}/{repository}@{digest} to {target}/{repository}:{tag} "
-          f"(smoke passed {smoke.at}: {smoke.passed} passed)", file=out, flush=True)
+          f"(smoke passed {safe(smoke.at, 40)}: {safe(smoke.passed, 20)} passed)", file=out, flush=True)
     started = time.monotonic()
-    copy(f"{source}/{repository}@{digest}", f"{target}/{repository}:{tag}", source, target, credentials())
-    target_registry = Registry(target, credentials())
+    target_registry = Registry(target)
+    for checked in verified:  # first: they name the digest, and nothing points at them yet
+        attachments.copy(target_registry, repository, checked.digest, checked.found)
+    copy(f"{source}/{repository}@{digest}", f"{target}/{repository}:{tag}", source, target)  # the tag last
     served = target_registry.digest(repository, tag)
     if served != digest:
         raise OperationError(f"{target}/{repository}:{tag} serves {served} after the copy, expected {digest}")
-    for checked in verified:
-        attachments.copy(target_registry, repository, checked.digest, checked.found)
     result = Promoted.of(digest=digest, source=source, at=utc_timestamp(),
                          attestations={v.digest: PromotedAttestation.of(key_id=v.key.key_id, attached=sorted(v.found))
                                        for v in verified})
@@ -145,27 +157,35 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
     return result
 
 
-def copy(source_ref: str, target_ref: str, source_host: str, target_host: str, target_auth: dict | None) -> None:
-    """skopeo copy, every platform, digests preserved. The target's credentials go in a private auth
-    file (never on the command line); the source is read with the Docker config's or anonymously."""
+def copy(source_ref: str, target_ref: str, source_host: str, target_host: str) -> None:
+    """skopeo copy, every platform, digests preserved. Each side's credentials (the keychain's for that
+    host) go in a private auth file of that side alone (never on the command line); a side without
+    credentials gets an empty one, so that skopeo reads no other file's."""
     if shutil.which("skopeo") is None:
         raise UserError("promote needs skopeo (Debian: apt-get install skopeo)")
     command = ["skopeo", "copy", "--all", "--preserve-digests", "--retry-times", "3",
                f"--src-tls-verify={str(base_url(source_host).startswith('https')).lower()}",
                f"--dest-tls-verify={str(base_url(target_host).startswith('https')).lower()}"]
     with tempfile.TemporaryDirectory(prefix="ngcbuild-promote-") as tmp:
-        if target_auth:
-            authfile = os.path.join(tmp, "auth.json")
-            token = base64.b64encode(f"{target_auth['username']}:{target_auth['password']}".encode()).decode()
-            fd = os.open(authfile, os.O_WRONLY | os.O_CREAT, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                json.dump({"auths": {target_host: {"auth": token}}}, handle)
-            command += ["--dest-authfile", authfile]
+        for side, host in (("src", source_host), ("dest", target_host)):
+            command += [f"--{side}-authfile", str(auth_file(Path(tmp) / f"{side}-auth.json", host,
+                                                            keychain().for_host(host)))]
         command += [f"docker://{source_ref}", f"docker://{target_ref}"]
         try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=COPY_TIMEOUT_S, check=False)
+            result = subprocess.run(command, capture_output=True, text=True, timeout=COPY_TIMEOUT_S, check=False,
+                                    stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise OperationError(f"skopeo copy of {source_ref} did not finish in {COPY_TIMEOUT_S}s") from None
     if result.returncode != 0:
-        raise OperationError(f"skopeo copy {source_ref} -> {target_ref} failed: "
-                             f"{(result.stderr or result.stdout).strip()[-800:]}")
+        said = (result.stderr or result.stdout).strip()
+        raise OperationError(f"skopeo copy {source_ref} -> {target_ref} failed: {safe(said[-800:], 800)}")
+
+
+def auth_file(path: Path, host: str, credentials: Credentials | None) -> Path:
+    """A containers-auth.json for `host` alone (mode 0600 from the start)."""
+    auths = {}
+    if credentials is not None and credentials.identity_token:
+        auths[host] = {"identitytoken": credentials.identity_token}
+    elif credentials is not None:
+        auths[host] = {"auth": base64.b64encode(f"{credentials.username}:{credentials.password}".encode()).decode()}
+    return write_file(path, json.dumps({"auths": auths}), within=path.parent, mode=0o600)

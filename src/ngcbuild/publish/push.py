@@ -1,5 +1,7 @@
 """Push a built release to a registry and prove it arrived: the digest the registry serves for each
-tag must equal the digest the push reported. Transient failures are retried with backoff."""
+tag (the sha256 of the manifest's bytes, read through registry/client.py) must equal the digest the
+push reported. Transient failures are retried with backoff. `push_and_read_back` is the one way
+anything of ngcbuild pushes a tag through the engine (push, publish)."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from ngcbuild.core.http import ATTEMPTS, BACKOFF_S
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
+from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
 from ngcbuild.engine.transfer import TransferProgress
-from ngcbuild.registry.client import credentials
+from ngcbuild.registry.auth import LOGIN_HELP, keychain
+from ngcbuild.registry.client import Registry, RegistryError
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
 from ngcbuild.workspace.sections import BuildRecord, Pushed, utc_timestamp
 
@@ -40,7 +44,7 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
     from ngcbuild.manifest.loader import load_release
 
     host = registry_host(host)
-    auth = credentials()
+    auth = keychain().engine_auth(host)  # for this host alone
     release = load_release(project, name).release
     directory = project.out(name)
     record = read_record(directory)
@@ -55,16 +59,13 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
                         f"rebuild it (`invoke build --release {name}`)") from None
 
     repository = f"{host}/{release.image.repository}"
+    registry = Registry(host)
     pushed = {}
     with registry_tags(client, image_id, out) as tag_for_push:
         for tag in tags:
             ref = tag_for_push(repository, tag)
             print(f"pushing {ref}", file=out, flush=True)
-            stream = push_with_retries(client, repository, tag, auth, out, sleep)
-            served = _digest_served(client, ref, auth)
-            if served != stream.digest:
-                raise PushFailed(f"{ref}: the push reported {stream.digest} but the registry serves {served}; "
-                                 "the local image is kept, nothing was recorded")
+            stream = push_and_read_back(client, registry, release.image.repository, tag, auth, out, sleep)
             pushed[ref] = Pushed.of(digest=stream.digest, size=stream.size, registry=host, at=utc_timestamp())
             print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
     record = replace(record, pushed={**record.pushed, **pushed},
@@ -125,7 +126,7 @@ def push_layer_cache(project: Project, names: ImageNames, host: str, out=sys.std
     host = registry_host(host, "--cache-to")
     directory = project.out(names.release)
     record = read_record(directory)
-    pushed = push_cache_images(connect(), host, names, record.build, credentials(), out)
+    pushed = push_cache_images(connect(), host, names, record.build, keychain().engine_auth(host), out)
     write_record(directory, replace(record, cache_pushed=pushed))
     return pushed
 
@@ -166,7 +167,7 @@ def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> Pu
         last = stream.error or "the push ended without a digest"
         if any(word in last.lower() for word in DENIED):
             raise PushFailed(f"{repository}:{tag}: the registry rejected the credentials ({_first_line(last)}); "
-                             "log in with `docker login` or set NGCBUILD_REGISTRY_USER/NGCBUILD_REGISTRY_PASSWORD")
+                             f"{LOGIN_HELP}")
         if attempt == ATTEMPTS or not is_transient(last):
             break
         delay = BACKOFF_S * 2 ** (attempt - 1)
@@ -180,14 +181,27 @@ def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> Pu
                      "the local image is kept")
 
 
-def _digest_served(client, ref: str, auth) -> str:
-    """The manifest digest the registry serves for `ref` (read through the engine's registry client)."""
+def push_and_read_back(client, registry: Registry, repository_path: str, tag: str, auth, out, sleep) -> PushStream:
+    """Push `registry.host/repository_path:tag` through the engine (retried), then read the manifest
+    the registry serves for the tag through our own client: its bytes must hash to the digest the push
+    reported, whatever a header says."""
+    ref = f"{registry.host}/{repository_path}:{tag}"
+    stream = push_with_retries(client, f"{registry.host}/{repository_path}", tag, auth, out, sleep)
     try:
-        return client.inspect_distribution(ref, auth_config=auth)["Descriptor"]["digest"]
-    except docker.errors.APIError as exc:
-        raise PushFailed(f"{ref}: pushed, but the registry cannot be read back: {exc.explanation or exc}; "
-                         "the local image is kept, nothing was recorded") from None
+        served = registry.digest(repository_path, tag)
+    except RegistryError as exc:
+        raise PushFailed(f"{ref}: pushed, but reading it back failed: {_after(str(exc), registry.host)}; the local "
+                         "image is kept, nothing was recorded") from None
+    if served != stream.digest:
+        raise PushFailed(f"{ref}: the push reported {stream.digest} but the registry serves {served or 'nothing'}; "
+                         "the local image is kept, nothing was recorded")
+    return stream
+
+
+def _after(message: str, host: str) -> str:
+    return message[len(host) + 2:] if message.startswith(f"{host}: ") else message
 
 
 def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
+    """The first line of the engine's message, which may quote the registry's words: escaped."""
+    return safe(text.strip().splitlines()[0] if text.strip() else text, 300)

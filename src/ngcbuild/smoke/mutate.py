@@ -19,7 +19,6 @@ import re
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import docker
 from ngcbuild.core.errors import SmokeFailed, UserError
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
+from ngcbuild.core.workers import Workers
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import BuildStream
 from ngcbuild.engine.leftovers import remove_containers
@@ -42,6 +42,7 @@ from ngcbuild.workspace.release_dir import EXPECTED, MUTANTS, MUTANTS_REPORT, Re
 from ngcbuild.workspace.sections import utc_timestamp
 
 BUILD_TIMEOUT_S = 600
+STOP_WAIT_S = 10  # after a Ctrl-C: how long the running mutants get to end once their containers are gone
 # With -x the suite stops at the first failure: that check is the killer, and a mutant costs only the
 # checks up to it. Without a GPU the GPU checks can only skip: they are left out of the run.
 SUITE_ARGS = ["-x"]
@@ -98,17 +99,23 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
                     project.build, args)
 
     outcomes: dict[str, Outcome] = {}
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="mutant")
+    # daemon workers (core/workers.py): a Ctrl-C is not held up by the mutants being built and tested;
+    # their containers are stopped below, which ends them
+    workers = Workers(chosen, attempt, jobs, "mutant")
     try:
-        futures = {pool.submit(attempt, mutant): mutant for mutant in chosen}
-        for future in as_completed(futures):
-            outcome = future.result()
+        for _, _, outcome in workers.as_done():
             outcomes[outcome.id] = outcome
             verdict = ("killed" if outcome.as_expected else "KILLED OTHERWISE") if outcome.killed else "SURVIVED"
             say(f"[{len(outcomes)}/{len(chosen)}] {outcome.id}: {verdict} by {outcome.killed_by or 'no check'} "
                 f"(build {outcome.build_s:.1f}s, suite {outcome.smoke_s:.1f}s): {outcome.message[:160]}")
+    except BaseException:
+        # Ctrl-C or a failure: no mutant starts any more; the running ones' containers are ended, so
+        # that they return and clean up after themselves, within a bounded wait
+        workers.stop()
+        stop_mutant_containers(client, run_id)
+        workers.wait(STOP_WAIT_S)
+        raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # Ctrl-C: the running ones end, the rest never start
         removed = remove_mutant_images(client, run_id)
         say(f"mutate: removed {removed} image(s) labelled {mutants.LABEL}={run_id}")
     outcomes = [outcomes[m.id] for m in chosen]  # the catalogue's order
@@ -154,7 +161,7 @@ def _try(client, mutant: mutants.Mutant, base: str, run_id: str, expected: dict,
     expected_json = mutants.expected_bytes(mutants.patched(expected, mutant.expect, facts))
     log = io.StringIO()
     try:
-        _, rows = run_suite(client, ref, expected_json, python, build_dir, args, log)
+        _, rows = run_suite(client, ref, expected_json, python, build_dir, args, log, labels={mutants.LABEL: run_id})
     except docker.errors.APIError as exc:  # the image cannot even start the suite
         killed_by, message = mutants.CONTAINER, _first_line(str(exc.explanation or exc))
     else:
@@ -186,6 +193,18 @@ def build_mutant(client, dockerfile: str, run_id: str) -> str:
         raise SmokeFailed(f"a planted defect did not build (a defect of the catalogue, {mutants.CATALOGUE.name}) "
                           f"at {stream.failed_step}:\n{tail}\n{stream.error or 'no image id'}")
     return stream.image_id
+
+
+def stop_mutant_containers(client, run_id: str) -> int:
+    """Kill and remove every container of this run (the suites running against its mutants)."""
+    stopped = 0
+    for container in client.containers(all=True, quiet=True, filters={"label": f"{mutants.LABEL}={run_id}"}):
+        try:
+            client.remove_container(container, force=True)
+            stopped += 1
+        except docker.errors.APIError:
+            continue  # gone already, or being removed by its own worker
+    return stopped
 
 
 def remove_mutant_images(client, run_id: str) -> int:

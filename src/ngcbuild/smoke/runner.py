@@ -167,13 +167,15 @@ def _baseline_perf(client, ref: str, expected_json: bytes, gpu: bool, build_dir:
     return measured
 
 
-def run_suite(client, ref: str, expected_json: bytes, python: str, build_dir: Path, args: list[str], out):
+def run_suite(client, ref: str, expected_json: bytes, python: str, build_dir: Path, args: list[str], out,
+              labels: dict | None = None):
     """The suite in a container of `ref`, no record and no GPU (as `ngcbuild mutate` runs it against a
-    mutant): (exit status, the JUnit rows or None where none was written). `args` follow suite_args()."""
+    mutant): (exit status, the JUnit rows or None where none was written). `args` follow suite_args();
+    `labels` go on the container besides the smoke label (mutate finds its run's containers by them)."""
     with tempfile.TemporaryDirectory(prefix="ngcbuild-suite-") as tmp:
         tmp = Path(tmp)
         stage_suite(tmp, expected_json, client.inspect_image(ref)["Config"], python, build_dir)
-        exit_code = _run_container(client, ref, tmp, False, [*suite_args(), *args], out)
+        exit_code = _run_container(client, ref, tmp, False, [*suite_args(), *args], out, labels)
         junit = tmp / "out" / JUNIT
         return exit_code, rows_from_junit(junit) if junit.is_file() else None
 
@@ -220,7 +222,7 @@ def suite_command(args: list[str], checks: str = f"{MOUNT}/smoke") -> list[str]:
             "-q", "-rs", f"--rootdir={checks}", checks, *args]
 
 
-def _run_container(client, ref: str, tmp: Path, gpu: bool, args: list[str], out) -> int:
+def _run_container(client, ref: str, tmp: Path, gpu: bool, args: list[str], out, labels: dict | None = None) -> int:
     command = suite_command(args)
     binds = {
         str(CHECKS_DIR): {"bind": f"{MOUNT}/smoke", "mode": "ro"},
@@ -237,7 +239,7 @@ def _run_container(client, ref: str, tmp: Path, gpu: bool, args: list[str], out)
         )
         try:
             ran = run_once(client, ref, command, what="smoke suite", deadline_s=TIMEOUT_S, failure=SmokeFailed,
-                           host_config=host_config, labels={"io.ngcbuild.smoke": "1"},
+                           host_config=host_config, labels={"io.ngcbuild.smoke": "1", **(labels or {})},
                            environment={"PYTHONDONTWRITEBYTECODE": "1", "NGCBUILD_SMOKE_DIR": MOUNT},
                            on_output=_shown_on(out))
         except docker.errors.APIError as exc:

@@ -1,47 +1,66 @@
-"""Where the known advisories of a Python distribution come from: PyPI's advisory data, asked two ways.
+"""Where the known advisories of a Python distribution come from: PyPI's advisory data, asked of PyPI's
+JSON API (or of a mirror of it), and where a distribution PyPI does not know comes from (the release's
+own indexes).
 
-1. pip-audit's PyPI service (the per-version JSON, https://pypi.org/pypi/NAME/VERSION/json): the
-   advisories PyPI knows for exactly that version. On an ordinary machine it answers for every
-   version PyPI has; where it answers 404 (a version PyPI does not have, a local build such as
-   2.13.0+cpu, or a proxy that hides the per-version API) pip-audit skips the distribution.
-2. For a skipped distribution, the project JSON (https://pypi.org/pypi/NAME/json), whose
-   `vulnerabilities` are PyPI's advisories for its LATEST version only: used when the pinned version
-   (its public part) is that latest version, so PyPI's data is about our version. Otherwise the
-   distribution is "not checked", with why: an older version's advisories are not in that answer.
+For each distribution, in turn, until one answers:
+1. The per-version JSON (`BASE/NAME/VERSION/json`): the advisories PyPI knows for exactly that
+   version. For a local build (2.13.0+cpu) whose own version PyPI cannot have, the per-version JSON
+   of its public version (2.13.0): the build is made from that version's source.
+2. Where those answer 404 (a version PyPI does not have, or a proxy that hides the per-version API),
+   the project JSON (`BASE/NAME/json`), whose `vulnerabilities` are PyPI's advisories for its LATEST
+   version only: used when the pinned version (its public part) is that latest version. Otherwise the
+   distribution is "not checked", with why.
+3. A distribution the project JSON does not know (404) is looked for in the release's own indexes
+   (`pip.extra_index_urls`, PEP 691 JSON), so that "not checked" says where it comes from and that
+   the index publishes no advisory data.
 
-Every request goes through the registry client's retrying session (connect errors, 429 and 5xx retried
-with backoff), with a per-request timeout and one deadline for the whole audit. PyPI's answers are
-hostile input: each is read to at most MAX_ANSWER bytes, and one that cannot be parsed or has the
-wrong shape makes its distribution "not checked" with the reason, never clean.
+BASE is PyPI's (https://pypi.org/pypi), or a mirror's (`--pypi-mirror URL`, NGCBUILD_PYPI_MIRROR),
+checked by core/references.parse_index_url: HTTPS, or plain HTTP on the loopback; credentials in it are
+sent to that host alone (never across a redirect to another) and never shown.
+
+Every request is one core/http.fetch: an overall deadline and a size cap each, and one deadline for
+the whole audit; the workers are daemon threads (core/workers.py) that a Ctrl-C leaves at once. Each
+answer is read by one shape-checked reader (`read_answer`, `index_versions`); one that cannot be
+read makes its distribution "not checked" with the reason, never clean. Duplicate advisories (PyPI
+lists one under its PYSEC and its GHSA id, each the other's alias; or a hostile answer listing one
+thousands of times) are merged in time linear in the answer.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from packaging.utils import canonicalize_name
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 
-from ngcbuild.core.http import TIMEOUT_S, new_session
+from ngcbuild.core.http import TIMEOUT_S, AnswerTooLarge, HttpFailure, fetch, new_session
+from ngcbuild.core.references import ReferenceProblem, parse_index_url, shown_url
+from ngcbuild.core.text import safe
+from ngcbuild.core.workers import Workers
 
 PYPI = "https://pypi.org/pypi"
+MIRROR_ENV = "NGCBUILD_PYPI_MIRROR"
 MAX_ANSWER = 32 * 1024 * 1024  # numpy's project JSON is about 4 MB
+MAX_INDEX_PAGE = 16 * 1024 * 1024  # a project's file list on an index (torch's: a few MB)
+MAX_ADVISORIES = 10_000  # entries of one answer's `vulnerabilities` read
+REQUEST_DEADLINE_S = 120  # one answer, retries and backoff included
 DEADLINE_S = 600  # the whole audit; a distribution not asked by then is "not checked"
 WORKERS = 8
 SUMMARY_CHARS = 300
-PIP_AUDIT = "pip-audit (PyPI per-version JSON)"
+PER_VERSION = "PyPI per-version JSON"
 PROJECT_JSON = "PyPI project JSON (latest version)"
 CHECKED, NOT_CHECKED = "checked", "not checked"
-UNUSED_CACHE = Path("/nonexistent/ngcbuild-audit-cache")
-
-
-class AnswerTooLarge(Exception):
-    pass
+SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 
 
 @dataclass(frozen=True)
@@ -86,27 +105,52 @@ def link_of(advisory_id: str) -> str:
 
 def merged(advisories: list[Advisory]) -> tuple[Advisory, ...]:
     """One advisory per vulnerability: PyPI lists the same one under its PYSEC and its GHSA id, each
-    naming the other as an alias. The first keeps its id; the aliases and fixed versions add up."""
-    kept: list[Advisory] = []
-    for advisory in advisories:
-        same = next((i for i, k in enumerate(kept) if k.names() & advisory.names()), None)
-        if same is None:
-            kept.append(advisory)
-            continue
-        first = kept[same]
-        aliases = sorted((first.names() | advisory.names()) - {first.id.casefold()})
-        known = {a.casefold(): a for a in (*first.aliases, *advisory.aliases, advisory.id)}
-        kept[same] = Advisory(first.id, tuple(known[a] for a in aliases if a in known),
-                              tuple(sorted(set(first.fixed_in) | set(advisory.fixed_in), key=_version_key)),
-                              first.link, first.summary or advisory.summary)
+    naming the other as an alias. The first keeps its id; the aliases and fixed versions add up.
+    Advisories sharing a name are joined with a union-find over their positions, so the work is
+    linear in the names however the answer repeats or chains them."""
+    parent = list(range(len(advisories)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    first_with: dict[str, int] = {}
+    for index, advisory in enumerate(advisories):
+        for name in advisory.names():
+            if name in first_with:
+                a, b = root(first_with[name]), root(index)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)  # the earliest advisory stays the group's root
+            else:
+                first_with[name] = index
+    groups: dict[int, list[Advisory]] = {}
+    for index, advisory in enumerate(advisories):
+        groups.setdefault(root(index), []).append(advisory)
+    kept = []
+    for members in groups.values():
+        first = members[0]
+        spelled: dict[str, str] = {}
+        fixed: set[str] = set()
+        for member in members:
+            for name in (*member.aliases, member.id):
+                spelled.setdefault(name.casefold(), name)
+            fixed.update(member.fixed_in)
+        aliases = sorted(set(spelled) - {first.id.casefold()})
+        summary = next((m.summary for m in members if m.summary), "")
+        kept.append(Advisory(first.id, tuple(spelled[a] for a in aliases), tuple(sorted(fixed, key=_version_key)),
+                             first.link, summary))
     return tuple(sorted(kept, key=lambda a: a.id))
 
 
 def from_pypi_entries(entries) -> tuple[Advisory, ...]:
-    """PyPI's `vulnerabilities` list (the project JSON's) as advisories; withdrawn ones left out.
-    Raises ValueError when the list does not have PyPI's shape."""
+    """PyPI's `vulnerabilities` list (the per-version or project JSON's) as advisories; withdrawn ones
+    left out. Raises ValueError when the list does not have PyPI's shape."""
     if not isinstance(entries, list):
         raise ValueError(f"`vulnerabilities` is {type(entries).__name__}, not a list")
+    if len(entries) > MAX_ADVISORIES:
+        raise ValueError(f"`vulnerabilities` lists {len(entries)} entries, more than the {MAX_ADVISORIES} read")
     found = []
     for entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
@@ -116,120 +160,50 @@ def from_pypi_entries(entries) -> tuple[Advisory, ...]:
         aliases, fixed = entry.get("aliases") or [], entry.get("fixed_in") or []
         if not (isinstance(aliases, list) and all(isinstance(a, str) for a in aliases)
                 and isinstance(fixed, list) and all(isinstance(f, str) for f in fixed)):
-            raise ValueError(f"{entry['id'][:60]!r}: aliases and fixed_in must be lists of strings")
+            raise ValueError(f"{_word(entry['id'])!r}: aliases and fixed_in must be lists of strings")
         summary = entry.get("summary") or entry.get("details") or ""
-        found.append(Advisory(_word(entry["id"]), tuple(_word(a) for a in aliases),
-                              tuple(_word(f) for f in fixed), link_of(_word(entry["id"])),
+        found.append(Advisory(_word(entry["id"]), tuple(dict.fromkeys(_word(a) for a in aliases[:100])),
+                              tuple(dict.fromkeys(_word(f) for f in fixed[:100])), link_of(_word(entry["id"])),
                               _line(summary if isinstance(summary, str) else "")))
     return merged(found)
 
 
-def from_pip_audit(results) -> tuple[Advisory, ...]:
-    """pip-audit's VulnerabilityResults as advisories."""
-    return merged([Advisory(_word(r.id), tuple(sorted(_word(a) for a in r.aliases)),
-                            tuple(str(v) for v in r.fix_versions), link_of(_word(r.id)), _line(r.description or ""))
-                   for r in results])
+@dataclass(frozen=True)
+class Answer:
+    """An answer of PyPI's JSON API: the version it describes (`info.version`) and its advisories."""
+
+    version: str
+    advisories: tuple[Advisory, ...]
 
 
-@dataclass
-class PypiAdvisories:
-    """Asks PyPI for each distribution, through pip-audit first (see the module's docstring)."""
-
-    base: str = PYPI
-    deadline_s: float = DEADLINE_S
-    timeout_s: float = TIMEOUT_S
-    session: object = None
-
-    def __post_init__(self):
-        if self.session is None:
-            self.session = bounded_session(MAX_ANSWER)
-
-    def check_all(self, distributions: list[tuple[str, str]]) -> list[Finding]:
-        """A Finding for each (name, version), in the order given."""
-        ends = time.monotonic() + self.deadline_s
-        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            return list(pool.map(lambda d: self.check(d[0], d[1], ends), distributions))
-
-    def check(self, name: str, version: str, ends: float | None = None) -> Finding:
-        if ends is not None and time.monotonic() > ends:
-            return Finding(name, version, NOT_CHECKED, reason=f"the audit's deadline ({self.deadline_s:.0f} s) "
-                                                                "passed before PyPI was asked")
-        first = self.per_version(name, version)
-        return first if first is not None else self.latest(name, version)
-
-    def per_version(self, name: str, version: str) -> Finding | None:
-        """pip-audit's answer; None when it skipped the distribution (PyPI answered 404), or a not-checked
-        Finding when PyPI could not be asked or answered something unusable."""
-        import requests
-        from pip_audit._service import PyPIService, ResolvedDependency, ServiceError
-
-        try:
-            parsed = Version(version)
-        except InvalidVersion:
-            return Finding(name, version, NOT_CHECKED, reason=f"{version[:60]!r} is not a PEP 440 version, "
-                                                              "which PyPI's advisory data is keyed by")
-        # A cache folder named so that pip-audit neither asks pip for its own nor makes one: its caching
-        # session (which would write there) is replaced by ours (retries with backoff, answers bounded).
-        service = PyPIService(cache_dir=UNUSED_CACHE, timeout=self.timeout_s)
-        service.session = self.session
-        try:
-            spec, results = service.query(ResolvedDependency(name=name, version=parsed))
-        except AnswerTooLarge as exc:
-            return Finding(name, version, NOT_CHECKED, reason=f"PyPI's per-version answer {exc}")
-        except ServiceError as exc:
-            if isinstance(exc.__cause__, requests.HTTPError):  # pip-audit wraps a non-404 error status
-                status = getattr(exc.__cause__.response, "status_code", "?")
-                return Finding(name, version, NOT_CHECKED, reason=f"PyPI could not be asked (HTTP {status})")
-            return Finding(name, version, NOT_CHECKED,
-                           reason=f"PyPI's per-version answer could not be read ({_short(exc) or 'ServiceError'})")
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-            # before RequestException: requests' JSONDecodeError is both
-            return Finding(name, version, NOT_CHECKED,
-                           reason=f"PyPI's per-version answer could not be read ({_short(exc) or type(exc).__name__})")
-        except requests.RequestException as exc:
-            return Finding(name, version, NOT_CHECKED, reason=f"PyPI could not be asked ({_short(exc)})")
-        if spec.is_skipped():
-            return None
-        return Finding(name, version, CHECKED, PIP_AUDIT, from_pip_audit(results))
-
-    def latest(self, name: str, version: str) -> Finding:
-        """From the project JSON, when `version` is PyPI's latest version of `name`."""
-        import requests
-
-        why_first = "PyPI's per-version JSON answered 404 (pip-audit skipped it)"
-        url = f"{self.base}/{canonicalize_name(name)}/json"
-        try:
-            response = self.session.get(url, timeout=self.timeout_s, headers={"Accept": "application/json"})
-        except AnswerTooLarge as exc:
-            return Finding(name, version, NOT_CHECKED, reason=f"{why_first}; the project JSON {exc}")
-        except requests.RequestException as exc:
-            return Finding(name, version, NOT_CHECKED, reason=f"{why_first}; the project JSON could not be "
-                                                              f"fetched ({_short(exc)})")
-        if response.status_code == 404:
-            return Finding(name, version, NOT_CHECKED, reason="not on PyPI (a distribution of another index "
-                                                              "or a local one): no advisory data")
-        if response.status_code != 200:
-            return Finding(name, version, NOT_CHECKED, reason=f"{why_first}; the project JSON answered HTTP "
-                                                              f"{response.status_code}")
-        return from_project_json(name, version, response.content, why_first)
+def read_answer(body: bytes) -> Answer:
+    """The one reader of a per-version or project JSON answer; ValueError saying what is wrong."""
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError:
+        raise ValueError("not JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("info"), dict):
+        raise ValueError("no `info` object")
+    version = data["info"].get("version")
+    if not isinstance(version, str):
+        raise ValueError("info.version is not a string")
+    return Answer(version, from_pypi_entries(data.get("vulnerabilities") or []))
 
 
 def from_project_json(name: str, version: str, body: bytes, why_first: str) -> Finding:
     """The Finding for `version` from PyPI's project JSON `body` (checked only when it is the latest)."""
     try:
-        data = json.loads(body)
-        latest = data["info"]["version"]
-        if not isinstance(latest, str):
-            raise TypeError("info.version is not a string")
-        advisories = from_pypi_entries(data.get("vulnerabilities") or [])
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        answer = read_answer(body)
+    except ValueError as exc:
         return Finding(name, version, NOT_CHECKED, reason=f"{why_first}; the project JSON could not be read "
                                                           f"({_short(exc) or type(exc).__name__})")
-    if not same_version(version, latest):
+    if not same_version(version, answer.version):
         return Finding(name, version, NOT_CHECKED,
                        reason=f"{why_first}; the project JSON describes only the latest version, "
-                              f"{_word(latest)}, not {version}")
-    return Finding(name, version, CHECKED, PROJECT_JSON, advisories)
+                              f"{_word(answer.version)}, not {version}")
+    return Finding(name, version, CHECKED, PROJECT_JSON, answer.advisories)
 
 
 def same_version(pinned: str, latest: str) -> bool:
@@ -242,38 +216,172 @@ def same_version(pinned: str, latest: str) -> bool:
     return ours == theirs or (ours.local is not None and Version(ours.public) == theirs)
 
 
-def bounded_session(limit: int):
-    """The registry client's retrying session, whose every answer is read to at most `limit` bytes
-    (a response hook runs before requests reads the body): a larger one raises AnswerTooLarge."""
-    session = new_session()
+def index_versions(body: bytes, name: str) -> set[str]:
+    """The versions of `name` a PEP 691 project page lists (from its files' names); ValueError when the
+    answer is not one."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        raise ValueError("not a PEP 691 project page (JSON)") from None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise ValueError("not a PEP 691 project page (no list of files)")
+    found = set()
+    for entry in files:
+        filename = entry.get("filename") if isinstance(entry, dict) else None
+        if not isinstance(filename, str):
+            continue
+        try:
+            if filename.endswith(".whl"):
+                project, parsed = parse_wheel_filename(filename)[:2]
+            else:
+                project, parsed = parse_sdist_filename(filename)
+        except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+            continue
+        if canonicalize_name(project) == canonicalize_name(name):
+            found.add(str(parsed))
+    return found
 
-    def bound(response, *args, **kwargs):
-        declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > limit:
-            response.close()
-            raise AnswerTooLarge(f"is {declared} bytes, over the {limit} we read")
-        body = response.raw.read(limit + 1, decode_content=True)
-        if len(body) > limit:
-            response.close()
-            raise AnswerTooLarge(f"is over the {limit} bytes we read")
-        response._content, response._content_consumed = body, True  # requests' own cache of the body
-        return response
 
-    session.hooks["response"].append(bound)
-    return session
+def mirror_setting(option: str | None, environ=os.environ) -> str:
+    """The JSON API the audit asks: --pypi-mirror, else NGCBUILD_PYPI_MIRROR, else PyPI's."""
+    from ngcbuild.core.errors import UserError
+
+    for value, where in ((option, "--pypi-mirror"), (environ.get(MIRROR_ENV), MIRROR_ENV)):
+        if value is None or (where == MIRROR_ENV and value == ""):
+            continue
+        try:
+            return parse_index_url(value)
+        except ReferenceProblem as exc:
+            raise UserError(f"{where}: {exc}") from None
+    return PYPI
 
 
-def _word(text: str) -> str:
-    """An id, alias or version from PyPI for our report and table: one line, short."""
-    return "".join(c for c in str(text) if c.isprintable())[:100]
+@dataclass
+class PypiAdvisories:
+    """Asks PyPI's JSON API (or a mirror's) for each distribution (see the module's docstring)."""
+
+    base: str = PYPI
+    indexes: tuple[str, ...] = ()  # the release's own indexes (PEP 691), where PyPI does not know one
+    deadline_s: float = DEADLINE_S
+    request_deadline_s: float = REQUEST_DEADLINE_S
+    fetch: object = None  # (method, url, limit, deadline_s, headers) -> core.http.Answer; tests give their own
+    asked: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.fetch is None:
+            session = new_session()
+            self.fetch = lambda method, url, limit, deadline_s, headers: fetch(
+                session, method, url, limit=limit, deadline_s=deadline_s, headers=headers)
+
+    def check_all(self, distributions: list[tuple[str, str]]) -> list[Finding]:
+        """A Finding for each (name, version), in the order given; a Ctrl-C stops the lot at once."""
+        ends = time.monotonic() + self.deadline_s
+        return Workers(distributions, lambda d: self.check(d[0], d[1], ends), WORKERS, "audit").results()
+
+    def check(self, name: str, version: str, ends: float | None = None) -> Finding:
+        try:
+            parsed = Version(version)
+        except InvalidVersion:
+            return Finding(name, version, NOT_CHECKED, reason=f"{safe(version, 60)!r} is not a PEP 440 version, "
+                                                              "which PyPI's advisory data is keyed by")
+        versions = [version] + ([parsed.public] if parsed.local is not None else [])
+        for asked in versions:
+            if self._late(ends):
+                return self._too_late(name, version)
+            status, body, why = self._get(f"{self.base}/{canonicalize_name(name)}/{asked}/json", MAX_ANSWER)
+            if status == 404:
+                continue
+            if why or status != 200:
+                return Finding(name, version, NOT_CHECKED,
+                               reason=f"the per-version JSON could not be asked ({why or f'HTTP {status}'})")
+            try:
+                answer = read_answer(body)
+            except ValueError as exc:
+                return Finding(name, version, NOT_CHECKED,
+                               reason=f"the per-version JSON could not be read ({_short(exc)})")
+            source = PER_VERSION if asked == version else f"{PER_VERSION} (public version {asked} of a local build)"
+            return Finding(name, version, CHECKED, source, answer.advisories)
+        if self._late(ends):
+            return self._too_late(name, version)
+        return self.latest(name, version)
+
+    def latest(self, name: str, version: str) -> Finding:
+        """From the project JSON, when `version` is the latest version of `name`."""
+        why_first = "the per-version JSON answered 404"
+        status, body, why = self._get(f"{self.base}/{canonicalize_name(name)}/json", MAX_ANSWER)
+        if why:
+            return Finding(name, version, NOT_CHECKED, reason=f"{why_first}; the project JSON could not be "
+                                                              f"fetched ({why})")
+        if status == 404:
+            return self.not_on_pypi(name, version)
+        if status != 200:
+            return Finding(name, version, NOT_CHECKED, reason=f"{why_first}; the project JSON answered HTTP "
+                                                              f"{status}")
+        return from_project_json(name, version, body, why_first)
+
+    def not_on_pypi(self, name: str, version: str) -> Finding:
+        """A distribution PyPI does not know: which of the release's indexes serves it, if any."""
+        where = "PyPI's mirror" if self.base != PYPI else "PyPI"
+        serving, unread = [], []
+        for index in self.indexes:
+            status, body, why = self._get(f"{index.rstrip('/')}/{canonicalize_name(name)}/", MAX_INDEX_PAGE,
+                                          accept=SIMPLE_JSON)
+            if why or status not in (200, 404):
+                unread.append(f"{shown_url(index)} ({why or f'HTTP {status}'})")
+                continue
+            try:
+                versions = index_versions(body, name) if status == 200 else set()
+            except ValueError as exc:
+                unread.append(f"{shown_url(index)} ({_short(exc)})")
+                continue
+            if version in versions or any(same_version(version, v) for v in versions):
+                serving.append(shown_url(index))
+        if serving:
+            reason = (f"not on {where}; served by the release's index {', '.join(serving)} "
+                      "(pip.extra_index_urls), which publishes no advisory data")
+        else:
+            reason = f"not on {where} (a distribution of another index or a local one): no advisory data"
+            if unread:
+                reason += f"; the release's indexes could not be read: {'; '.join(unread)}"
+        return Finding(name, version, NOT_CHECKED, reason=reason)
+
+    def _get(self, url: str, limit: int, accept: str = "application/json") -> tuple[int, bytes, str]:
+        """(status, body, why it could not be asked: '' when it was)."""
+        self.asked.append(url)
+        try:
+            answer = self.fetch("GET", url, limit, self.request_deadline_s, {"Accept": accept})
+        except AnswerTooLarge:
+            return 0, b"", f"the answer is over the {limit} bytes read"
+        except HttpFailure as exc:
+            return 0, b"", _short(_after_url(str(exc)))
+        return answer.status, answer.body, ""
+
+    def _late(self, ends: float | None) -> bool:
+        return ends is not None and time.monotonic() > ends
+
+    def _too_late(self, name: str, version: str) -> Finding:
+        return Finding(name, version, NOT_CHECKED, reason=f"the audit's deadline ({self.deadline_s:.0f} s) "
+                                                          "passed before PyPI was asked")
+
+
+def _after_url(message: str) -> str:
+    """core/http's message without the URL it starts with (the reason names the answer's kind)."""
+    _, sep, rest = message.partition(": ")
+    return rest if sep else message
+
+
+def _word(text) -> str:
+    """An id, alias or version from PyPI for our report and table: one line, short, escaped."""
+    return safe(str(text), 100)
 
 
 def _line(text: str) -> str:
-    text = " ".join(str(text).split())
+    text = safe(" ".join(str(text).split()), SUMMARY_CHARS * 2)
     return text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS - 3] + "..."
 
 
-def _short(exc: BaseException) -> str:
+def _short(exc) -> str:
     return _line(str(exc))[:200]
 
 
@@ -282,3 +390,7 @@ def _version_key(text: str):
         return (0, Version(text), "")
     except InvalidVersion:
         return (1, Version("0"), text)
+
+
+__all__ = ["PYPI", "PER_VERSION", "PROJECT_JSON", "CHECKED", "NOT_CHECKED", "Advisory", "Finding",
+           "PypiAdvisories", "TIMEOUT_S"]

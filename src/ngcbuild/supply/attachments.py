@@ -10,7 +10,8 @@ index also keeps the artifacts from garbage collection (they are pushed by diges
 
 Everything goes through the project's one registry session (registry/client.py: retries,
 deadlines, credentials). Every manifest and blob read back is checked against its digest and size:
-a truncated or replaced document is refused, never parsed.
+a truncated or replaced document is refused, never parsed; the referrers index and the artifact
+manifests are read through the client's one reader of each (`Manifest.entries`, `Manifest.image`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ngcbuild.registry.client import OCI_INDEX, OCI_MANIFEST, BlobMismatch, Manifest, Registry, digest_of
+from ngcbuild.registry.client import (
+    OCI_INDEX,
+    OCI_MANIFEST,
+    BlobMismatch,
+    Descriptor,
+    Manifest,
+    Registry,
+    ShapeError,
+    digest_of,
+)
 from ngcbuild.supply.signing import AttestationRejected
 from ngcbuild.workspace.release_dir import AUDIT, SBOM
 
@@ -81,11 +91,17 @@ def push(registry: Registry, repository: str, subject: Manifest, documents: list
         body = artifact_manifest(kind, layer, len(data), subject_of(subject), notes)
         registry.put_manifest(repository, digest_of(body), body, OCI_MANIFEST)
         made.append(Attachment(kind, data, body, digest_of(body)))
-    kinds = {a.kind for a in made}
-    kept = [entry for entry in _index_entries(registry, repository, subject.digest, strict=False)
-            if (entry.get("annotations") or {}).get(KIND_ANNOTATION) not in kinds]
-    _put_index(registry, repository, subject.digest, kept + [_descriptor(a) for a in made])
+    _replace_in_index(registry, repository, subject.digest, made)
     return made
+
+
+def _replace_in_index(registry: Registry, repository: str, digest: str, attachments: list[Attachment]) -> None:
+    """The referrers index of `digest` with `attachments` in it: an earlier artifact of the same kind is
+    replaced, artifacts of other tools are kept; an index that cannot be read is replaced whole."""
+    kinds = {a.kind for a in attachments}
+    kept = [entry.raw for entry in _index_entries(registry, repository, digest, strict=False)
+            if entry.annotations.get(KIND_ANNOTATION) not in kinds]
+    _put_index(registry, repository, digest, kept + [_descriptor(a) for a in attachments])
 
 
 def _descriptor(attachment: Attachment) -> dict:
@@ -99,22 +115,19 @@ def _put_index(registry: Registry, repository: str, digest: str, entries: list[d
     registry.put_manifest(repository, referrers_tag(digest), body, OCI_INDEX)
 
 
-def _index_entries(registry: Registry, repository: str, digest: str, strict: bool = True) -> list[dict]:
-    """The entries of the referrers index of `digest`. One that cannot be read is refused when
-    verifying (`strict`), and replaced when writing ours."""
-    index = registry.manifest(repository, referrers_tag(digest))
-    if index is None:
-        return []
+def _index_entries(registry: Registry, repository: str, digest: str, strict: bool = True) -> list[Descriptor]:
+    """The entries of the referrers index of `digest` (each once). One that cannot be read is refused
+    when verifying (`strict`), and replaced when writing ours."""
+    where = f"{registry.host}/{repository}:{referrers_tag(digest)}"
+    index = None
     try:
-        entries = json.loads(index.body)["manifests"]
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            raise TypeError
-    except (ValueError, KeyError, TypeError, RecursionError):
+        index = registry.manifest(repository, referrers_tag(digest))
+        return index.entries() if index is not None else []
+    except ShapeError as exc:
         if not strict:
             return []
-        raise AttestationRejected(f"{registry.host}/{repository}:{referrers_tag(digest)}: not an OCI index of "
-                                  "artifacts (altered or truncated)") from None
-    return entries
+        raise AttestationRejected(f"{where}: not an OCI index of artifacts (altered or truncated): "
+                                  f"{_after(str(exc), index.where if index else where)}") from None
 
 
 def read(registry: Registry, repository: str, digest: str) -> dict[str, Attachment]:
@@ -123,8 +136,8 @@ def read(registry: Registry, repository: str, digest: str) -> dict[str, Attachme
     where = f"{registry.host}/{repository}@{digest}"
     entries = _index_entries(registry, repository, digest)
     found: dict[str, Attachment] = {}
-    for entry in entries[:64]:
-        kind = (entry.get("annotations") or {}).get(KIND_ANNOTATION)
+    for entry in entries:
+        kind = entry.annotations.get(KIND_ANNOTATION)
         if kind not in KINDS or kind in found:
             continue
         found[kind] = _read_one(registry, repository, digest, kind, entry, where)
@@ -134,26 +147,26 @@ def read(registry: Registry, repository: str, digest: str) -> dict[str, Attachme
     return found
 
 
-def _read_one(registry: Registry, repository: str, digest: str, kind: str, entry: dict, where: str) -> Attachment:
-    named = str(entry.get("digest"))
-    manifest = registry.manifest(repository, named) if named.startswith("sha256:") else None
+def _read_one(registry: Registry, repository: str, digest: str, kind: str, entry: Descriptor,
+              where: str) -> Attachment:
+    named = entry.digest
+    manifest = registry.manifest(repository, named)  # its bytes hash to `named`, or DigestMismatch
     if manifest is None:
-        raise AttestationRejected(f"{where}: the {kind} artifact {named[:80]} listed for it is not in the registry")
-    if digest_of(manifest.body) != named or len(manifest.body) > MAX_MANIFEST:
-        raise AttestationRejected(f"{where}: the {kind} artifact is not the manifest {named} (altered)")
+        raise AttestationRejected(f"{where}: the {kind} artifact {named} listed for it is not in the registry")
+    if len(manifest.body) > MAX_MANIFEST:
+        raise AttestationRejected(f"{where}: the {kind} artifact manifest is over {MAX_MANIFEST} bytes")
     artifact_type = KINDS[kind][0]
     try:
-        document = json.loads(manifest.body)
-        layer = document["layers"][0]
-        subject = document["subject"]["digest"]
-        layer_digest, size = layer["digest"], layer["size"]
-        if document.get("artifactType") != artifact_type or not isinstance(size, int):
-            raise TypeError
-    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
+        artifact = manifest.image()
+    except ShapeError:
+        artifact = None
+    if artifact is None or artifact.artifact_type != artifact_type or not artifact.layers or artifact.subject is None:
         raise AttestationRejected(f"{where}: the {kind} artifact {named[:19]} is not an OCI artifact manifest of "
-                                  f"{artifact_type}") from None
+                                  f"{artifact_type}")
+    subject, layer = artifact.subject.digest, artifact.layers[0]
+    layer_digest, size = layer.digest, layer.size
     if subject != digest:
-        raise AttestationRejected(f"{where}: the {kind} artifact is about {str(subject)[:80]}, not this image")
+        raise AttestationRejected(f"{where}: the {kind} artifact is about {subject}, not this image")
     if not 0 <= size <= MAX_DOCUMENT:
         raise AttestationRejected(f"{where}: the {kind} document says it is {size} bytes (at most {MAX_DOCUMENT})")
     try:
@@ -161,7 +174,7 @@ def _read_one(registry: Registry, repository: str, digest: str, kind: str, entry
     except BlobMismatch as exc:
         raise AttestationRejected(f"{where}: the {kind} document is damaged: {exc}") from None
     if data is None:
-        raise AttestationRejected(f"{where}: the {kind} document {str(layer_digest)[:80]} is not in the registry")
+        raise AttestationRejected(f"{where}: the {kind} document {layer_digest} is not in the registry")
     if len(data) != size:
         raise AttestationRejected(f"{where}: the {kind} document is {len(data)} bytes, its manifest says {size} "
                                   "(truncated)")
@@ -175,7 +188,8 @@ def copy(target: Registry, repository: str, digest: str, attachments: dict[str, 
     for attachment in attachments.values():
         target.put_blob(repository, attachment.data)
         target.put_manifest(repository, attachment.digest, attachment.manifest, OCI_MANIFEST)
-    kinds = set(attachments)
-    kept = [entry for entry in _index_entries(target, repository, digest, strict=False)
-            if (entry.get("annotations") or {}).get(KIND_ANNOTATION) not in kinds]
-    _put_index(target, repository, digest, kept + [_descriptor(a) for a in attachments.values()])
+    _replace_in_index(target, repository, digest, list(attachments.values()))
+
+
+def _after(message: str, prefix: str) -> str:
+    return message[len(prefix) + 2:] if message.startswith(f"{prefix}: ") else message

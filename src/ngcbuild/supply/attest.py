@@ -20,7 +20,9 @@ from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.files import exists, read_text
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
-from ngcbuild.registry.client import Manifest, Registry, credentials
+from ngcbuild.core.text import safe
+from ngcbuild.registry.auth import check_environment
+from ngcbuild.registry.client import DigestMismatch, Manifest, Registry, ShapeError
 from ngcbuild.supply import attachments, provenance
 from ngcbuild.supply.signing import (
     AttestationRejected,
@@ -30,6 +32,7 @@ from ngcbuild.supply.signing import (
     sign,
     signing_key_path,
 )
+from ngcbuild.supply.statement import Statement, read_statement
 from ngcbuild.workspace.record import Record, read_record, write_record
 from ngcbuild.workspace.release_dir import AUDIT, SBOM
 from ngcbuild.workspace.sections import AttachedDocument, Attested, utc_timestamp
@@ -40,7 +43,7 @@ MAX_JSON_NESTING = 64
 @dataclass(frozen=True)
 class Verified:
     digest: str
-    statement: dict
+    statement: Statement
     key: TrustedKey
     found: dict  # kind -> attachments.Attachment
 
@@ -108,6 +111,7 @@ def attest_release(project: Project, name: str, host: str, key: str | None, out=
     from ngcbuild.manifest.loader import load_release
 
     host = registry_host(host)
+    check_environment()
     private = load_signing_key(signing_key_path(key), project.root)
     loaded = load_release(project, name)
     repository = loaded.release.image.repository
@@ -121,7 +125,7 @@ def attest_release(project: Project, name: str, host: str, key: str | None, out=
     documents = documents_of(project, name, record)
     files = provenance.materials(project, loaded)
     base = provenance.base_image(record.build.base_image or loaded.release.base.image)
-    registry = Registry(host, credentials())
+    registry = Registry(host)
     byproducts = [{"name": file_name, "digest": {"sha256": hashlib.sha256(data).hexdigest()},
                    "mediaType": attachments.KINDS[kind][0]} for kind, data, file_name in documents]
     attested = {}
@@ -155,31 +159,19 @@ def attest_release(project: Project, name: str, host: str, key: str | None, out=
 
 def verify_image(registry: Registry, repository: str, digest: str, trusted: list[TrustedKey]) -> Verified:
     """The attachments of one image manifest, checked: a provenance signed by a trusted key, whose
-    statement is about this digest, and any SBOM or audit report the one that statement names."""
+    statement (read through supply/statement.py) is about this digest, and any SBOM or audit report
+    the one that statement names."""
     where = f"{registry.host}/{repository}@{digest}"
     found = attachments.read(registry, repository, digest)
     payload, key = open_envelope(found["provenance"].data, trusted, f"{where}: provenance")
-    try:
-        statement = json.loads(payload)
-        subjects = statement["subject"]
-        predicate = statement["predicate"]
-        if statement.get("_type") != provenance.STATEMENT_TYPE or not isinstance(predicate, dict):
-            raise TypeError
-        named = {s["digest"]["sha256"] for s in subjects}
-    except (ValueError, KeyError, TypeError, RecursionError):
-        raise AttestationRejected(f"{where}: the signed payload is not an in-toto statement v1") from None
-    if digest.removeprefix("sha256:") not in named:
-        raise AttestationRejected(f"{where}: the signed statement is about {', '.join(sorted(named))[:140]}, not "
-                                  "this image")
-    if statement.get("predicateType") != provenance.PREDICATE_TYPE:
-        raise AttestationRejected(f"{where}: the statement's predicate is not SLSA provenance v1")
-    byproducts = {b.get("name"): b for b in (predicate.get("runDetails") or {}).get("byproducts") or []
-                  if isinstance(b, dict)}
+    statement = read_statement(payload, where)
+    if digest.removeprefix("sha256:") not in statement.named:
+        raise AttestationRejected(f"{where}: the signed statement is about {', '.join(sorted(statement.named))[:140]}, "
+                                  "not this image")
     for kind in ("sbom", "audit"):
         if kind not in found:
             continue
-        file_name = attachments.KINDS[kind][1]
-        signed = ((byproducts.get(file_name) or {}).get("digest") or {}).get("sha256")
+        signed = statement.byproduct_sha256(attachments.KINDS[kind][1])
         if signed != found[kind].sha256:
             raise AttestationRejected(f"{where}: the attached {kind} ({found[kind].sha256[:12]}) is not the one the "
                                       f"signed statement names ({str(signed)[:12]})")
@@ -187,39 +179,38 @@ def verify_image(registry: Registry, repository: str, digest: str, trusted: list
 
 
 def subjects_of(manifest: Manifest) -> list[str]:
-    """The image manifests an attestation must exist for: each platform's of a list, else the one."""
+    """The image manifests an attestation must exist for: each platform's of a list (each once), else
+    the one."""
     if not manifest.is_list:
         return [manifest.digest]
-    try:
-        return [entry["digest"] for entry in json.loads(manifest.body)["manifests"]]
-    except (ValueError, KeyError, TypeError):
-        raise OperationError("the manifest list cannot be read") from None
+    return [entry.digest for entry in manifest.entries()]
 
 
 def describe(verified: Verified, where: str) -> list[str]:
-    """What a consumer wants to know of a verified image, one line each."""
-    predicate = verified.statement["predicate"]
-    definition, run = predicate.get("buildDefinition") or {}, predicate.get("runDetails") or {}
-    external, internal = definition.get("externalParameters") or {}, definition.get("internalParameters") or {}
-    dependencies = definition.get("resolvedDependencies") or []
-    files = [d for d in dependencies if str(d.get("uri", "")).startswith("file:")]
-    base = next((d for d in dependencies if d.get("name") == "base image"), {})
-    commit = next((d["digest"].get("gitCommit") for d in dependencies if "gitCommit" in (d.get("digest") or {})), None)
-    smoke = next((b for b in run.get("byproducts") or [] if b.get("name") == "smoke"), {}).get("annotations") or {}
-    subject = verified.statement["subject"][0]
+    """What a consumer wants to know of a verified image, one line each; every value the statement
+    holds is escaped (a signer's text may carry escape sequences)."""
+    statement = verified.statement
+    files = [d for d in statement.dependencies if d.uri.startswith("file:")]
+    base = next((d for d in statement.dependencies if d.name == "base image"), None)
+    commit = next((d.digest["gitCommit"] for d in statement.dependencies if "gitCommit" in d.digest), None)
+    smoke = (statement.byproducts.get("smoke") or (None, {}))[1]
+    name, sha = next((s for s in statement.subjects if f"sha256:{s[1]}" == verified.digest), statement.subjects[0])
     lines = [
-        f"image:     {where}",
-        f"subject:   {subject.get('name')}@sha256:{subject['digest']['sha256']} (matches)",
-        f"signed by: {verified.key.key_id} ({verified.key.path})",
-        f"builder:   {(run.get('builder') or {}).get('id')}",
-        f"release:   {external.get('release')} ({external.get('platform')}), context {internal.get('context_sha256')}, "
-        f"ngcbuild {internal.get('ngcbuild_version')}, commit {commit or 'not recorded'}",
-        f"base:      {base.get('uri')} sha256:{(base.get('digest') or {}).get('sha256')}",
+        f"image:     {safe(where, 300)}",
+        f"subject:   {safe(name, 300)}@sha256:{sha} (matches)",
+        f"signed by: {verified.key.key_id} ({safe(verified.key.path, 300)})",
+        f"builder:   {safe(statement.builder, 300)}",
+        f"release:   {safe(statement.release, 80)} ({safe(statement.platform, 40)}), context "
+        f"{safe(statement.context, 80)}, ngcbuild {safe(statement.version, 40)}, commit "
+        f"{safe(commit, 80) if commit else 'not recorded'}",
+        f"base:      {safe(base.uri, 300) if base else None} "
+        f"sha256:{safe(base.digest.get('sha256'), 80) if base else None}",
         f"materials: {len(files)} files",
     ]
-    lines += [f"  {d['uri'][len('file:'):]} sha256:{d['digest'].get('sha256')}" for d in files]
-    lines.append(f"smoke:     {smoke.get('verdict', 'not recorded')} ({smoke.get('passed')} passed, "
-                 f"{smoke.get('failed')} failed, {smoke.get('errors')} errors, at {smoke.get('at')})")
+    lines += [f"  {safe(d.uri[len('file:'):], 300)} sha256:{safe(d.digest.get('sha256'), 80)}" for d in files]
+    lines.append(f"smoke:     {safe(smoke.get('verdict', 'not recorded'), 40)} ({safe(smoke.get('passed'), 20)} "
+                 f"passed, {safe(smoke.get('failed'), 20)} failed, {safe(smoke.get('errors'), 20)} errors, at "
+                 f"{safe(smoke.get('at'), 40)})")
     attached = ", ".join(f"{kind} sha256:{a.sha256[:12]}" for kind, a in sorted(verified.found.items()))
     lines.append(f"attached:  {attached}; not attached: "
                  f"{', '.join(k for k in attachments.KINDS if k not in verified.found) or 'nothing'}")
@@ -242,15 +233,21 @@ def verify_command(root: Path, image: str, trusted_options, out=sys.stdout) -> l
         raise UserError(f"--registry-image {ref}: expected a reference with its registry host (HOST[:PORT]/name:tag), "
                         "the registry the attestations are read from")
     trusted = trusted_keys(trusted_options, root)
-    registry = Registry(ref.host, credentials())
-    manifest = registry.manifest(ref.path, ref.digest or ref.tag or "latest")
-    if manifest is None:
-        raise AttestationRejected(f"{ref} is not in the registry")
-    if ref.digest and manifest.digest != ref.digest:
-        raise AttestationRejected(f"{ref}: the registry serves {manifest.digest} for it")
+    check_environment()
+    registry = Registry(ref.host)
+    try:
+        manifest = registry.manifest(ref.path, ref.digest or ref.tag or "latest")
+        if manifest is None:
+            raise AttestationRejected(f"{ref} is not in the registry")
+        subjects = subjects_of(manifest)
+    except (DigestMismatch, ShapeError) as exc:  # other bytes than it names, a list of the wrong shape: refused
+        raise AttestationRejected(str(exc)) from None
     results = []
-    for digest in subjects_of(manifest):
-        verified = verify_image(registry, ref.path, digest, trusted)
+    for digest in subjects:
+        try:
+            verified = verify_image(registry, ref.path, digest, trusted)
+        except (DigestMismatch, ShapeError) as exc:
+            raise AttestationRejected(str(exc)) from None
         for line in describe(verified, f"{ref.host}/{ref.path}@{digest}"):
             print(line, file=out)
         results.append(verified)

@@ -1,7 +1,9 @@
 """`invoke audit --release R`: the known vulnerabilities of R's image, from its SBOM, judged by R's policy.
 
 Every Python distribution of build/R/sbom.cdx.json (`invoke sbom`) is checked against PyPI's advisory
-data (supply/advisories.py: pip-audit, then PyPI's project JSON for a latest version). Everything else
+data (supply/advisories.py: the per-version JSON, then the project JSON for a latest version; PyPI's
+or a mirror's, `--pypi-mirror`/NGCBUILD_PYPI_MIRROR; the release's own indexes say where a distribution
+PyPI does not know comes from). Everything else
 the SBOM lists (Debian packages, CUDA libraries installed by apt among them, the OS) has no advisory
 source here and is listed as NOT CHECKED, as is a distribution PyPI could not answer for: never clean.
 
@@ -29,9 +31,11 @@ from packaging.utils import canonicalize_name
 from ngcbuild.core.errors import ManifestError, OperationError, OutputDamaged, UserError, excerpt
 from ngcbuild.core.files import exists, nesting, parse_json, read_text
 from ngcbuild.core.project import Project
+from ngcbuild.core.references import shown_url
+from ngcbuild.core.text import safe
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.model import SecuritySpec
-from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, Finding, PypiAdvisories
+from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PYPI, Finding, PypiAdvisories, mirror_setting
 from ngcbuild.workspace.record import read_record, write_record
 from ngcbuild.workspace.release_dir import AUDIT, SBOM, ReleaseDir
 from ngcbuild.workspace.sections import AuditEntry, utc_timestamp
@@ -106,7 +110,7 @@ def _identity(path: Path, index: int, component: dict) -> tuple[str, str, str]:
 
 
 def _printable(text: str) -> str:
-    return "".join(c for c in text if c.isprintable() and c != "|")[:100]
+    return safe(text, 100).replace("|", "")
 
 
 def judge(findings: list[Finding], policy: SecuritySpec, today: date) -> dict:
@@ -155,7 +159,7 @@ def judge(findings: list[Finding], policy: SecuritySpec, today: date) -> dict:
 
 
 def report(release: str, image: str | None, sbom_path: str, sbom_sha256: str, findings: list[Finding],
-           others: list[dict], judged: dict, now: str) -> dict:
+           others: list[dict], judged: dict, now: str, base: str = PYPI, indexes: tuple[str, ...] = ()) -> dict:
     """The JSON report (build/R/audit.json)."""
     distributions = []
     for finding in findings:
@@ -169,8 +173,10 @@ def report(release: str, image: str | None, sbom_path: str, sbom_sha256: str, fi
         "image_id": image,
         "sbom": {"path": sbom_path, "sha256": sbom_sha256},
         "audited_at": now,
-        "sources": ["pip-audit's PyPI service (https://pypi.org/pypi/NAME/VERSION/json)",
-                    "PyPI's project JSON (https://pypi.org/pypi/NAME/json) for a latest version"],
+        "sources": [f"PyPI's per-version JSON ({shown_url(base)}/NAME/VERSION/json)",
+                    f"PyPI's project JSON ({shown_url(base)}/NAME/json) for a latest version",
+                    *(f"the release's index {shown_url(i)} (where a distribution PyPI does not know comes from)"
+                      for i in indexes)],
         "verdict": judged["verdict"],
         "problems": judged["problems"],
         "counts": {**judged["counts"], "other_components_not_checked": dict(sorted(kinds.items()))},
@@ -208,13 +214,17 @@ def table(data: dict) -> str:
 
 
 def _cell(text: str) -> str:
-    """A table cell: a `|` from PyPI's text or a pip-audit reason would end the cell early."""
-    return str(text).replace("|", "\\|")
+    """A table cell: a `|` from PyPI's text or a reason would end the cell early; control characters
+    escaped."""
+    return safe(str(text), 2000).replace("|", "\\|")
 
 
-def audit_release(project: Project, name: str, source=None, today: date | None = None, out=sys.stdout) -> dict:
+def audit_release(project: Project, name: str, source=None, today: date | None = None, out=sys.stdout,
+                  mirror: str | None = None) -> dict:
     """Check R's image, write build/R/audit.json and the record's `audit`, print the table; raise
-    AuditFailed (after all that) when the policy says so."""
+    AuditFailed (after all that) when the policy says so. `mirror`: --pypi-mirror (else
+    NGCBUILD_PYPI_MIRROR, else PyPI)."""
+    base = mirror_setting(mirror)  # bad input stops here, before anything is read
     loaded = load_release(project, name)
     directory = project.out(name)
     record = read_record(directory)
@@ -229,10 +239,12 @@ def audit_release(project: Project, name: str, source=None, today: date | None =
     if image is not None and record.build.image_id not in (None, image):
         raise UserError(f"{path} describes image {image[:19]}, the build record's image is "
                         f"{record.build.image_id[:19]}; run `invoke sbom --release {name}` first")
-    findings = (source or PypiAdvisories()).check_all(distributions)
+    indexes = tuple(str(url) for url in loaded.release.pip.extra_index_urls)
+    source = source or PypiAdvisories(base=base, indexes=indexes)
+    findings = source.check_all(distributions)
     judged = judge(findings, loaded.release.security, today or datetime.now(timezone.utc).date())
     result = report(name, image, str(path.relative_to(project.root)), digest, findings, others, judged,
-                    utc_timestamp())
+                    utc_timestamp(), base=base, indexes=indexes)
     body = (json.dumps(result, indent=2) + "\n").encode()
     written = ReleaseDir(directory, project.root).write(AUDIT, body)
     entry = AuditEntry.of(path=str(written.relative_to(project.root)), sha256=hashlib.sha256(body).hexdigest(),

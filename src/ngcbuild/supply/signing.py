@@ -22,6 +22,7 @@ from pathlib import Path
 from ngcbuild.core.errors import ManifestError, UserError, excerpt, shown_path
 from ngcbuild.core.files import read_text
 from ngcbuild.core.outputs import write_file
+from ngcbuild.core.text import safe
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 KEY_LIMIT = 16_384  # a PEM Ed25519 key is about 120 bytes
@@ -63,17 +64,23 @@ def checked_path(value, flag: str) -> Path:
 
 def make_key_pair(root: Path, out: str | None) -> tuple[Path, Path, str]:
     """A new Ed25519 key pair for trying signing out: PATH (private, mode 0600) and PATH.pub, inside
-    the project; an existing key is never overwritten."""
+    the project, the private key only where the project's ignore rules keep it out of git (by
+    default keys/signing.key of the project, whatever folder keygen runs in); an existing key is
+    never overwritten."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat, PublicFormat
 
-    path = checked_path(out, "--out") if out is not None else DEFAULT_KEY
+    path = checked_path(out, "--out") if out is not None else Path(root) / DEFAULT_KEY
     path = path if path.is_absolute() else Path.cwd() / path
     public_path = path.with_name(path.name + ".pub")
     _inside(root, path, "--out")
+    if path.suffix == ".pub":
+        raise UserError(f"--out {shown_path(path)}: a public key's name (.pub) for the private key; name the private "
+                        "key (keys/NAME.key) and keygen writes its public half beside it as NAME.key.pub")
     for target in (path, public_path):
         if os.path.lexists(target):
             raise UserError(f"{shown_path(target)} exists; keygen never overwrites a key (choose another --out)")
+    _ignored_by_git(root, path)
     private = Ed25519PrivateKey.generate()
     pem = private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()).decode()
     public_pem = private.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo).decode()
@@ -87,6 +94,50 @@ def _inside(root: Path, path: Path, flag: str) -> None:
     if inside not in real.parents:
         raise UserError(f"{flag} {shown_path(path)}: expected a path inside the project ({inside}); keys are kept "
                         "with the project (links out of it are refused)")
+
+
+def _ignored_by_git(root: Path, path: Path) -> None:
+    """The private key goes only where the project's own ignore rules (its .gitignore files and
+    .git/info/exclude, as `git check-ignore` reads them; not a user's global ignores) keep it out of
+    git. A project that is no git repository yet is judged by its .gitignore as a `git init` would."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    git = shutil.which("git")
+    if git is None:
+        raise UserError("keygen checks with git that the project's ignore rules keep the private key out of git; "
+                        "git is not installed")
+    inside = os.path.realpath(root)
+    relative = os.path.relpath(os.path.realpath(path.parent), inside)
+    name = os.path.normpath(os.path.join(relative, path.name))
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    base = [git, "-c", "core.excludesFile=/dev/null"]
+
+    def check(*prefix: str) -> int:
+        try:
+            return subprocess.run([*base, *prefix, "check-ignore", "-q", "--no-index", "--", name], cwd=inside,
+                                  env=environment, capture_output=True, timeout=60, check=False).returncode
+        except (OSError, subprocess.TimeoutExpired):
+            return 128
+
+    tree = subprocess.run([git, "rev-parse", "--show-toplevel"], cwd=inside, env=environment, capture_output=True,
+                          text=True, timeout=60, check=False)
+    if tree.returncode == 0 and tree.stdout.strip():
+        status = check()
+    else:
+        with tempfile.TemporaryDirectory(prefix="ngcbuild-keygen-") as tmp:
+            subprocess.run([git, "init", "-q", "--bare", tmp], env=environment, capture_output=True, timeout=60,
+                           check=False)
+            status = check(f"--git-dir={tmp}", f"--work-tree={inside}")
+    if status == 0:
+        return
+    if status == 1:
+        raise UserError(f"{shown_path(path)}: the project's ignore rules (.gitignore) do not cover it, so the "
+                        "private key could be committed; write it where they do (keys/NAME.key at the top of the "
+                        "project, which ngcbuild's own .gitignore covers with /keys/*.key) or add a rule for it")
+    raise UserError(f"{shown_path(path)}: git could not say whether the project's ignore rules cover it; the "
+                    "private key is written only where they do")
 
 
 def signing_key_path(option: str | None, environ=os.environ) -> Path:
@@ -109,9 +160,11 @@ def load_signing_key(path: Path, root: Path):
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ManifestError(path, "", f"a private key readable by others (mode {stat.S_IMODE(mode):04o}); "
                                       f"expected mode 0600: chmod 600 {shown_path(path)}")
+    from cryptography.exceptions import UnsupportedAlgorithm
+
     try:
         key = load_pem_private_key(text.encode(), password=None)
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, UnsupportedAlgorithm):  # the last: a key of a kind cryptography cannot load
         raise ManifestError(path, "", "not a PEM private key without a passphrase; expected a PEM Ed25519 "
                                       "private key (`invoke keygen` makes one)") from None
     if not isinstance(key, Ed25519PrivateKey):
@@ -130,6 +183,7 @@ def trusted_key_paths(options, environ=os.environ) -> list[Path]:
 
 
 def load_trusted_keys(paths: list[Path], root: Path) -> list[TrustedKey]:
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
@@ -140,7 +194,7 @@ def load_trusted_keys(paths: list[Path], root: Path) -> list[TrustedKey]:
             raise ManifestError(path, "", "holds a private key; expected the public key (the .pub file)")
         try:
             public = load_pem_public_key(text.encode())
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, UnsupportedAlgorithm):
             raise ManifestError(path, "", "not a PEM public key; expected a PEM Ed25519 public key") from None
         if not isinstance(public, Ed25519PublicKey):
             raise ManifestError(path, "", f"a {type(public).__name__.lstrip('_')}; expected an Ed25519 public key")
@@ -184,7 +238,7 @@ def open_envelope(data: bytes, trusted: list[TrustedKey], where: str) -> tuple[b
             except InvalidSignature:
                 continue
             return payload, key
-    ids = ", ".join(str(e.get("keyid"))[:80] for e in signatures[:4] if isinstance(e, dict)) or "none"
+    ids = ", ".join(safe(e.get("keyid"), 80) for e in signatures[:4] if isinstance(e, dict)) or "none"
     raise AttestationRejected(f"{where}: no signature verifies with a trusted key (signed by: {ids}; trusted: "
                               f"{', '.join(k.key_id for k in trusted)}): altered, or signed by a key you do not "
                               "trust")

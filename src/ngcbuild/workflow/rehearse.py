@@ -31,7 +31,7 @@ from ngcbuild.core.errors import OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.files import read_text
 from ngcbuild.core.outputs import make_dir, write_file
 from ngcbuild.core.project import Project
-from ngcbuild.core.references import registry_host
+from ngcbuild.core.references import registry_host, same_registry
 
 WORKFLOWS = {"release": "release.yml", "ci": "ci.yml", "bump": "bump.yml"}
 STAND_INS = Path(".ci") / "actions"
@@ -167,7 +167,7 @@ def rehearse_release(project: Project, releases: str, staging: str, registry: st
         raise UserError("--releases: which release(s) to rehearse, by name (such as dev)")
     staging = registry_host(staging, "--staging-registry")
     registry = registry_host(registry, "--release-registry")
-    if staging == registry:
+    if same_registry(staging, registry):
         raise UserError(f"--release-registry {excerpt(registry)}: the release registry must differ from "
                         "--staging-registry (promotion copies from one to the other)")
     secrets = check_secret_file(secret_file) if secret_file is not None else None
