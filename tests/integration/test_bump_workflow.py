@@ -53,7 +53,7 @@ bump:
         subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
         subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm",
                         "a release to bump"], check=True)
-        result = run_command("ngcbuild", "rehearse", "--workflow", "bump", "--release", "fakebump", "--as",
+        result = run_command("ngcbuild", "rehearse", "--workflow", "bump", "--releases", "fakebump", "--as",
                              "fakebump-next", cwd=clone, timeout=1200)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-6000:]
