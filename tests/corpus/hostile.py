@@ -242,7 +242,7 @@ def cases() -> list[HostileCase]:
     add(HostileCase("constraints-directory", "links and special files", ("render", "--release", "dev"),
                     setup_all(dev, replace_with_dir(CONSTRAINTS)), after=nothing_built))
     add(HostileCase("catalog-link-outside", "links and special files", ("render", "--release", "dev"),
-                    setup_all(dev, replace_with_link("templates/image/components.yaml",
+                    setup_all(dev, replace_with_link("templates/components.yaml",
                                                      lambda o: str(secret_file(o)))),
                     absent=(SECRET,), after=nothing_built))
     add(HostileCase("record-link-outside", "links and special files",
@@ -649,7 +649,7 @@ def stamp_cases(add) -> None:
                                                         "default_platform": "linux/amd64", "base_image": "x"})),
         ("stamp-names-other-release", a_good_stamp(names={"release": "../25.12", "tag": "t", "repository_path": "a",
                                                           "default_platform": "p", "base_image": "b"})),
-        ("stamp-one-file-many-times", a_good_stamp(inputs=["templates/image/components.yaml"] * 50000)),
+        ("stamp-one-file-many-times", a_good_stamp(inputs=["templates/components.yaml"] * 50000)),
         ("stamp-inputs-outside", a_good_stamp(inputs=["../../../../etc/passwd"])),
         ("stamp-inputs-numbers", a_good_stamp(inputs=[1, 2, 3])),
         ("stamp-hash-a-list", a_good_stamp(context_sha256=["x"])),

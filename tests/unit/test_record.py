@@ -110,11 +110,20 @@ def test_the_stamp_holds_while_nothing_changed(rendered):
 
 @pytest.mark.parametrize("change", [
     "manifests/dev.yaml", "manifests/parts/debian-bookworm.yaml", "constraints/dev.txt",
-    "templates/image/Dockerfile.j2", "templates/image/components.yaml",
+    "templates/image/Dockerfile.j2",
 ])
 def test_any_changed_input_voids_the_stamp(rendered, change):
     path = rendered.root / change
     path.write_text(path.read_text() + "\n# changed\n")
+    assert current_stamp(rendered, "dev", None) is None
+
+
+def test_the_catalogue_voids_the_stamp_by_what_the_render_reads_of_it(rendered):
+    """A comment or a field only the notes read (`short`) leaves the render as it was; a label does not."""
+    path = rendered.root / "templates" / "components.yaml"
+    path.write_text(path.read_text().replace("  short: cuBLAS\n", "  short: cuBLAS 13\n") + "\n# changed\n")
+    assert current_stamp(rendered, "dev", None) is not None
+    path.write_text(path.read_text().replace("com.nvidia.pytorch.version", "com.nvidia.torch.version"))
     assert current_stamp(rendered, "dev", None) is None
 
 

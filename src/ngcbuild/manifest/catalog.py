@@ -1,4 +1,4 @@
-"""Component metadata, declared once in templates/image/components.yaml.
+"""Component metadata, declared once in templates/components.yaml.
 
 How the release notes name a component (and whether they list it inside another one's line, as in
 "NVIDIA CUDA 11.1.1 including cuBLAS 11.3.0"), which env vars and label carry its version in the
@@ -61,7 +61,7 @@ class Catalog:
 
     @classmethod
     def load(cls, project: Project) -> "Catalog":
-        path = project.image_templates / "components.yaml"
+        path = project.catalog
         text = read_text(path, MAX_BYTES, "the component catalog (a YAML mapping)", "component catalog not found",
                          within=project.root)
         try:

@@ -44,7 +44,7 @@ class LoadedRelease:
     path: Path
     chain: tuple[Path, ...]  # the files merged, parent first
     constraints: Constraints | None
-    catalog: Catalog  # templates/image/components.yaml, read once per load
+    catalog: Catalog  # templates/components.yaml, read once per load
 
 
 def release_names(project: Project) -> list[str]:
@@ -365,7 +365,7 @@ def _check_pins_agree(path: Path, release: Release, catalog: Catalog, constraint
             package = component.package or catalog.get(name).pip_package
             if package is None:
                 raise ManifestError(path, f"components.{name}.package",
-                                    "install: pip needs a package name (none in templates/image/components.yaml)")
+                                    "install: pip needs a package name (none in templates/components.yaml)")
             wanted = {package: (f"components.{name}.version", component.version)}
         for package, (key, version) in wanted.items():
             pin = constraints.get(package)
