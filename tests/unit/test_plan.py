@@ -104,6 +104,32 @@ def test_install_commands_are_shaped_once_in_macros():
         assert "--ignore-installed" not in text, f"{path.relative_to(REPO)} writes a staged pip install by hand"
 
 
+def test_a_component_partial_exists_only_where_its_step_differs_from_the_method_default():
+    """The default partial of a method (methods/pip.j2: the catalog's comment, one staged install) serves
+    every component whose step is that; an own partial says something more (flags, a build, a check)."""
+    import re
+
+    templates = REPO / "templates" / "image"
+    defaults = {path.stem for path in (templates / "methods").glob("*.j2")}
+    assert {"pip", "apt"} <= defaults
+    plain = re.compile(r"\{% from \"macros.j2\" import [a-z_, ]+ %\}|#.*|\{\{ (pip_stage\(step, plan.python\)|"
+                       r"apt_install\(step.pins\)) \}\}|")
+    for path in sorted(templates.glob("components/*/*.j2")):
+        if path.stem in defaults:
+            extra = [line for line in path.read_text().splitlines() if not plain.fullmatch(line.strip())]
+            assert extra, f"{path.relative_to(REPO)} is the default {path.stem} step: drop it, the catalog's comment says it"
+
+
+def test_a_step_without_its_own_partial_uses_the_method_default_with_the_catalog_comment():
+    plan = plan_of("25.12")
+    step = next(step for step in plan.builder_steps if step.name == "triton")
+    assert step.partials == ["components/triton/pip.j2", "methods/pip.j2"]
+    assert step.comment == ("Triton 3.5.1, the compiler torch.compile uses on GPUs",)
+    dockerfile = (REPO / "tests" / "golden" / "25.12" / "Dockerfile").read_text()
+    assert "# Triton 3.5.1, the compiler torch.compile uses on GPUs\nRUN python3 -m pip install --root /stage/triton" \
+        in dockerfile
+
+
 @pytest.mark.parametrize("name", ["20.02", "20.12", "25.12"])
 def test_every_builder_step_comes_after_the_steps_that_provide_its_needs(name):
     """20.x built PyTorch before OpenMPI and MAGMA (merge order): its CMake found neither."""

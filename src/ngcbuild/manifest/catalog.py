@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ngcbuild.core import safeyaml
 from ngcbuild.core.errors import ManifestError
@@ -19,6 +21,13 @@ from ngcbuild.core.project import Project
 from ngcbuild.manifest.fields import Capability, EnvName, LabelKey, PackageName, Text
 
 MAX_BYTES = 1_000_000
+
+
+def _lines(value):
+    return [value] if isinstance(value, str) else value
+
+
+Lines = Annotated[list[Text], BeforeValidator(_lines)]
 
 
 class CatalogEntry(BaseModel):
@@ -52,6 +61,9 @@ class CatalogEntry(BaseModel):
     # Other names the release notes give it ("Apex", "modelopt"): a note naming it promises it (see
     # manifest/promises.py).
     notes_names: list[Text] = Field(default_factory=list)
+    # The comment above its install step in the Dockerfile, one line or several; {version} is the
+    # component's version. Without it: its display name and version.
+    comment: Lines = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -174,6 +174,9 @@ class Component(Strict):
     # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
     # its provenance here; every other pin of `packages` has method_provenance.
     package_provenance: dict[PackageName, Provenance] = Field(default_factory=dict)
+    # The build number its build stamps (PYTORCH_BUILD_NUMBER of a PyTorch source build: above 1 it appends
+    # .postN to the version) and the image's env carries; NGC's images say 0.
+    build_number: int = Field(0, ge=0, le=999)
     # What this release's build of it needs beyond the catalog's `needs` (PyTorch 20.12 links OpenMPI and
     # MAGMA): a step, or the base image with evidence, must provide each, and the builder runs that first.
     needs: list[Capability] = Field(default_factory=list)

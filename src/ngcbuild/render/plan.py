@@ -32,15 +32,28 @@ BUILDER_ONLY_METHODS = ("conda",)
 IN_IMAGE_METHODS = ("apt", "pip", "conda", "source", "base")
 
 
+# Where the default partial of each install method lives (methods/pip.j2: the comment, then one staged
+# pip install); a component's own partial (components/NAME/METHOD.j2) replaces it where its step differs.
+DEFAULT_PARTIALS = "methods"
+
+
 @dataclass(frozen=True)
 class Step:
-    """One partial of the Dockerfile. Staged steps install under /stage/<name>, a layer of the image."""
+    """One partial of the Dockerfile. Staged steps install under /stage/<name>, a layer of the image.
+    The templates include `partial` where it exists, else `default_partial` (the method's default)."""
 
     name: str
     partial: str
     pins: tuple[str, ...] = ()  # NAME==VERSION (pip) or NAME=VERSION (apt)
     component: Component | None = None
     staged: bool = False
+    default_partial: str | None = None
+    comment: tuple[str, ...] = ()  # the lines of the comment above the step (the catalog's, with the version)
+
+    @property
+    def partials(self) -> list[str]:
+        """What the Dockerfile includes, the first that exists (Jinja's include of a list)."""
+        return [self.partial, *([self.default_partial] if self.default_partial else [])]
 
     @property
     def root(self) -> str:
@@ -225,8 +238,18 @@ def apt_pins(packages: dict[str, str]) -> tuple[str, ...]:
     return tuple(f"{name}={version}" for name, version in packages.items())
 
 
+def _component_step(name: str, component: Component, catalog: Catalog, pins: tuple[str, ...] = (),
+                    staged: bool = False) -> Step:
+    entry = catalog.get(name)
+    lines = entry.comment or [f"{entry.display} {{version}}"]
+    return Step(name, f"components/{name}/{component.install}.j2", pins, component, staged,
+                default_partial=f"{DEFAULT_PARTIALS}/{component.install}.j2",
+                comment=tuple(line.replace("{version}", component.version).replace("{provenance}", component.provenance)
+                              for line in lines))
+
+
 def _runtime_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
-    steps = [Step(name, f"components/{name}/{c.install}.j2", apt_pins(c.packages), c)
+    steps = [_component_step(name, c, catalog, apt_pins(c.packages))
              for name, c in loaded.release.components.items() if c.install in RUNTIME_METHODS]
     return tuple(_by_need(steps, catalog, loaded.path))
 
@@ -271,14 +294,13 @@ def _component_steps(loaded: LoadedRelease, catalog: Catalog) -> list[Step]:
     release, constraints = loaded.release, loaded.constraints
     steps = []
     for name, component in release.components.items():
-        partial = f"components/{name}/{component.install}.j2"
         if component.install in BUILDER_ONLY_METHODS:
-            steps.append(Step(name, partial, apt_pins(component.packages), component))
+            steps.append(_component_step(name, component, catalog, apt_pins(component.packages)))
         elif component.install == "source":
-            steps.append(Step(name, partial, (), component, staged=True))
+            steps.append(_component_step(name, component, catalog, staged=True))
         elif component.install == "pip":
             pins = pip_pins(component, catalog.get(name), constraints)
-            steps.append(Step(name, partial, tuple(str(p) for p in pins), component, staged=True))
+            steps.append(_component_step(name, component, catalog, tuple(str(p) for p in pins), staged=True))
     return _by_need(steps, catalog, loaded.path)
 
 
@@ -300,11 +322,12 @@ def _in_image(release):
 
 
 def _env(release, catalog: Catalog) -> dict[str, str]:
+    pytorch = release.components.get("pytorch")
     env = {
         "NVIDIA_PRODUCT_NAME": "PyTorch",
         "NVIDIA_PYTORCH_VERSION": release.release,
         "NVIDIA_BUILD_ID": release.build.number,
-        "PYTORCH_BUILD_NUMBER": "0",
+        "PYTORCH_BUILD_NUMBER": str(pytorch.build_number if pytorch else 0),
     }
     # Only what this build installs: a base image sets its own CUDA_VERSION, CUDNN_VERSION... (in
     # NGC's 4-part form), which a value from the manifest must not overwrite unchecked.
