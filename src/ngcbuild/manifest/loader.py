@@ -82,6 +82,7 @@ def load_release(project: Project, name: str) -> LoadedRelease:
         constraints = load_constraints(project.constraints / f"{name}.txt", manifest=shown_path(path),
                                        within=project.root)
         _check_pins_agree(path, release, catalog, constraints)
+        _check_met_by_base(path, release, constraints)
         check_needs(path, release, catalog)
     return LoadedRelease(release, path, chain, constraints, catalog)
 
@@ -377,3 +378,18 @@ def _check_pins_agree(path: Path, release: Release, catalog: Catalog, constraint
                 raise ManifestError(path, key,
                                     f"{version!r} conflicts with {constraints.path.name} "
                                     f"line {pin.line}: {pin.name}=={pin.version}")
+
+
+def _check_met_by_base(path: Path, release: Release, constraints: Constraints) -> None:
+    """A requirement the base image meets stands in for a distribution the image does not have: the one
+    that requires it is pinned, the requirement is not (pinned, the tolerance would hide nothing real)."""
+    for index, met in enumerate(release.pip.met_by_base):
+        if constraints.get(met.distribution) is None:
+            raise ManifestError(path, f"pip.met_by_base.{index}.distribution",
+                                f"{met.distribution!r} is not pinned in {constraints.path.name}; expected a "
+                                "distribution the image installs")
+        pin = constraints.get(met.requires)
+        if pin is not None:
+            raise ManifestError(path, f"pip.met_by_base.{index}.requires",
+                                f"{met.requires!r} is pinned in {constraints.path.name} (line {pin.line}), so the "
+                                "image has it; expected a requirement no distribution of the image meets")
