@@ -482,7 +482,7 @@ class Release(Strict):
             component = self.components.get(met.component)
             if component is None or component.install != "base":
                 raise PydanticCustomError(
-                    "ngcbuild_missing", "{name!r} is not a component the base image carries (install: base); "
+                    "ngcbuild_missing", "'{name}' is not a component the base image carries (install: base); "
                     "expected one that stands in for {requires}",
                     {"key": f"pip.met_by_base.{index}.component", "name": met.component, "requires": met.requires})
         return self

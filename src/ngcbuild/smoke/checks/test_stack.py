@@ -201,7 +201,7 @@ def test_no_library_of_the_stack_has_an_unresolved_dependency(figure):
 def _cuda_home(expected):
     home = expected.get("stack", {}).get("cuda_home")
     if not home:
-        pytest.skip(f"the manifest of {expected['release']} assembles no CUDA_HOME in the image")
+        pytest.skip(f"the manifest of {expected['release']} names no CUDA_HOME for the image")
     return Path(home)
 
 
