@@ -345,3 +345,16 @@ def test_a_new_ca_bundle_reaches_no_source_build(name):
     assert builder.index("COPY --from=requirements /stage/build-requirements/ /") < builder.index("git checkout")
     requirements = text[text.index("FROM runtime AS requirements"):text.index("FROM runtime AS builder")]
     assert "build-inputs/*.pem" in requirements and "--no-compile" in requirements
+
+
+def test_the_20_12_notes_say_which_pyprof_the_image_has():
+    """Issue 34: the notes said PyProf is absent while the pinned APEX 154c6336 ships apex/pyprof (read from
+    the pinned tree: setup.py installs every package of apex/)."""
+    from ngcbuild.docs.notes import render_notes
+    from ngcbuild.manifest.series import Series
+
+    project = Project.at(REPO)
+    notes = render_notes(Series.load(project), "20.12", project)
+    lacking = notes[notes.index("does not include the following"):notes.index("## Driver Requirements")]
+    line = next(line for line in lacking.splitlines() if line.startswith("- PyProf r20.12:"))
+    assert "apex.pyprof" in line and "cxxfilt" in line
