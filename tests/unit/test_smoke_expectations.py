@@ -100,3 +100,24 @@ def test_gpu_families_reach_expected_json_and_old_releases_stop_before_newer_fam
 def test_an_unknown_gpu_family_is_an_error(scratch):
     message = error(scratch, WITH_GPU.replace("features: [mempool]", "families: [Hoper]"))
     assert "gpu.families" in message and "Hopper" in message, message
+
+
+def test_a_message_the_manifest_accepts_at_import_reaches_the_suite_and_the_notes(scratch):
+    """components.NAME.import_warnings: the smoke suite's import check accepts the fragment, and the release
+    notes say it with its reason among the known issues."""
+    from ngcbuild.docs.notes import render_notes
+    from ngcbuild.manifest.series import Series
+
+    scratch.copy_release("dev")
+    path = scratch.root / "manifests" / "dev.yaml"
+    path.write_text(path.read_text().replace(
+        "    source: the PyTorch CPU wheel of the wheelhouse our machines carry\n",
+        "    source: the PyTorch CPU wheel of the wheelhouse our machines carry\n"
+        "    import_warnings:\n      'Skipping import of cpp extensions': built for another torch (a planted reason)\n"))
+    project = Project.at(scratch.root)
+    expected = json.loads(render_files(project, load_release(project, "dev")).files["expected.json"])
+    assert expected["stack"]["modules"]["pytorch"]["import_warnings"] == ["Skipping import of cpp extensions"]
+    notes = render_notes(Series.load(project), "dev", project)
+    issues = notes[notes.index("## Known Issues"):]
+    assert ('importing PyTorch prints "Skipping import of cpp extensions": built for another torch (a planted '
+            'reason)') in issues

@@ -116,7 +116,7 @@ def notes_context(series: Series, name: str, catalog: Catalog,
         capability = Segment(release.gpu.min_compute_capability, gpu_notes.provenance if gpu_notes else "chosen")
     table = tuple(_row(other.release, catalog) for other in reversed(series.up_to(name)))
     announcements = tuple(_facts(release.notes.announcements))
-    known_issues = tuple(_facts(release.notes.known_issues))
+    known_issues = tuple(_facts(release.notes.known_issues)) + _import_messages(release, catalog)
     conflicts = tuple(_facts(release.notes.conflicts))
     cuda = component_segment(release, catalog, "cuda")
     pytorch_segment = component_segment(release, catalog, "pytorch", with_name=False)
@@ -193,6 +193,15 @@ def _not_included(release: Release, catalog: Catalog) -> tuple[tuple[str, str], 
     items += [(f"{catalog.get(name).display} {feature.upper()}", finding) for name, c in release.components.items()
               for feature, finding in c.lacks.items()]
     return tuple(items)
+
+
+def _import_messages(release: Release, catalog: Catalog) -> tuple[Item, ...]:
+    """What importing a component of the image built here prints, as the manifest accepts it with its
+    reason (components.NAME.import_warnings; the smoke suite fails on any other message)."""
+    return tuple(Item.of(f"In the image ngcbuild builds, importing {catalog.get(name).display} prints "
+                         f"\"{fragment}\": {reason}", "chosen")
+                 for name, component in release.components.items() if component.install != "none"
+                 for fragment, reason in component.import_warnings.items())
 
 
 def _lacking(release: Release) -> dict:

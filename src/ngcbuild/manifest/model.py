@@ -194,6 +194,7 @@ class Component(Strict):
     build_number: int = Field(0, ge=0, le=999)
     # Messages its import prints that the smoke suite accepts, each with why: a fragment of the warning
     # or of the logged "skipping" line (an import that warns or skips its kernels is otherwise a failure).
+    # The release notes list each among the known issues.
     import_warnings: dict[Text, Prose] = Field(default_factory=dict)
     # What this release's build of it needs beyond the catalog's `needs` (PyTorch 20.12 links OpenMPI and
     # MAGMA): a step, or the base image with evidence, must provide each, and the builder runs that first.
