@@ -112,6 +112,25 @@ def git_repo(project, outside):
     with_git(project)
 
 
+def catalog_then_restored(text: Callable[[Path], str] | None):
+    """Two commits: the catalogue as `text` makes it (None: a link to a secret outside the project), then
+    as it was: `changed --base HEAD~1` reads the hostile one back from git."""
+    def step(project, outside):
+        path = project.root / "templates" / "components.yaml"
+        good = path.read_bytes()
+        path.unlink()
+        if text is None:
+            os.symlink(secret_file(outside), path)
+        else:
+            path.write_bytes(text(outside).encode("utf-8", "surrogateescape"))
+        with_git(project)
+        path.unlink()
+        path.write_bytes(good)
+        subprocess.run(["git", "-C", str(project.root), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam",
+                        "restored"], check=True, capture_output=True)
+    return step
+
+
 def replace_with_link(rel: str, target: Callable[[Path], str]):
     def step(project, outside):
         path = project.root / rel
@@ -217,6 +236,17 @@ def cases() -> list[HostileCase]:
         ("git-base-range", ("changed", "--base=HEAD...HEAD~9")),
     ]:
         add(HostileCase(name, "option injection into git", argv, git_repo, after=no_file("injected")))
+
+    # --- the catalogue where the changes start (changed reads it from git to see which components changed)
+    for name, hostile, status, shows in [
+        ("git-catalog-huge-at-base", lambda outside: "x: " + "a" * (2 << 20) + "\n", 1, ()),
+        ("git-catalog-link-at-base", None, 0, ('"dev"',)),
+        ("git-catalog-not-utf8-at-base", lambda outside: "\udcff\udcfe: [\n", 0, ('"dev"',)),
+        ("git-catalog-not-a-mapping-at-base", lambda outside: "- [" * 50 + "\n", 0, ('"dev"',)),
+    ]:
+        add(HostileCase(name, "hostile git history", ("changed", "--base", "HEAD~1"),
+                        setup_all(dev, catalog_then_restored(hostile)), exit_status=status, shows=shows,
+                        absent=(SECRET, "Traceback")))
 
     # --- files reached through links or special files
     add(HostileCase("link-constraints-outside", "links and special files", ("render", "--release", "dev"),
