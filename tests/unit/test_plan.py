@@ -264,3 +264,19 @@ def test_a_source_build_needing_openblas_must_tell_cmake_so(scratch):
     with pytest.raises(ManifestError, match=r"components\.pytorch\.build_env\.BLAS: expected 'OpenBLAS': pytorch is "
                                             r"built from source and needs 'lapack', which openblas provides only"):
         load_release(Project.at(scratch.root), "25.12")
+
+
+def test_the_source_builds_come_before_every_staged_pip_step(scratch):
+    """A staged pip step installs into a layer of its own, which no source build sees; so the source builds
+    (and conda's MAGMA) run first, and a pip step after them cannot rebuild them. A source build that needs
+    what only a pip step provides is refused: it would not see it."""
+    plan = plan_of("25.12")
+    methods = [step.component.install if step.component else "rest" for step in plan.builder_steps]
+    early = methods[:plan.wheels_at]
+    assert set(early) == {"source"} and "source" not in methods[plan.wheels_at:], methods
+    scratch.copy_release("25.12")
+    text = (scratch.root / "manifests" / "25.12.yaml").read_text()
+    scratch.manifest("25.12", text.replace("    needs: [png, jpeg]\n", "    needs: [png, jpeg, triton]\n", 1))
+    with pytest.raises(ManifestError, match="components.torchvision.needs: 'triton' is provided by triton, installed "
+                                            "with pip into a layer of its own"):
+        plan_of("25.12", project=Project.at(scratch.root))
