@@ -117,6 +117,25 @@ def git_repo(project, outside):
     with_git(project)
 
 
+def catalog_then_restored(text: Callable[[Path], str] | None):
+    """Two commits: the catalogue as `text` makes it (None: a link to a secret outside the project), then
+    as it was: `changed --base HEAD~1` reads the hostile one back from git."""
+    def step(project, outside):
+        path = project.root / "templates" / "components.yaml"
+        good = path.read_bytes()
+        path.unlink()
+        if text is None:
+            os.symlink(secret_file(outside), path)
+        else:
+            path.write_bytes(text(outside).encode("utf-8", "surrogateescape"))
+        with_git(project)
+        path.unlink()
+        path.write_bytes(good)
+        subprocess.run(["git", "-C", str(project.root), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam",
+                        "restored"], check=True, capture_output=True)
+    return step
+
+
 def replace_with_link(rel: str, target: Callable[[Path], str]):
     def step(project, outside):
         path = project.root / rel
@@ -223,6 +242,17 @@ def cases() -> list[HostileCase]:
     ]:
         add(HostileCase(name, "option injection into git", argv, git_repo, after=no_file("injected")))
 
+    # --- the catalogue where the changes start (changed reads it from git to see which components changed)
+    for name, hostile, status, shows in [
+        ("git-catalog-huge-at-base", lambda outside: "x: " + "a" * (2 << 20) + "\n", 1, ()),
+        ("git-catalog-link-at-base", None, 0, ('"dev"',)),
+        ("git-catalog-not-utf8-at-base", lambda outside: "\udcff\udcfe: [\n", 0, ('"dev"',)),
+        ("git-catalog-not-a-mapping-at-base", lambda outside: "- [" * 50 + "\n", 0, ('"dev"',)),
+    ]:
+        add(HostileCase(name, "hostile git history", ("changed", "--base", "HEAD~1"),
+                        setup_all(dev, catalog_then_restored(hostile)), exit_status=status, shows=shows,
+                        absent=(SECRET, "Traceback")))
+
     # --- files reached through links or special files
     add(HostileCase("link-constraints-outside", "links and special files", ("render", "--release", "dev"),
                     setup_all(dev, replace_with_link(CONSTRAINTS, lambda o: str(secret_file(o)))),
@@ -247,7 +277,7 @@ def cases() -> list[HostileCase]:
     add(HostileCase("constraints-directory", "links and special files", ("render", "--release", "dev"),
                     setup_all(dev, replace_with_dir(CONSTRAINTS)), after=nothing_built))
     add(HostileCase("catalog-link-outside", "links and special files", ("render", "--release", "dev"),
-                    setup_all(dev, replace_with_link("templates/image/components.yaml",
+                    setup_all(dev, replace_with_link("templates/components.yaml",
                                                      lambda o: str(secret_file(o)))),
                     absent=(SECRET,), after=nothing_built))
     add(HostileCase("record-link-outside", "links and special files",
@@ -721,7 +751,7 @@ def stamp_cases(add) -> None:
                                                         "default_platform": "linux/amd64", "base_image": "x"})),
         ("stamp-names-other-release", a_good_stamp(names={"release": "../25.12", "tag": "t", "repository_path": "a",
                                                           "default_platform": "p", "base_image": "b"})),
-        ("stamp-one-file-many-times", a_good_stamp(inputs=["templates/image/components.yaml"] * 50000)),
+        ("stamp-one-file-many-times", a_good_stamp(inputs=["templates/components.yaml"] * 50000)),
         ("stamp-inputs-outside", a_good_stamp(inputs=["../../../../etc/passwd"])),
         ("stamp-inputs-numbers", a_good_stamp(inputs=[1, 2, 3])),
         ("stamp-hash-a-list", a_good_stamp(context_sha256=["x"])),

@@ -68,6 +68,55 @@ def _names(releases):
     return [loaded.release.release for loaded in releases]
 
 
+def _edit_catalog(scratch, old, new):
+    path = scratch.root / "templates" / "components.yaml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    _git(scratch.root, "add", "-A")
+    _git(scratch.root, "commit", "-qm", "catalogue")
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    # how the notes list a component: no image changes, no release is selected
+    ("  short: cuBLAS\n", "  short: cuBLAS (renamed)\n", []),
+    ("  example: 2.10.0a0+b4e4ee81d3\n", "  example: 2.11.0\n", []),
+    ("  display: APEX\n", "  display: APEX\n  notes_names: [Apex]\n", []),
+    # what reaches the image of a release that names the component (dev and child have pytorch)
+    ("  label: com.nvidia.pytorch.version\n", "  label: com.nvidia.torch.version\n", ["child", "dev"]),
+    ("display: PyTorch\n", "display: PyTorch (renamed)\n", ["child", "dev"]),
+    # ... and not the image of a release that does not name it
+    ("  env: [CUBLAS_VERSION]\n", "  env: [CUBLAS_VERSION, CUBLAS_VER]\n", []),
+])
+def test_a_catalogue_change_selects_the_releases_whose_image_it_changes(repo, old, new, expected):
+    _edit_catalog(repo, old, new)
+    project = Project.at(repo.root)
+    assert changed_files(project, "HEAD~1") == ["templates/components.yaml"]
+    assert selection(project, "HEAD~1")["releases"] == expected
+
+
+def test_a_catalogue_that_was_no_catalogue_before_selects_every_release(repo):
+    path = repo.root / "templates" / "components.yaml"
+    good = path.read_text()
+    path.write_text("- not: a mapping\n")
+    _git(repo.root, "commit", "-qam", "broken")
+    path.write_text(good)
+    _git(repo.root, "commit", "-qam", "fixed")
+    assert selection(Project.at(repo.root), "HEAD~1")["releases"] == ["child", "dev"]
+
+
+def test_the_stamp_ignores_the_document_fields_of_the_catalogue(scratch):
+    from ngcbuild.render.stamp import inputs_digest
+
+    project = Project.at(scratch.root)
+    path = project.catalog
+    before = inputs_digest(project, [], None)
+    path.write_text(path.read_text().replace("  short: cuBLAS\n", "  short: cuBLAS (renamed)\n"))
+    assert inputs_digest(project, [], None) == before
+    path.write_text(path.read_text().replace("  label: com.nvidia.pytorch.version\n", "  label: com.nvidia.x\n"))
+    assert inputs_digest(project, [], None) != before
+
+
 @pytest.mark.parametrize("rel", [
     "src/ngcbuild/render/plan.py",
     "src/ngcbuild/smoke/checks/test_gpu.py",  # the stamp counts every module of ngcbuild, the checks too
@@ -92,7 +141,8 @@ def test_changed_matches_exactly_the_files_the_stamp_digests():
     digested = [p for folder, pattern in shared_inputs(project) for p in folder.rglob(pattern) if p.is_file()]
     assert any(p.name == "plan.py" for p in digested) and any(p.name == "Dockerfile.j2" for p in digested)
     assert all(is_shared_input(project, p) for p in digested)
-    others = [REPO / "README.md", REPO / "tests" / "unit" / "test_plan.py", REPO / "manifests" / "dev.yaml"]
+    others = [REPO / "README.md", REPO / "tests" / "unit" / "test_plan.py", REPO / "manifests" / "dev.yaml",
+              REPO / "templates" / "components.yaml"]  # the catalogue counts by its image fields (above)
     assert not any(is_shared_input(project, p) for p in others)
 
 

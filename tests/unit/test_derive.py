@@ -21,7 +21,7 @@ from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.lock import LockedPin, lock_text, parse_lock
 from ngcbuild.manifest.requirements import parse_requirements
-from ngcbuild.verify.pins import Target
+from ngcbuild.verify.target import Target
 from tests.conftest import REPO
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

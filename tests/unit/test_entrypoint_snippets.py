@@ -16,11 +16,13 @@ PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Tue Sep 23 09
 OPEN = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {}  Release Build  (dvs-builder@U16-I3-B03-4-3)\n"
 
 
-def _run(tmp_path, kernel: str, cuinit_status: int | None, line: str = PROPRIETARY):
+def _run(tmp_path, kernel: str, cuinit_status: int | None, line: str = PROPRIETARY, cuda_version: str = "13.1.0",
+         flat: bool = False):
     """Source the snippet (under set -e, as the entrypoint does) with a compat libcuda 590.44.01, a kernel
     module of version `kernel` reported in `line`'s form (None: the version file cannot be read), and a
-    `python3` whose cuInit returns `cuinit_status` (None: no Python at all). Returns (stdout, LD_LIBRARY_PATH)."""
-    compat = tmp_path / "compat" / "lib"
+    `python3` whose cuInit returns `cuinit_status` (None: no Python at all); the library in compat/lib, or in
+    compat/ itself (`flat`, the 2020 bases' layout). Returns (stdout, LD_LIBRARY_PATH, the library's folder)."""
+    compat = tmp_path / "compat" if flat else tmp_path / "compat" / "lib"
     compat.mkdir(parents=True)
     (compat / "libcuda.so.590.44.01").write_text("")
     driver = tmp_path / "version"
@@ -38,7 +40,7 @@ def _run(tmp_path, kernel: str, cuinit_status: int | None, line: str = PROPRIETA
     # Only the tools the snippet uses are on PATH, so the host's own python3 is not.
     for tool in ("ls", "sed", "head"):
         (bin_dir / tool).symlink_to(shutil.which(tool))
-    env = {"PATH": str(bin_dir), "CUDA_VERSION": "13.1.0", "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
+    env = {"PATH": str(bin_dir), "CUDA_VERSION": cuda_version, "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
            "_CUDA_COMPAT_PATH": str(tmp_path / "compat"), "_NVIDIA_DRIVER_VERSION_FILE": str(driver)}
     result = subprocess.run([shutil.which("bash"), "-c", f'set -e; source "{SNIPPET}"; echo "LD=$LD_LIBRARY_PATH"'], env=env,
                             capture_output=True, text=True, timeout=30)
@@ -85,3 +87,19 @@ def test_an_unreadable_version_file_leaves_forward_compat_off(tmp_path):
     out, ld, _ = _run(tmp_path, None, 0)
     assert out.strip().startswith("LD=") and ld == "/usr/local/nvidia/lib64"
     assert not (tmp_path / "probe-env").exists()
+
+
+@pytest.mark.parametrize("cuda_version", ["13.1.0", "13.1.0.036", "13.1"])
+def test_the_note_names_the_cuda_release_as_nvidia_does(tmp_path, cuda_version):
+    """NVIDIA's 25.12 banner: "Using CUDA 13.1 driver version 590.44.01 ..."; cuda-dl-base's CUDA_VERSION has
+    four parts, which ${CUDA_VERSION%.*} would print as 13.1.0."""
+    out, _, _ = _run(tmp_path, "580.159.03", 0, cuda_version=cuda_version)
+    assert "Using CUDA 13.1 driver version 590.44.01 with kernel driver version 580.159.03." in out
+    out, _, _ = _run(tmp_path / "failing", "580.159.03", 1, cuda_version=cuda_version)
+    assert "CUDA 13.1 may need a newer driver." in out
+
+
+def test_the_2020_layout_with_the_libraries_in_compat_itself_is_found(tmp_path):
+    """The CUDA 10.2 and 11.1 bases keep libcuda.so.* in /usr/local/cuda/compat, not in compat/lib."""
+    out, ld, compat = _run(tmp_path, "440.33.01", 0, flat=True)
+    assert "CUDA Forward Compatibility mode ENABLED" in out and ld == f"{compat}:/usr/local/nvidia/lib64"

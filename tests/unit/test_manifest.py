@@ -7,7 +7,7 @@ from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import deep_merge, load_release, release_names
 
 from ..conftest import REPO
-from ..helpers import GOOD, error, load
+from ..helpers import DEV_CONSTRAINTS, GOOD, error, load
 
 
 def test_every_release_in_the_repo_loads():
@@ -254,3 +254,55 @@ def test_inherit_over_shared_parts_only_is_refused_with_its_keys(scratch):
 def test_parts_are_not_releases_and_need_no_inherit(scratch):
     # dev extends parts/debian-bookworm only: loads without inherit
     assert load_release(Project.at(REPO), "dev").release.summary
+
+
+BASE_TENSORRT = """\
+  tensorrt:
+    version: 10.14.1.48
+    install: base
+"""
+
+
+@pytest.mark.parametrize("met, constraints_extra, expected", [
+    # the component that stands in must be one the base image carries
+    ("{distribution: numpy, requires: numpy-libs, component: pytorch, evidence: e}", "",
+     "pip.met_by_base.0.component: 'pytorch' is not a component the base image carries"),
+    ("{distribution: numpy, requires: numpy-libs, component: nothere, evidence: e}", "",
+     "pip.met_by_base.0.component: 'nothere' is not a component"),
+    # the distribution that requires it is one the image installs
+    ("{distribution: not-pinned, requires: x-libs, component: tensorrt, evidence: e}", "",
+     "pip.met_by_base.0.distribution: 'not-pinned' is not pinned"),
+    # a requirement the image meets itself needs no tolerance
+    ("{distribution: numpy, requires: x-libs, component: tensorrt, evidence: e}", "x-libs==1.0\n",
+     "pip.met_by_base.0.requires: 'x-libs' is pinned"),
+])
+def test_a_requirement_met_by_the_base_names_what_stands_in_for_it(scratch, met, constraints_extra, expected):
+    text = GOOD.replace("  constraint_file: true\n", f"  constraint_file: true\n  met_by_base: [{met}]\n")
+    text += BASE_TENSORRT
+    message = error(scratch, text, DEV_CONSTRAINTS + constraints_extra)
+    assert expected in message, message
+
+
+def test_a_requirement_met_by_the_base_loads_and_is_tolerated_on_every_platform(scratch):
+    from ngcbuild.manifest.catalog import Catalog
+    from ngcbuild.render.plan import plan_image
+
+    text = GOOD.replace("  constraint_file: true\n", "  constraint_file: true\n  met_by_base: [{distribution: numpy, "
+                        "requires: numpy_libs.x, component: tensorrt, evidence: e}]\n") + BASE_TENSORRT
+    loaded = load(scratch, text)
+    tolerated = plan_image(loaded, Catalog.load(Project.at(scratch.root))).pip_check_tolerated
+    line = "numpy [^ ]+ requires numpy-libs-x, which is not installed[.]"  # pip's canonical names
+    assert tolerated == {"aarch64": [line], "x86_64": [line]}
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ("env:\n  LD_LIBRARY_PATH: /a\nenv_prepend:\n  LD_LIBRARY_PATH: [/b]\n",
+     "env_prepend.LD_LIBRARY_PATH: set in env too"),
+    ("env_prepend:\n  LD_LIBRARY_PATH: []\n", "env_prepend.LD_LIBRARY_PATH: names no folder"),
+    ("env_prepend:\n  LD_LIBRARY_PATH: ['/a:$HOME']\n", "env_prepend.LD_LIBRARY_PATH.0:"),
+    ("env_prepend:\n  LD_LIBRARY_PATH: [relative/lib]\n", "is not an absolute path"),
+    ("entrypoint: /usr/local/bin/x;rm\n", "entrypoint:"),
+])
+def test_prepended_folders_and_the_entrypoint_are_checked(scratch, extra, expected):
+    message = error(scratch, GOOD + extra)
+    assert expected in message, message

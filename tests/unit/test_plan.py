@@ -101,7 +101,34 @@ def test_install_commands_are_shaped_once_in_macros():
             continue
         text = path.read_text()
         assert "apt-get install" not in text, f"{path.relative_to(REPO)} writes an apt install by hand"
-        assert "--ignore-installed" not in text, f"{path.relative_to(REPO)} writes a staged pip install by hand"
+        if path.name != "requirements.j2":  # the requirements stage installs under a root of its own
+            assert "--ignore-installed" not in text, f"{path.relative_to(REPO)} writes a staged pip install by hand"
+
+
+def test_a_component_partial_exists_only_where_its_step_differs_from_the_method_default():
+    """The default partial of a method (methods/pip.j2: the catalog's comment, one staged install) serves
+    every component whose step is that; an own partial says something more (flags, a build, a check)."""
+    import re
+
+    templates = REPO / "templates" / "image"
+    defaults = {path.stem for path in (templates / "methods").glob("*.j2")}
+    assert {"pip", "apt"} <= defaults
+    plain = re.compile(r"\{% from \"macros.j2\" import [a-z_, ]+ %\}|#.*|\{\{ (pip_stage\(step, plan.python\)|"
+                       r"apt_install\(step.pins\)) \}\}|")
+    for path in sorted(templates.glob("components/*/*.j2")):
+        if path.stem in defaults:
+            extra = [line for line in path.read_text().splitlines() if not plain.fullmatch(line.strip())]
+            assert extra, f"{path.relative_to(REPO)} is the default {path.stem} step: drop it, the catalog's comment says it"
+
+
+def test_a_step_without_its_own_partial_uses_the_method_default_with_the_catalog_comment():
+    plan = plan_of("25.12")
+    step = next(step for step in plan.builder_steps if step.name == "triton")
+    assert step.partials == ["components/triton/pip.j2", "methods/pip.j2"]
+    assert step.comment == ("Triton 3.5.1, the compiler torch.compile uses on GPUs",)
+    dockerfile = (REPO / "tests" / "golden" / "25.12" / "Dockerfile").read_text()
+    assert "# Triton 3.5.1, the compiler torch.compile uses on GPUs\nRUN python3 -m pip install --root /stage/triton" \
+        in dockerfile
 
 
 @pytest.mark.parametrize("name", ["20.02", "20.12", "25.12"])
@@ -194,9 +221,9 @@ def test_25_12_installs_the_python_components_nvidia_ships_and_checks_each():
     plan = plan_of("25.12")
     modules = plan.expected()["stack"]["modules"]
     wanted = {"tensorrt_python": ("tensorrt", "10.14.1.48.post1"), "lightning_thunder": ("thunder", "0.2.7.dev20251214"),
-              "modelopt": ("modelopt", "0.40.0"), "torchao": ("torchao", "0.14.1")}
+              "modelopt": ("modelopt", "0.40.0"), "torchao": ("torchao", "0.15.0+git01374eb5")}
     for component, (module, version) in wanted.items():
-        assert modules[component] == {"module": module, "version": version}
+        assert modules[component] == {"module": module, "version": version, "import_warnings": []}
     names = [step.name for step in plan.builder_steps]
     assert all(names.index("pytorch") < names.index(c) for c in wanted if c != "tensorrt_python")
 
@@ -237,3 +264,19 @@ def test_a_source_build_needing_openblas_must_tell_cmake_so(scratch):
     with pytest.raises(ManifestError, match=r"components\.pytorch\.build_env\.BLAS: expected 'OpenBLAS': pytorch is "
                                             r"built from source and needs 'lapack', which openblas provides only"):
         load_release(Project.at(scratch.root), "25.12")
+
+
+def test_the_source_builds_come_before_every_staged_pip_step(scratch):
+    """A staged pip step installs into a layer of its own, which no source build sees; so the source builds
+    (and conda's MAGMA) run first, and a pip step after them cannot rebuild them. A source build that needs
+    what only a pip step provides is refused: it would not see it."""
+    plan = plan_of("25.12")
+    methods = [step.component.install if step.component else "rest" for step in plan.builder_steps]
+    early = methods[:plan.wheels_at]
+    assert set(early) == {"source"} and "source" not in methods[plan.wheels_at:], methods
+    scratch.copy_release("25.12")
+    text = (scratch.root / "manifests" / "25.12.yaml").read_text()
+    scratch.manifest("25.12", text.replace("    needs: [png, jpeg]\n", "    needs: [png, jpeg, triton]\n", 1))
+    with pytest.raises(ManifestError, match="components.torchvision.needs: 'triton' is provided by triton, installed "
+                                            "with pip into a layer of its own"):
+        plan_of("25.12", project=Project.at(scratch.root))

@@ -113,11 +113,20 @@ def test_the_stamp_holds_while_nothing_changed(rendered):
 
 @pytest.mark.parametrize("change", [
     "manifests/dev.yaml", "manifests/parts/debian-bookworm.yaml", "constraints/dev.txt",
-    "templates/image/Dockerfile.j2", "templates/image/components.yaml",
+    "templates/image/Dockerfile.j2",
 ])
 def test_any_changed_input_voids_the_stamp(rendered, change):
     path = rendered.root / change
     path.write_text(path.read_text() + "\n# changed\n")
+    assert current_stamp(rendered, "dev", None) is None
+
+
+def test_the_catalogue_voids_the_stamp_by_what_the_render_reads_of_it(rendered):
+    """A comment or a field only the notes read (`short`) leaves the render as it was; a label does not."""
+    path = rendered.root / "templates" / "components.yaml"
+    path.write_text(path.read_text().replace("  short: cuBLAS\n", "  short: cuBLAS 13\n") + "\n# changed\n")
+    assert current_stamp(rendered, "dev", None) is not None
+    path.write_text(path.read_text().replace("com.nvidia.pytorch.version", "com.nvidia.torch.version"))
     assert current_stamp(rendered, "dev", None) is None
 
 
@@ -151,14 +160,17 @@ def test_a_stamp_that_is_a_fifo_is_ignored_without_hanging(rendered):
 
 
 def test_the_stamp_digest_is_the_one_existing_stamps_hold(rendered):
-    """input_files reads the inputs through core/files; the digest over them is the one an earlier
-    ngcbuild wrote, so the stamps in build/ stay valid."""
+    """input_files reads the inputs through core/files; the digest over them is the one the stamp
+    always held (the files in order, each path and its sha256), with the image fields of the component
+    catalogue in front since the catalogue left templates/image/."""
     import hashlib
 
-    from ngcbuild.render.stamp import inputs_digest, shared_inputs
+    from ngcbuild.render.stamp import catalog_image_fields, inputs_digest, shared_inputs
 
     files = json.loads((rendered.out("dev") / STAMP).read_text())["inputs"]
     digest = hashlib.sha256(json.dumps({"base": None, "files": files}).encode())
+    fields = catalog_image_fields(rendered.catalog.read_text())
+    digest.update(b"catalog\0" + hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).digest())
     paths = [rendered.root / rel for rel in files]
     for folder, pattern in shared_inputs(rendered):
         paths += sorted(p for p in folder.rglob(pattern) if p.is_file())
@@ -175,9 +187,10 @@ def test_the_provenance_lists_the_files_the_stamp_reads_with_the_same_hashes(ren
     loaded = load_release(rendered, "dev")
     listed = {m["uri"].removeprefix("file:"): m["digest"]["sha256"] for m in materials(rendered, loaded)}
     read = {p.relative_to(rendered.root).as_posix(): sha
-            for p, sha in input_files(rendered, release_inputs(rendered, loaded), ((rendered.image_templates, "*"),))}
+            for p, sha in input_files(rendered, [*release_inputs(rendered, loaded), rendered.catalog],
+                                      ((rendered.image_templates, "*"),))}
     assert listed == read and "manifests/dev.yaml" in listed and "constraints/dev.txt" in listed
-    assert "templates/image/Dockerfile.j2" in listed
+    assert "templates/image/Dockerfile.j2" in listed and "templates/components.yaml" in listed
 
 
 def test_an_input_that_is_a_fifo_is_refused_without_hanging(rendered):

@@ -152,3 +152,41 @@ def test_every_checkout_in_a_golden_dockerfile_is_checked(name):
     for index in checkouts:
         ref = lines[index].split("git checkout ", 1)[1].rstrip(" \\")
         assert f'"${{head#{ref}}}" != "$head"' in lines[index + 2], lines[index:index + 3]
+
+
+def test_the_catalogues_document_fields_reach_no_rendered_file(scratch):
+    """render/stamp.DOCUMENT_FIELDS is what lets a notes-only change of the catalogue select no release for a
+    rebuild (render/changed.py): each of those fields, changed in every entry, leaves every file of every
+    buildable release's context as it was; a field outside them (a comment) does not."""
+    import yaml
+
+    from ngcbuild.render.stamp import DOCUMENT_FIELDS
+
+    names = ["dev", "cuda-dev", "20.02", "20.12", "25.12"]
+    for name in names:
+        scratch.copy_release(name)
+    project = Project.at(scratch.root)
+
+    def contexts():
+        return {name: render_files(project, load_release(project, name)).files for name in names}
+
+    before = contexts()
+    catalog = yaml.safe_load(project.catalog.read_text())
+    changed = set()
+    for entry in catalog.values():
+        entry["short"] = entry.get("short", entry["display"]) + " (short)"
+        entry["example"] = "9.9.9"
+        entry["version_parts"] = 1
+        entry["notes_names"] = [*entry.get("notes_names", []), "Zz planted name"]
+        if "group" in entry:
+            entry["group"] += " (renamed)"
+            entry["listed_packages"] = {**entry["listed_packages"], "planted-package": "Planted"}
+        changed |= set(entry) & DOCUMENT_FIELDS
+    catalog["nvshmem"]["within"] = "cuda"
+    assert changed | {"within"} == DOCUMENT_FIELDS
+    project.catalog.write_text(yaml.safe_dump(catalog, sort_keys=False))
+    assert contexts() == before
+    catalog["triton"]["comment"] = "Triton {version} (comment changed)"
+    project.catalog.write_text(yaml.safe_dump(catalog, sort_keys=False))
+    after = contexts()
+    assert after["25.12"]["Dockerfile"] != before["25.12"]["Dockerfile"] and after["dev"] == before["dev"]

@@ -131,9 +131,9 @@ def test_every_pin_of_the_manifest_is_rendered(name):
             pins |= {x for x in (component.url, component.repo, component.ref) if x}
             pins |= set(component.options)
         entry = catalog.get(name_)
-        # a base image's own components have labels but keep the base's env vars
-        if (component.install in ("apt", "pip", "source") and (entry.env or entry.label)) or \
-                (component.install == "base" and entry.label):
+        # a base image's own components keep the base's env vars and labels (issue 34: cuDNN's label is
+        # the base's 4-part one); the smoke suite checks that label against the manifest (base_labels)
+        if component.install in ("apt", "pip", "source") and (entry.env or entry.label):
             values.add(f'="{component.shown_version}"')  # the value of its env var or label
     missing = sorted(pin for pin in pins if not re.search(word(pin), text))
     missing += sorted(value for value in values if value not in text)
@@ -260,9 +260,16 @@ def test_torch_is_stamped_with_ngcs_module_version():
 
 def test_entrypoint_snippets_replace_the_base_images():
     project = Project.at(REPO)
-    for name in ("25.12", "20.12", "dev"):
+    for name in ("25.12", "dev"):
         text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
         assert "RUN rm -rf /opt/nvidia/entrypoint.d\nCOPY entrypoint/ /opt/nvidia/\n" in text
+        assert text.endswith('ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]\n')
+    # the 2020 images' entrypoint lived in /usr/local/bin (issue 34); the snippets stay in /opt/nvidia
+    for name in ("20.02", "20.12"):
+        text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
+        assert ("RUN rm -rf /opt/nvidia/entrypoint.d\nCOPY entrypoint/entrypoint.d/ /opt/nvidia/entrypoint.d/\n"
+                "COPY entrypoint/nvidia_entrypoint.sh /usr/local/bin/nvidia_entrypoint.sh\n") in text
+        assert text.endswith('ENTRYPOINT ["/usr/local/bin/nvidia_entrypoint.sh"]\n')
 
 
 def test_torchvision_is_built_against_the_source_torch_in_every_gpu_release():
@@ -286,9 +293,29 @@ def test_notes_of_an_nvidia_release_say_what_our_build_lacks():
         assert f"- {what}" in lacking, what
     contents = notes[:notes.index("does not include the following")]
     assert "torchvision 0.24.1" in contents and "Polygraphy 0.49.26" in contents
-    # installed from PyPI since issue 23, so listed with the contents, not as lacking
-    for what in ("lightning-thunder 0.2.7.dev20251214", "TensorRT Model Optimizer 0.40.0", "torchao 0.14.1"):
+    # installed from PyPI since issue 23 (torchao built from source since issue 34), so listed with the
+    # contents, not as lacking
+    for what in ("lightning-thunder 0.2.7.dev20251214", "TensorRT Model Optimizer 0.40.0", "torchao 0.15.0"):
         assert f"- {what}" in contents and f"- {what}" not in lacking, what
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12", "25.12", "dev", "cuda-dev"])
+def test_the_notes_list_each_item_either_as_included_or_as_lacking(name):
+    """Issue 34: flash-attn was listed both among the contents and among what the image lacks."""
+    import re
+
+    from ngcbuild.docs.notes import render_notes
+    from ngcbuild.manifest.series import Series
+
+    project = Project.at(REPO)
+    notes = render_notes(Series.load(project), name, project)
+    start = notes.index("The container also includes the following:")
+    end = notes.index("## Driver Requirements")
+    included, _, lacking = notes[start:end].partition("does not include the following")
+    names = lambda text: {re.sub(r"\[\^[a-z]+\]", "", line[2:]).split(":")[0].strip()  # noqa: E731
+                          for line in text.splitlines() if line.startswith("- ")}
+    both = names(included) & names(lacking)
+    assert not both, f"listed as included and as not included: {sorted(both)}"
 
 
 def test_wheels_come_after_the_source_builds_so_a_wheel_change_keeps_their_cache():
@@ -302,3 +329,32 @@ def test_wheels_come_after_the_source_builds_so_a_wheel_change_keeps_their_cache
     # without source builds the wheels come first, as the pip steps need them
     text = render_files(project, load_release(project, "dev")).files["Dockerfile"].decode()
     assert text.index("COPY build-inputs/wheels/") < text.index("# PyTorch 2.13.0+cpu")
+
+
+@pytest.mark.parametrize("name", ["20.02", "20.12", "25.12"])
+def test_a_new_ca_bundle_reaches_no_source_build(name):
+    """Issue 34: `COPY build-inputs/*.pem` came before the source builds, so a new CA bundle rebuilt PyTorch.
+    In the builder stage the CA bundle (and pip.conf, and the wheels) now come after the last source build;
+    the build requirements come from a stage of their own, copied in by content (COPY --from)."""
+    project = Project.at(REPO)
+    text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
+    builder = text[text.index("FROM runtime AS builder"):text.index("# --- the image")]
+    pem = builder.index("build-inputs/*.pem")
+    last_source = max(builder.rindex(marker) for marker in ("git checkout", "tar -xzf"))
+    assert last_source < pem, f"{name}: a source build comes after the CA bundle"
+    assert builder.index("COPY --from=requirements /stage/build-requirements/ /") < builder.index("git checkout")
+    requirements = text[text.index("FROM runtime AS requirements"):text.index("FROM runtime AS builder")]
+    assert "build-inputs/*.pem" in requirements and "--no-compile" in requirements
+
+
+def test_the_20_12_notes_say_which_pyprof_the_image_has():
+    """Issue 34: the notes said PyProf is absent while the pinned APEX 154c6336 ships apex/pyprof (read from
+    the pinned tree: setup.py installs every package of apex/)."""
+    from ngcbuild.docs.notes import render_notes
+    from ngcbuild.manifest.series import Series
+
+    project = Project.at(REPO)
+    notes = render_notes(Series.load(project), "20.12", project)
+    lacking = notes[notes.index("does not include the following"):notes.index("## Driver Requirements")]
+    line = next(line for line in lacking.splitlines() if line.startswith("- PyProf r20.12:"))
+    assert "apex.pyprof" in line and "cxxfilt" in line

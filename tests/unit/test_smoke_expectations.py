@@ -49,8 +49,8 @@ def _repo_expected(name):
 def test_cuda_dev_expects_its_stack_from_the_manifest_and_the_catalog():
     stack = _repo_expected("cuda-dev")["stack"]
     # torch reports the local version PyPI's CUDA build carries, not the distribution's version
-    assert stack["modules"]["pytorch"] == {"module": "torch", "version": "2.11.0+cu130"}
-    assert stack["modules"]["dali"] == {"module": "nvidia.dali", "version": "1.53.0"}
+    assert stack["modules"]["pytorch"] == {"module": "torch", "version": "2.11.0+cu130", "import_warnings": []}
+    assert stack["modules"]["dali"] == {"module": "nvidia.dali", "version": "1.53.0", "import_warnings": []}
     assert set(stack["modules"]) == {"pytorch", "triton", "torchvision", "dali"}
     # every library the linker must find comes from a component in the image; TensorRT is left out
     assert stack["libraries"] == {"cuda": "libcudart", "cublas": "libcublas", "cudnn": "libcudnn",
@@ -64,7 +64,21 @@ def test_cuda_dev_expects_its_stack_from_the_manifest_and_the_catalog():
 def test_a_release_without_cuda_home_expects_none():
     stack = _repo_expected("dev")["stack"]
     assert stack["cuda_home"] is None and stack["libraries"] == {}
-    assert stack["modules"] == {"pytorch": {"module": "torch", "version": "2.13.0+cpu"}}
+    assert stack["modules"] == {"pytorch": {"module": "torch", "version": "2.13.0+cpu", "import_warnings": []}}
+
+
+def test_25_12_expects_the_base_images_cuda_home_its_labels_and_torch_first_on_the_library_path():
+    """Issue 34: 25.12 had no CUDA_HOME, overwrote cuDNN's 4-part label with 9.17.0, and left torch's lib off
+    LD_LIBRARY_PATH; the smoke suite now checks each (nvcc in CUDA_HOME, the base's labels, the path)."""
+    expected = _repo_expected("25.12")
+    assert expected["env"]["CUDA_HOME"] == "/usr/local/cuda" and expected["stack"]["cuda_home"] == "/usr/local/cuda"
+    assert expected["stack"]["cuda_wheels"] is None
+    assert expected["base_labels"] == {"com.nvidia.cudnn.version": "9.17.0", "com.nvidia.nccl.version": "2.28.9",
+                                       "com.nvidia.tensorrt.version": "10.14.1.48"}
+    assert not set(expected["base_labels"]) & set(expected["labels"])
+    assert expected["env_prepend"] == {"LD_LIBRARY_PATH": ["/usr/local/lib/python3.12/dist-packages/torch/lib"]}
+    assert "LD_LIBRARY_PATH" not in expected["env"]
+    assert expected["env"]["MODEL_OPT_VERSION"] == "0.40.0"
 
 
 def test_cuda_dev_env_is_ngc_run_time_contract():
@@ -86,3 +100,24 @@ def test_gpu_families_reach_expected_json_and_old_releases_stop_before_newer_fam
 def test_an_unknown_gpu_family_is_an_error(scratch):
     message = error(scratch, WITH_GPU.replace("features: [mempool]", "families: [Hoper]"))
     assert "gpu.families" in message and "Hopper" in message, message
+
+
+def test_a_message_the_manifest_accepts_at_import_reaches_the_suite_and_the_notes(scratch):
+    """components.NAME.import_warnings: the smoke suite's import check accepts the fragment, and the release
+    notes say it with its reason among the known issues."""
+    from ngcbuild.docs.notes import render_notes
+    from ngcbuild.manifest.series import Series
+
+    scratch.copy_release("dev")
+    path = scratch.root / "manifests" / "dev.yaml"
+    path.write_text(path.read_text().replace(
+        "    source: the PyTorch CPU wheel of the wheelhouse our machines carry\n",
+        "    source: the PyTorch CPU wheel of the wheelhouse our machines carry\n"
+        "    import_warnings:\n      'Skipping import of cpp extensions': built for another torch (a planted reason)\n"))
+    project = Project.at(scratch.root)
+    expected = json.loads(render_files(project, load_release(project, "dev")).files["expected.json"])
+    assert expected["stack"]["modules"]["pytorch"]["import_warnings"] == ["Skipping import of cpp extensions"]
+    notes = render_notes(Series.load(project), "dev", project)
+    issues = notes[notes.index("## Known Issues"):]
+    assert ('importing PyTorch prints "Skipping import of cpp extensions": built for another torch (a planted '
+            'reason)') in issues

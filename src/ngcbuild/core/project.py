@@ -53,6 +53,12 @@ class Project:
         return self.templates / "image"
 
     @property
+    def catalog(self) -> Path:
+        """The component catalogue: what the images and the documents call each component. Beside, not
+        inside, templates/image/: its document-only fields change no image (render/stamp.py)."""
+        return self.templates / "components.yaml"
+
+    @property
     def docs_templates(self) -> Path:
         """What documents are made from: a change here rebuilds no image."""
         return self.templates / "docs"

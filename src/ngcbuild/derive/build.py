@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import sys
 
-from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.derive.render import render_derived
-from ngcbuild.engine.build import Built, lookup_engine
+from ngcbuild.engine.build import Built, reuse_built
 from ngcbuild.engine.image_build import build_image
-from ngcbuild.engine.options import BuildOptions, check_platform_listed, image_repository
-from ngcbuild.engine.reuse import reuse
+from ngcbuild.engine.options import BuildOptions, check_platform_listed
 from ngcbuild.manifest.loader import LoadedRelease, load_release
-from ngcbuild.registry.client import Registry, credentials
 from ngcbuild.render.context import write
 from ngcbuild.render.stamp import release_inputs, write_stamp
 from ngcbuild.workspace.locks import build_lock
@@ -32,11 +29,7 @@ def build_derived(project: Project, name: str, options: BuildOptions, out=sys.st
     with build_lock(project.out(name), name):
         write_derived(project, loaded, rendered)
         if not options.force:
-            auth = credentials()
-            lookup = Registry(options.registry, auth) if options.lookup_registry else None
-            found = reuse(lookup_engine(), rendered.plan.names, rendered.directory,
-                          image_repository(options.registry, rendered.plan.names), rendered.context_hash,
-                          options.platform or rendered.plan.names.default_platform, lookup, auth, printer(out))
+            found = reuse_built(rendered.directory, rendered.plan.names, rendered.context_hash, options, out)
             if found is not None:
                 return Built(found, rendered.plan.names)
         return Built(build_image(project, rendered, options, out), rendered.plan.names)

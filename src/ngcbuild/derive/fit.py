@@ -18,8 +18,10 @@ from ngcbuild.derive.resolve import machine_inputs
 from ngcbuild.derive.uv import UnresolvedError
 from ngcbuild.manifest.derived import built_from_source, protected_names
 from ngcbuild.manifest.loader import LoadedRelease, buildable_releases, load_release
+from ngcbuild.manifest.platforms import interpreter
 from ngcbuild.manifest.requirements import TeamRequirement, load_requirements
-from ngcbuild.verify.pins import PYPI, Target
+from ngcbuild.verify.sources import PYPI
+from ngcbuild.verify.target import Target
 
 FITS, CONFLICTS, NOT_CHECKED = "fits", "no", "not checked"
 
@@ -45,7 +47,7 @@ def fit_problem(loaded: LoadedRelease, requirements: tuple[TeamRequirement, ...]
                    kept=loaded.constraints.pins + provided, released=(),
                    stand_ins=tuple(StandIn(p.name, p.version) for p in provided),
                    protected=frozenset(protected_names(release, loaded.catalog)),
-                   targets=tuple(Target(release.python.version, p, release.os.glibc) for p in platforms),
+                   targets=tuple(Target(interpreter(release), p, release.os.glibc) for p in platforms),
                    indexes=(PYPI, *(() if wheelhouse else release.pip.extra_index_urls)),
                    find_links=(wheelhouse,) if wheelhouse else (), ca_bundle=ca_bundle)
 

@@ -4,8 +4,8 @@ its files), one entry per platform with a `platform_machine` marker where they d
 
 from __future__ import annotations
 
-from ngcbuild.manifest.derived import MACHINES
 from ngcbuild.manifest.lock import LockedPin
+from ngcbuild.manifest.platforms import MACHINES
 
 
 def lock_entries(resolved: dict[str, list[LockedPin]], unchanged: set[str]) -> list[LockedPin]:

@@ -20,8 +20,9 @@ from ngcbuild.core.errors import UserError, shown_path
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
-from ngcbuild.manifest.derived import MACHINES, RESOLVE_HINT
+from ngcbuild.manifest.derived import RESOLVE_HINT
 from ngcbuild.manifest.loader import LoadedRelease, load_release
+from ngcbuild.manifest.platforms import MACHINES
 from ngcbuild.render.context import INPUTS_DIR, Rendered, render_files, render_pip_conf
 from ngcbuild.render.plan import PIP_CONSTRAINT_PATH
 from ngcbuild.workspace.record import previous_record

@@ -18,7 +18,7 @@ from ngcbuild.derive.stand_ins import write_stand_in
 from ngcbuild.derive.uv import compile_requirements
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.lock import LockedPin, parse_entries
-from ngcbuild.verify.pins import Target
+from ngcbuild.verify.target import Target
 
 
 @dataclass(frozen=True)

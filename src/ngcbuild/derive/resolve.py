@@ -22,7 +22,8 @@ from ngcbuild.engine.options import checked_ca_bundle, checked_wheelhouse, defau
 from ngcbuild.manifest.derived import RESOLVE_HINT, base_pins_path
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import lock_text
-from ngcbuild.verify.pins import PYPI, Target
+from ngcbuild.verify.sources import PYPI
+from ngcbuild.verify.target import Target
 
 
 def machine_inputs(wheelhouse: str | None) -> tuple[Path | None, Path | None]:

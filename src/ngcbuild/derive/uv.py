@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, excerpt
 from ngcbuild.core.references import shown_url
-from ngcbuild.verify.pins import Target
+from ngcbuild.verify.target import Target
 
 TIMEOUT_S = 900
 # The manylinux platforms uv names (`--python-platform ARCH-manylinux_2_N`), per glibc minor.

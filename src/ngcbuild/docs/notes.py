@@ -115,7 +115,7 @@ def notes_context(series: Series, name: str, catalog: Catalog,
         capability = Segment(release.gpu.min_compute_capability, gpu_notes.provenance if gpu_notes else "chosen")
     table = tuple(_row(other.release, catalog) for other in reversed(series.up_to(name)))
     announcements = tuple(_facts(release.notes.announcements))
-    known_issues = tuple(_facts(release.notes.known_issues))
+    known_issues = tuple(_facts(release.notes.known_issues)) + _import_messages(release, catalog)
     conflicts = tuple(_facts(release.notes.conflicts))
     cuda = component_segment(release, catalog, "cuda")
     pytorch_segment = component_segment(release, catalog, "pytorch", with_name=False)
@@ -179,9 +179,7 @@ def _not_included(release: Release, catalog: Catalog) -> tuple[tuple[str, str], 
     """What the image built here lacks, with why. A public-wheels release leaves its left-out components
     out of the contents; an NVIDIA release's contents stay NVIDIA's, and this list says what our build of
     it lacks: components installed `none`, and the manifest's notes.not_in_image."""
-    lacking = release.left_out if release.origin == "public-wheels" else {
-        name: c for name, c in release.components.items() if c.install == "none"}
-    items = [(f"{catalog.get(n).display} {c.version}", c.reason) for n, c in lacking.items()]
+    items = [(f"{catalog.get(n).display} {c.version}", c.reason) for n, c in _lacking(release).items()]
     for fact in release.notes.not_in_image:
         what, _, why = fact.text.partition(": ")
         items.append((what, why))
@@ -195,6 +193,22 @@ def _not_included(release: Release, catalog: Catalog) -> tuple[tuple[str, str], 
     return tuple(items)
 
 
+def _import_messages(release: Release, catalog: Catalog) -> tuple[Item, ...]:
+    """What importing a component of the image built here prints, as the manifest accepts it with its
+    reason (components.NAME.import_warnings; the smoke suite fails on any other message)."""
+    return tuple(Item.of(f"In the image ngcbuild builds, importing {catalog.get(name).display} prints "
+                         f"\"{fragment}\": {reason}", "chosen")
+                 for name, component in release.components.items() if component.install != "none"
+                 for fragment, reason in component.import_warnings.items())
+
+
+def _lacking(release: Release) -> dict:
+    """The components the image built here lacks (install: none)."""
+    if release.origin == "public-wheels":
+        return release.left_out
+    return {name: c for name, c in release.components.items() if c.install == "none"}
+
+
 def _facts(facts) -> list[Item]:
     return [Item.of(f.text, f.provenance) for f in facts]
 
@@ -206,12 +220,14 @@ def _drafted(item: Item) -> Item:
 def _also_includes(release: Release, catalog: Catalog) -> tuple[tuple[Item, ...], tuple[Group, ...]]:
     """NVIDIA's "The container also includes the following" after the OS line: every component but
     PyTorch itself (those listed inside another's line go there), then the manifest's other items;
-    and the groups (a component whose packages the notes list one by one, under a heading)."""
+    and the groups (a component whose packages the notes list one by one, under a heading). What the
+    image built here lacks (a component installed `none`, an item left out) is listed once, with why,
+    among what it does not include (_not_included), never also as included."""
     items, groups = [], []
     inside = {name for name, entry in catalog.entries.items() if entry.within in release.components}
     ordered = [n for n in catalog.entries if n in release.components]
     ordered += sorted(n for n in release.components if n not in catalog.entries)
-    left_out = release.left_out
+    left_out = _lacking(release) if release.status == "buildable" else release.left_out
     for name in ordered:
         if name == "pytorch" or name in inside or name in left_out:
             continue
@@ -220,7 +236,8 @@ def _also_includes(release: Release, catalog: Catalog) -> tuple[tuple[Item, ...]
             groups.append(group)
         else:
             items.append(component_item(release, catalog, name))
-    items += _facts(release.notes.also_includes)
+    listed = [fact for fact in release.notes.also_includes if not (release.status == "buildable" and fact.left_out)]
+    items += _facts(listed)
     return tuple(items), tuple(groups)
 
 

@@ -47,7 +47,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
         stamp = current_stamp(project, name, options.base, out=out)
         if stamp is not None:
             with build_lock(project.out(name), name):
-                reused = _reuse(project.out(name), stamp.names, stamp.context_hash, options, out)
+                reused = reuse_built(project.out(name), stamp.names, stamp.context_hash, options, out)
             if reused is not None:
                 return Built(reused, stamp.names)
     from ngcbuild.engine.image_build import build_image
@@ -62,22 +62,22 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     with build_lock(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)
         if not options.force:
-            reused = _reuse(rendered.directory, rendered.plan.names, rendered.context_hash, options, out)
+            reused = reuse_built(rendered.directory, rendered.plan.names, rendered.context_hash, options, out)
             if reused is not None:
                 return Built(reused, rendered.plan.names)
         return Built(build_image(project, rendered, options, out), rendered.plan.names)
 
 
-def _reuse(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> Record | None:
+def reuse_built(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> Record | None:
     """The record of an image of this context found locally or (with --registry) in the registry;
     None when it must be built."""
     lookup = Registry(options.registry) if options.lookup_registry else None
     auth = keychain().engine_auth(options.registry) if lookup is not None else None
-    return reuse(_engine(), names, directory, image_repository(options.registry, names),
-                               context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
+    return reuse(lookup_engine(), names, directory, image_repository(options.registry, names),
+                 context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
 
 
-def _engine():
+def lookup_engine():
     """The engine to look images up on: its local socket through the standard library, or the SDK's
     client for tcp:// and ssh:// engines."""
     local = LocalEngine.for_environment()

@@ -1,4 +1,4 @@
-"""Component metadata, declared once in templates/image/components.yaml.
+"""Component metadata, declared once in templates/components.yaml.
 
 How the release notes name a component (and whether they list it inside another one's line, as in
 "NVIDIA CUDA 11.1.1 including cuBLAS 11.3.0"), which env vars and label carry its version in the
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from ngcbuild.core import safeyaml
 from ngcbuild.core.errors import ManifestError
@@ -19,6 +20,13 @@ from ngcbuild.core.project import Project
 from ngcbuild.manifest.fields import Capability, EnvName, LabelKey, PackageName, Text
 
 MAX_BYTES = 1_000_000
+
+
+def _lines(value):
+    return [value] if isinstance(value, str) else value
+
+
+Lines = Annotated[list[Text], BeforeValidator(_lines)]
 
 
 class CatalogEntry(BaseModel):
@@ -52,6 +60,9 @@ class CatalogEntry(BaseModel):
     # Other names the release notes give it ("Apex", "modelopt"): a note naming it promises it (see
     # manifest/promises.py).
     notes_names: list[Text] = Field(default_factory=list)
+    # The comment above its install step in the Dockerfile, one line or several; {version} is the
+    # component's version. Without it: its display name and version.
+    comment: Lines = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -61,7 +72,7 @@ class Catalog:
 
     @classmethod
     def load(cls, project: Project) -> "Catalog":
-        path = project.image_templates / "components.yaml"
+        path = project.catalog
         text = read_text(path, MAX_BYTES, "the component catalog (a YAML mapping)", "component catalog not found",
                          within=project.root)
         try:

@@ -22,13 +22,13 @@ from ngcbuild.manifest.constraints import Constraints, Pin, load_constraints, pa
 from ngcbuild.manifest.derive_spec import Override
 from ngcbuild.manifest.lock import Lock, inputs_digest, lock_path, read_lock
 from ngcbuild.manifest.model import Release
+from ngcbuild.manifest.platforms import interpreter, markers
 from ngcbuild.manifest.requirements import TeamRequirement, load_requirements
 
 DERIVED_DIR = "derived"  # manifests/derived/R.yaml
 # What a derived release's own file may set: its name, image and documents; everything its image
 # holds comes from the base.
 OWN_KEYS = ("extends", "inherit", "summary", "image", "labels", "derive", "security", "notes", "banner", "build")
-MACHINES = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 RESOLVE_HINT = "ngcbuild resolve --release {name}"
 
 
@@ -93,18 +93,13 @@ class DerivedRelease:
         whose marker holds there (empty lock part while the lock is not fresh)."""
         locked = []
         if self.lock_state == "fresh":
-            environment = marker_environment(self.targets[0][0], MACHINES[platform])
+            environment = markers(self.targets[0][0], platform)
             for index, entry in enumerate(self.lock.pins):
                 if entry.version is not None and (entry.marker is None or Marker(entry.marker).evaluate(environment)):
                     locked.append(Pin(entry.name, entry.version, index + 1))
         keys = {p.key for p in locked}
         return tuple(p for p in self.kept_pins() if p.key not in keys) + tuple(locked)
 
-
-def marker_environment(python: str, machine: str) -> dict[str, str]:
-    return {"implementation_name": "cpython", "os_name": "posix", "platform_machine": machine,
-            "platform_python_implementation": "CPython", "platform_system": "Linux",
-            "python_full_version": f"{python}.0", "python_version": python, "sys_platform": "linux"}
 
 
 def load_derived(path: Path, own: dict, release: Release, base: Release | None, base_constraints: Constraints | None,
@@ -146,7 +141,7 @@ def load_derived(path: Path, own: dict, release: Release, base: Release | None, 
     if release.os is None or release.os.glibc is None:
         raise ManifestError(path, "os.glibc", "required to resolve a derived release: the C library version (e.g. "
                                               "'2.36') that says which manylinux wheels the image installs")
-    targets = tuple((release.python.version, platform, release.os.glibc) for platform in platforms)
+    targets = tuple((interpreter(release), platform, release.os.glibc) for platform in platforms)
     indexes = tuple(release.pip.extra_index_urls)
     inputs = None
     if base_constraints is not None:

@@ -54,7 +54,7 @@ class LoadedRelease:
     path: Path
     chain: tuple[Path, ...]  # the files merged, parent first
     constraints: Constraints | None
-    catalog: Catalog  # templates/image/components.yaml, read once per load
+    catalog: Catalog  # templates/components.yaml, read once per load
     derived: DerivedRelease | None = None  # a derived release (manifests/derived/R.yaml): its base, lock...
 
 
@@ -107,6 +107,7 @@ def load_release(project: Project, name: str) -> LoadedRelease:
                                        within=project.root)
         _check_pins_agree(path, release, catalog, constraints)
         check_protected(path, release, constraints)
+        _check_met_by_base(path, release, constraints)
         check_needs(path, release, catalog)
     return LoadedRelease(release, path, chain, constraints, catalog)
 
@@ -423,7 +424,7 @@ def _check_pins_agree(path: Path, release: Release, catalog: Catalog, constraint
             package = component.package or catalog.get(name).pip_package
             if package is None:
                 raise ManifestError(path, f"components.{name}.package",
-                                    "install: pip needs a package name (none in templates/image/components.yaml)")
+                                    "install: pip needs a package name (none in templates/components.yaml)")
             wanted = {package: (f"components.{name}.version", component.version)}
         for package, (key, version) in wanted.items():
             pin = constraints.get(package)
@@ -435,3 +436,18 @@ def _check_pins_agree(path: Path, release: Release, catalog: Catalog, constraint
                 raise ManifestError(path, key,
                                     f"{version!r} conflicts with {constraints.path.name} "
                                     f"line {pin.line}: {pin.name}=={pin.version}")
+
+
+def _check_met_by_base(path: Path, release: Release, constraints: Constraints) -> None:
+    """A requirement the base image meets stands in for a distribution the image does not have: the one
+    that requires it is pinned, the requirement is not (pinned, the tolerance would hide nothing real)."""
+    for index, met in enumerate(release.pip.met_by_base):
+        if constraints.get(met.distribution) is None:
+            raise ManifestError(path, f"pip.met_by_base.{index}.distribution",
+                                f"{met.distribution!r} is not pinned in {constraints.path.name}; expected a "
+                                "distribution the image installs")
+        pin = constraints.get(met.requires)
+        if pin is not None:
+            raise ManifestError(path, f"pip.met_by_base.{index}.requires",
+                                f"{met.requires!r} is pinned in {constraints.path.name} (line {pin.line}), so the "
+                                "image has it; expected a requirement no distribution of the image meets")

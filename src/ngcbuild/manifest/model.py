@@ -180,12 +180,27 @@ class WrongWheelTag(Strict):
     evidence: Text
 
 
+class MetByBase(Strict):
+    """A requirement of an installed distribution that no distribution of the image meets because the
+    base image carries what it would install (tensorrt-cu13 requires tensorrt-cu13-libs, TensorRT's
+    libraries, which cuda-dl-base has): `pip check` reports "DIST VERSION requires REQUIRES, which is
+    not installed." and the image's pip check tolerates exactly that line, on every platform."""
+    distribution: PackageName
+    requires: PackageName
+    # The component the base image carries (install: base) that stands in for the requirement.
+    component: ComponentName
+    evidence: Text
+
+
 class PipSpec(Strict):
     # NGC images carry /etc/pip/constraint.txt and PIP_CONSTRAINT from 25.03 on.
     constraint_file: bool
     # Wheels known to carry wrong platform tags (data, with evidence): `pip check` tolerates exactly
     # these on exactly those platforms; any other unsupported wheel still fails the build.
     wrong_wheel_tags: list[WrongWheelTag] = Field(default_factory=list)
+    # Requirements the base image meets outside pip (data, with evidence): tolerated by the image's
+    # pip check line for line; any other missing requirement still fails the build.
+    met_by_base: list[MetByBase] = Field(default_factory=list)
     break_system_packages: bool = False
     # Extra package indexes (PyTorch's CPU index for `dev`); dropped when a wheelhouse is given.
     extra_index_urls: list[Url] = Field(default_factory=list)
@@ -233,6 +248,13 @@ class Component(Strict):
     # A packaging pin that is itself a stated fact ("Jupyter Client 6.0.0" in NVIDIA's list) has
     # its provenance here; every other pin of `packages` has method_provenance.
     package_provenance: dict[PackageName, Provenance] = Field(default_factory=dict)
+    # The build number its build stamps (PYTORCH_BUILD_NUMBER of a PyTorch source build: above 1 it appends
+    # .postN to the version) and the image's env carries; NGC's images say 0.
+    build_number: int = Field(0, ge=0, le=999)
+    # Messages its import prints that the smoke suite accepts, each with why: a fragment of the warning
+    # or of the logged "skipping" line (an import that warns or skips its kernels is otherwise a failure).
+    # The release notes list each among the known issues.
+    import_warnings: dict[Text, Prose] = Field(default_factory=dict)
     # What this release's build of it needs beyond the catalog's `needs` (PyTorch 20.12 links OpenMPI and
     # MAGMA): a step, or the base image with evidence, must provide each, and the builder runs that first.
     needs: list[Capability] = Field(default_factory=list)
@@ -314,8 +336,9 @@ class StackSpec(Strict):
     # at run time (the driver's libcuda), or needed only by an optional plugin (an MPI bootstrap).
     unresolved_ok: dict[PackageName, Text] = Field(default_factory=dict)
     # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
-    # algebra; a source build without MKL or OpenBLAS has none) and MPI (torch.distributed's backend).
-    torch_with: list[Literal["lapack", "mpi"]] = Field(default_factory=list)
+    # algebra; a source build without MKL or OpenBLAS has none), MPI (torch.distributed's backend), MKL
+    # (torch.backends.mkl: NGC's amd64 builds link it) and NVSHMEM (torch's symmetric memory backend).
+    torch_with: list[Literal["lapack", "mpi", "mkl", "nvshmem"]] = Field(default_factory=list)
 
 
 class BuildSpec(Strict):
@@ -496,6 +519,11 @@ class Release(Strict):
     banner: BannerSpec = Field(default_factory=BannerSpec)
     components: dict[ComponentName, Component] = Field(default_factory=dict)
     env: dict[EnvName, SafeValue] = Field(default_factory=dict)
+    # Folders put in front of a path list the base image may already set, keeping what it has
+    # (LD_LIBRARY_PATH: torch's lib first, as NGC's images have it); a variable here is not in `env`.
+    env_prepend: dict[EnvName, list[AbsPath]] = Field(default_factory=dict)
+    # Where the image's entrypoint script lives (its start-up snippets stay in /opt/nvidia/entrypoint.d).
+    entrypoint: AbsPath = "/opt/nvidia/nvidia_entrypoint.sh"
     # Ports the image declares (EXPOSE), e.g. Jupyter's and TensorBoard's as NGC images do.
     expose: list[Annotated[int, Field(ge=1, le=65535)]] = Field(default_factory=list)
     labels: dict[LabelKey, Text] = Field(default_factory=dict)
@@ -505,6 +533,30 @@ class Release(Strict):
     derive: DeriveSpec | None = None
     # How `ngcbuild bump` proposes the next release from the indexes (manifest/bump_policy.py).
     bump: BumpPolicy | None = None
+
+    @model_validator(mode="after")
+    def _prepend_or_set(self):
+        # (ngcbuild_missing: the error names its key, see loader.describe_error)
+        both = sorted(set(self.env_prepend) & set(self.env))
+        if both:
+            raise PydanticCustomError("ngcbuild_missing", "set in env too; expected it in one of env and env_prepend",
+                                      {"key": f"env_prepend.{both[0]}"})
+        empty = sorted(name for name, folders in self.env_prepend.items() if not folders)
+        if empty:
+            raise PydanticCustomError("ngcbuild_missing", "names no folder; expected at least one",
+                                      {"key": f"env_prepend.{empty[0]}"})
+        return self
+
+    @model_validator(mode="after")
+    def _met_by_what_the_base_carries(self):
+        for index, met in enumerate(self.pip.met_by_base if self.pip else []):
+            component = self.components.get(met.component)
+            if component is None or component.install != "base":
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "'{name}' is not a component the base image carries (install: base); "
+                    "expected one that stands in for {requires}",
+                    {"key": f"pip.met_by_base.{index}.component", "name": met.component, "requires": met.requires})
+        return self
 
     @model_validator(mode="after")
     def _buildable_needs_build_facts(self):

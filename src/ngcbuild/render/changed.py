@@ -3,10 +3,12 @@
 A release is affected when an input of its stamp changed (stamp.py holds the one definition): its
 manifest or any manifest in its `extends` chain, its constraints file, or a shared input, which
 affects every release: any image template or any module of ngcbuild's code (the stamp counts the
-code as an input of the image). A change under templates/docs/ changes documents only and builds no
-image. Archived releases are never built, so they are never selected; each release is loaded once.
-`ci_jobs` turns the selection into the rows of a GitHub Actions job matrix: one per release and
-platform, with the runner labels.
+code as an input of the image). A change to the component catalogue affects the releases that name a
+component whose image fields changed; a change to its document fields alone (how the notes list a
+component) and a change under templates/docs/ change documents only and build no image. Archived
+releases are never built, so they are never selected; each release is loaded once. `ci_jobs` turns
+the selection into the rows of a GitHub Actions job matrix: one per release and platform, with the
+runner labels.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from ngcbuild.core.errors import OperationError, UserError, excerpt, shown_path
+from ngcbuild.core.errors import NgcbuildError, OperationError, UserError, excerpt, shown_path
+from ngcbuild.core.files import read_text
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import LoadedRelease, load_release, release_names
-from ngcbuild.render.stamp import is_shared_input, release_inputs
+from ngcbuild.render.stamp import MAX_CATALOG_BYTES, catalog_image_fields, is_shared_input, release_inputs
 
 # Runner labels per platform; declared for actionlint in .github/actionlint.yaml.
 RUNNERS = {
@@ -68,16 +71,63 @@ def buildable(project: Project) -> list[LoadedRelease]:
     return [release for release in loaded if release.release.status == "buildable"]
 
 
-def affected_releases(project: Project, files: list[str], releases: list[LoadedRelease]) -> list[LoadedRelease]:
+def affected_releases(project: Project, files: list[str], releases: list[LoadedRelease],
+                      catalog_before: str | None = None) -> list[LoadedRelease]:
     """The releases among `releases` whose stamp inputs (stamp.py) include one of `files`: its own
     (manifest chain, constraints), or a shared one (an image template, ngcbuild's code), which
-    selects every release."""
+    selects every release. Where the catalogue is among `files`, `catalog_before` is its text before
+    the change (None: it did not exist): a release that names a component whose image fields changed
+    is affected."""
     root = project.root.resolve()
     paths = {(root / rel).resolve() for rel in files}
     if any(is_shared_input(project, path) for path in paths):
         return list(releases)
+    touched = _catalog_changes(project, catalog_before) if project.catalog.resolve() in paths else set()
+    if touched is None:  # a catalogue that cannot be read either way: every release may differ
+        return list(releases)
     return [loaded for loaded in releases
-            if {path.resolve() for path in release_inputs(project, loaded)} & paths]
+            if {path.resolve() for path in release_inputs(project, loaded)} & paths
+            or touched & set(loaded.release.components)]
+
+
+def _catalog_changes(project: Project, before: str | None) -> set[str] | None:
+    """The components whose image fields (stamp.catalog_image_fields) differ between `before` and the
+    catalogue now; None when either is no catalogue."""
+    try:
+        now = read_text(project.catalog, MAX_CATALOG_BYTES, "the component catalog", "", within=project.root)
+    except NgcbuildError:
+        now = None
+    old_fields = catalog_image_fields(before) if before is not None else {}
+    new_fields = catalog_image_fields(now) if now is not None else {}
+    if old_fields is None or new_fields is None:
+        return None
+    return {name for name in old_fields.keys() | new_fields.keys() if old_fields.get(name) != new_fields.get(name)}
+
+
+def catalog_at(project: Project, base: str) -> str | None:
+    """The catalogue's text where the changes since `base` start (the merge base with HEAD, as
+    changed_files compares), or None where it did not exist then."""
+    start = _git(project, "merge-base", commit_of(project, base), commit_of(project, "HEAD", "head"))
+    if start.returncode != 0:
+        return None
+    rel = project.catalog.relative_to(project.root).as_posix()
+    prefix = _git(project, "rev-parse", "--show-prefix").stdout.strip()
+    name = f"{start.stdout.strip()}:{prefix}{rel}"
+    size = _git(project, "cat-file", "-s", name)
+    if size.returncode != 0:
+        return None
+    if not size.stdout.strip().isdigit() or int(size.stdout) > MAX_CATALOG_BYTES:
+        raise OperationError(f"{rel} at the merge base with {excerpt(base)} is larger than {MAX_CATALOG_BYTES} "
+                             "bytes; expected a component catalogue")
+    try:
+        shown = subprocess.run(["git", "-C", str(project.root), "cat-file", "blob", name], capture_output=True,
+                               timeout=60, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OperationError(f"cannot run git to read {rel} at the merge base: {exc}") from None
+    if shown.returncode != 0:
+        raise OperationError(f"cannot read {rel} at the merge base with {excerpt(base)}: "
+                             f"{excerpt(shown.stderr.decode(errors='replace').strip(), 200)}")
+    return shown.stdout.decode("utf-8", errors="replace")
 
 
 def ci_jobs(releases: list[LoadedRelease]) -> list[dict]:
@@ -97,6 +147,7 @@ def selection(project: Project, base: str | None) -> dict:
     files = changed_files(project, base) if base else None
     releases = buildable(project)
     if files is not None:
-        releases = affected_releases(project, files, releases)
+        before = catalog_at(project, base) if project.catalog.relative_to(project.root).as_posix() in files else None
+        releases = affected_releases(project, files, releases, before)
     return {"releases": [loaded.release.release for loaded in releases], "jobs": ci_jobs(releases),
             "changed_files": files}

@@ -128,11 +128,11 @@ def _render(env: jinja2.Environment, template: str, context: dict) -> str:
 
 
 def _check_partials(project: Project, loaded: LoadedRelease, plan: ImagePlan) -> None:
-    """Every installed component needs a partial for its install method."""
+    """Every installed component needs a partial for its install method: its own or the method's default."""
     for step in (*plan.runtime_steps, *plan.builder_steps):
-        if not (project.image_templates / step.partial).is_file():
+        if not any((project.image_templates / partial).is_file() for partial in step.partials):
             raise ManifestError(loaded.path, f"components.{step.name}.install",
-                                f"no template {step.partial} for this component and install method")
+                                f"no template {' or '.join(step.partials)} for this component and install method")
     for partial in plan.python_partials.values():
         if not (project.image_templates / partial).is_file():
             raise ManifestError(loaded.path, "python.install",

@@ -12,6 +12,7 @@ from packaging.utils import canonicalize_name
 
 from ngcbuild.core.errors import ManifestError
 from ngcbuild.core.names import ImageNames
+from ngcbuild.manifest import pip_tolerances
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.loader import LoadedRelease
@@ -19,10 +20,17 @@ from ngcbuild.manifest.model import Component
 from ngcbuild.manifest.needs import needs_of, order_by_need, provides_of
 
 PIP_CONSTRAINT_PATH = "/etc/pip/constraint.txt"
+# Where the start-up snippets live, whatever path the entrypoint script has (release.entrypoint).
+SNIPPETS_DIR = "/opt/nvidia/entrypoint.d"
 # What `uname -m` (and Python's platform.machine()) says in an image of each platform.
-MACHINES = {"linux/amd64": "x86_64", "linux/arm64": "aarch64"}
 STAGE_ROOT = "/stage"
 REST_STAGE = "python-packages"
+# Where the requirements stage installs the builder's build requirements, which the builder copies.
+REQUIREMENTS_ROOT = f"{STAGE_ROOT}/build-requirements"
+# Steps that run before pip.conf and the CA bundle reach the builder: the source builds and what they
+# link (conda's MAGMA). Staged pip steps install into layers of their own, which no source build sees, so
+# they all come after: a new CA bundle or wheel never reaches a source build's cache.
+EARLY_METHODS = ("source", "conda")
 # Install methods whose partial runs in the runtime stage (system libraries every later stage needs),
 # in the builder only (build-time inputs such as MAGMA, linked statically), or in the builder with
 # its files staged under /stage/<name> and copied into the image.
@@ -32,15 +40,28 @@ BUILDER_ONLY_METHODS = ("conda",)
 IN_IMAGE_METHODS = ("apt", "pip", "conda", "source", "base")
 
 
+# Where the default partial of each install method lives (methods/pip.j2: the comment, then one staged
+# pip install); a component's own partial (components/NAME/METHOD.j2) replaces it where its step differs.
+DEFAULT_PARTIALS = "methods"
+
+
 @dataclass(frozen=True)
 class Step:
-    """One partial of the Dockerfile. Staged steps install under /stage/<name>, a layer of the image."""
+    """One partial of the Dockerfile. Staged steps install under /stage/<name>, a layer of the image.
+    The templates include `partial` where it exists, else `default_partial` (the method's default)."""
 
     name: str
     partial: str
     pins: tuple[str, ...] = ()  # NAME==VERSION (pip) or NAME=VERSION (apt)
     component: Component | None = None
     staged: bool = False
+    default_partial: str | None = None
+    comment: tuple[str, ...] = ()  # the lines of the comment above the step (the catalog's, with the version)
+
+    @property
+    def partials(self) -> list[str]:
+        """What the Dockerfile includes, the first that exists (Jinja's include of a list)."""
+        return [self.partial, *([self.default_partial] if self.default_partial else [])]
 
     @property
     def root(self) -> str:
@@ -91,11 +112,21 @@ class ImagePlan:
 
     @property
     def wheels_at(self) -> int:
-        """The builder step before which the wheelhouse is copied in: after the last source build, whose
-        cache a changed wheel must not invalidate (0: before everything, when nothing is built from source)."""
-        sources = [i for i, step in enumerate(self.builder_steps)
-                   if step.component is not None and step.component.install == "source"]
-        return sources[-1] + 1 if sources else 0
+        """The builder step before which pip.conf, the CA bundle and the wheelhouse are copied in: after
+        the source builds and what they link (the early steps, first in builder_steps), whose cache a new
+        CA bundle or a changed wheel must not invalidate (0: nothing is built from source)."""
+        return sum(1 for step in self.builder_steps if _early(step))
+
+    @property
+    def requirements_root(self) -> str:
+        return REQUIREMENTS_ROOT
+
+    @property
+    def builder_requirement_names(self) -> tuple[str, ...]:
+        """The builder requirements' canonical names, pip last: what conda's environment must not keep a
+        copy of before the requirements stage's files are laid over it."""
+        names = {canonicalize_name(pin.split("==", 1)[0]) for pin in self.builder_requirements}
+        return tuple(sorted(names, key=lambda name: (name == "pip", name)))
 
     @property
     def staged_steps(self) -> tuple[Step, ...]:
@@ -129,7 +160,13 @@ class ImagePlan:
             # Each file the image puts under /workspace, by the sha256 of its text.
             "workspace": {name: hashlib.sha256(text.encode()).hexdigest()
                           for name, text in sorted(self.workspace_files.items())},
-            "entrypoint": "/opt/nvidia/nvidia_entrypoint.sh",
+            "entrypoint": release.entrypoint,
+            "entrypoint_snippets": SNIPPETS_DIR,
+            # Folders each path-list variable must start with (env_prepend), whatever the base set after them.
+            "env_prepend": {name: list(folders) for name, folders in release.env_prepend.items()},
+            # Labels of the components the base image carries: the base's own (NGC's 4-part forms), which
+            # must name the manifest's version; this build writes none of them.
+            "base_labels": self._base_labels(),
             "gpu": {
                 "required": release.gpu.required,
                 "min_compute_capability": release.gpu.min_compute_capability,
@@ -145,37 +182,69 @@ class ImagePlan:
         }
 
     def _stack(self) -> dict:
-        """What the stack checks (no GPU needed) look for: each component's module and the version it
-        reports, its shared library in the linker's cache, and the CUDA_HOME tree with nvcc."""
+        """What the stack checks (no GPU needed) look for: each component's module, the version it
+        reports and the messages its import may print (the manifest's import_warnings), its shared
+        library in the linker's cache, and the CUDA_HOME tree with nvcc (assembled from the CUDA wheels,
+        or the base image's, named by the manifest's CUDA_HOME)."""
         in_image = _in_image(self.release)
         entries = {name: self.catalog.get(name) for name in in_image}
         home = self.release.cuda_home
         return {
             "modules": {name: {"module": entry.module,
-                               "version": in_image[name].module_version or in_image[name].shown_version}
+                               "version": in_image[name].module_version or in_image[name].shown_version,
+                               "import_warnings": sorted(in_image[name].import_warnings)}
                         for name, entry in entries.items() if entry.module},
             "libraries": {name: entry.library for name, entry in entries.items() if entry.library},
-            "cuda_home": home.path if home else None,
+            "cuda_home": home.path if home else self.env.get("CUDA_HOME"),
             "cuda_wheels": f"{self.release.python.site_packages}/{home.wheels}" if home else None,
             "unresolved_ok": sorted(self.release.stack.unresolved_ok),
             "torch_with": list(self.release.stack.torch_with),
         }
 
+    def _base_labels(self) -> dict[str, str]:
+        labels = {}
+        for name, component in _in_image(self.release).items():
+            label = self.catalog.get(name).label
+            if component.install == "base" and label and label not in self.release.labels:
+                labels[label] = component.version
+        return dict(sorted(labels.items()))
+
     @property
     def pip_check_tolerated(self) -> dict[str, list[str]]:
-        """Per machine (`uname -m`), the distributions whose "not supported on this platform" line
-        of `pip check` is a known wrong wheel tag (pip.wrong_wheel_tags), never anything else."""
-        tolerated: dict[str, list[str]] = {}
-        for wrong in self.release.pip.wrong_wheel_tags:
-            for platform in wrong.platforms:
-                tolerated.setdefault(MACHINES[platform], []).append(wrong.distribution)
-        return {machine: sorted(names) for machine, names in sorted(tolerated.items())}
+        """Per machine (`uname -m`), the lines of `pip check` that are known and tolerated, as patterns
+        that grep -x -E and Python's re.fullmatch read alike (manifest/pip_tolerances.py)."""
+        return pip_tolerances.by_machine(self.release)
+
+    @property
+    def snippets_dir(self) -> str:
+        return SNIPPETS_DIR
+
+    @property
+    def entrypoint_copies(self) -> tuple[tuple[str, str], ...]:
+        """What the image copies from the context's entrypoint/ folder, and where: the script beside its
+        snippets in /opt/nvidia (NGC's layout from 2021), or each to its own place."""
+        folder = SNIPPETS_DIR.rsplit("/", 1)[0]
+        if self.release.entrypoint == f"{folder}/nvidia_entrypoint.sh":
+            return (("entrypoint/", f"{folder}/"),)
+        return (("entrypoint/entrypoint.d/", f"{SNIPPETS_DIR}/"), ("entrypoint/nvidia_entrypoint.sh",
+                                                                   self.release.entrypoint))
+
+    @property
+    def dockerfile_env(self) -> dict[str, str]:
+        """The image's ENV as the Dockerfile writes it: each value, then each prepended path list in
+        front of what the base set (ENV expands the variable as it was before the instruction; without
+        one, no empty entry is left, which the dynamic linker would read as the current folder)."""
+        env = dict(self.env)
+        for name, folders in self.release.env_prepend.items():
+            env[name] = ":".join(folders) + f"${{{name}:+:${{{name}}}}}"
+        return env
 
     def env_with_constraint(self) -> dict[str, str]:
         env = dict(self.env)
         if self.release.pip.constraint_file:
             env["PIP_CONSTRAINT"] = PIP_CONSTRAINT_PATH
         return env
+
 
 
 def _version_of(release, name: str) -> str | None:
@@ -225,8 +294,18 @@ def apt_pins(packages: dict[str, str]) -> tuple[str, ...]:
     return tuple(f"{name}={version}" for name, version in packages.items())
 
 
+def _component_step(name: str, component: Component, catalog: Catalog, pins: tuple[str, ...] = (),
+                    staged: bool = False) -> Step:
+    entry = catalog.get(name)
+    lines = entry.comment or [f"{entry.display} {{version}}"]
+    return Step(name, f"components/{name}/{component.install}.j2", pins, component, staged,
+                default_partial=f"{DEFAULT_PARTIALS}/{component.install}.j2",
+                comment=tuple(line.replace("{version}", component.version).replace("{provenance}", component.provenance)
+                              for line in lines))
+
+
 def _runtime_steps(loaded: LoadedRelease, catalog: Catalog) -> tuple[Step, ...]:
-    steps = [Step(name, f"components/{name}/{c.install}.j2", apt_pins(c.packages), c)
+    steps = [_component_step(name, c, catalog, apt_pins(c.packages))
              for name, c in loaded.release.components.items() if c.install in RUNTIME_METHODS]
     return tuple(_by_need(steps, catalog, loaded.path))
 
@@ -271,15 +350,35 @@ def _component_steps(loaded: LoadedRelease, catalog: Catalog) -> list[Step]:
     release, constraints = loaded.release, loaded.constraints
     steps = []
     for name, component in release.components.items():
-        partial = f"components/{name}/{component.install}.j2"
         if component.install in BUILDER_ONLY_METHODS:
-            steps.append(Step(name, partial, apt_pins(component.packages), component))
+            steps.append(_component_step(name, component, catalog, apt_pins(component.packages)))
         elif component.install == "source":
-            steps.append(Step(name, partial, (), component, staged=True))
+            steps.append(_component_step(name, component, catalog, staged=True))
         elif component.install == "pip":
             pins = pip_pins(component, catalog.get(name), constraints)
-            steps.append(Step(name, partial, tuple(str(p) for p in pins), component, staged=True))
-    return _by_need(steps, catalog, loaded.path)
+            steps.append(_component_step(name, component, catalog, tuple(str(p) for p in pins), staged=True))
+    return _early_first(_by_need(steps, catalog, loaded.path), catalog, loaded.path)
+
+
+def _early(step: Step) -> bool:
+    return step.component is not None and step.component.install in EARLY_METHODS
+
+
+def _early_first(steps: list[Step], catalog: Catalog, path) -> list[Step]:
+    """The early steps (source builds, conda) before the staged pip steps, each group in its order. A
+    source build cannot use what a staged pip step installs (its own layer, not the builder's
+    environment): a need of an early step that only a later one provides is an error."""
+    early = [step for step in steps if _early(step)]
+    late = [step for step in steps if not _early(step)]
+    for step in early:
+        for need in needs_of(step.name, step.component, catalog):
+            by = [other.name for other in late if need in provides_of(other.name, other.component, catalog)]
+            if by:
+                raise ManifestError(path, f"components.{step.name}.needs",
+                                    f"{need!r} is provided by {', '.join(by)}, installed with pip into a layer of "
+                                    "its own, which a source build does not see; expected a need a source build, "
+                                    "conda or the base image provides")
+    return early + late
 
 
 def _by_need(steps: list[Step], catalog: Catalog, path) -> list[Step]:
@@ -300,11 +399,12 @@ def _in_image(release):
 
 
 def _env(release, catalog: Catalog) -> dict[str, str]:
+    pytorch = release.components.get("pytorch")
     env = {
         "NVIDIA_PRODUCT_NAME": "PyTorch",
         "NVIDIA_PYTORCH_VERSION": release.release,
         "NVIDIA_BUILD_ID": release.build.number,
-        "PYTORCH_BUILD_NUMBER": "0",
+        "PYTORCH_BUILD_NUMBER": str(pytorch.build_number if pytorch else 0),
     }
     # Only what this build installs: a base image sets its own CUDA_VERSION, CUDNN_VERSION... (in
     # NGC's 4-part form), which a value from the manifest must not overwrite unchecked.
@@ -333,9 +433,11 @@ def _labels(release, catalog: Catalog, base_image: str, keep_digest: bool) -> di
     }
     if release.base.digest and keep_digest:
         labels["org.opencontainers.image.base.digest"] = release.base.digest
+    # Only what this build installs (as for env): a base image labels what it carries in its own form
+    # (cuDNN's 4-part 9.17.0.29 in cuda-dl-base), which the manifest's shorter version must not replace.
     for name, component in _in_image(release).items():
         label = catalog.get(name).label
-        if label:
+        if label and component.install != "base":
             labels[label] = component.shown_version
     labels.update(release.labels)
     return dict(sorted(labels.items()))

@@ -2,9 +2,10 @@
 to be unchanged without loading or rendering it again.
 
 The stamp holds a digest of every input of the render (the manifest chain, the constraints file,
-the image templates, ngcbuild's own code and the --base-image value) with the context hash and image names
-that render produced. When the digest of those same files still matches, the context hash is still
-right: `build` can look for the image of that hash without pydantic or Jinja (tenths of a second).
+the image templates, the image fields of the component catalogue, ngcbuild's own code and the --base-image
+value) with the context hash and image names that render produced. When the digest of those same
+files still matches, the context hash is still right: `build` can look for the image of that hash
+without pydantic or Jinja (tenths of a second).
 Any difference, or a stamp that cannot be read, means: load, validate and render as usual.
 """
 
@@ -61,6 +62,44 @@ def is_shared_input(project: Project, path: Path) -> bool:
                for folder, pattern in shared_inputs(project))
 
 
+# Fields of the component catalogue (templates/components.yaml) that no render reads: how the release
+# notes name a component and list it, and what validation messages show. Every other field (display
+# names in the image's README and step comments, env vars, labels, modules, libraries, needs) is an
+# input of the render of every release that names the component.
+DOCUMENT_FIELDS = frozenset({"within", "short", "group", "listed_packages", "notes_names", "example",
+                             "version_parts"})
+MAX_CATALOG_BYTES = 1_000_000
+
+
+def catalog_image_fields(text: str) -> dict | None:
+    """Component name -> the catalogue's fields of it that a render reads; None when the text is no
+    catalogue (the load that follows says what is wrong with it)."""
+    from ngcbuild.core import safeyaml  # PyYAML: only where a stamp or a selection is checked
+
+    try:
+        data = safeyaml.load(text)
+    except safeyaml.YamlProblem:
+        return None
+    if not isinstance(data, dict) or not all(isinstance(entry, dict) for entry in data.values()):
+        return None
+    return {str(name): {key: value for key, value in entry.items() if key not in DOCUMENT_FIELDS}
+            for name, entry in data.items()}
+
+
+def _catalog_digest(project: Project) -> bytes:
+    """What the render reads of the catalogue, in one canonical form (its raw bytes when it is no
+    catalogue, so that any change of it still counts)."""
+    path = project.catalog
+    try:
+        text = read_text(path, MAX_CATALOG_BYTES, "the component catalog", "component catalog not found",
+                         within=project.root)
+    except NgcbuildError as exc:
+        return f"unreadable: {exc}".encode()
+    fields = catalog_image_fields(text)
+    data = text if fields is None else json.dumps(fields, sort_keys=True, default=str)
+    return hashlib.sha256(data.encode()).digest()
+
+
 def input_files(project: Project, files: list[Path], shared: tuple[tuple[Path, str], ...]) -> list[tuple[Path, str]]:
     """Each input of a render with its sha256, in a stable order: `files` (the release's own: its
     manifest chain and constraints) as given, then every file of the `shared` folders matching their
@@ -76,8 +115,10 @@ def input_files(project: Project, files: list[Path], shared: tuple[tuple[Path, s
 
 
 def inputs_digest(project: Project, files: list[str], base: str | None) -> str:
-    """sha256 over the named project files, the shared inputs (templates, ngcbuild's code) and --base-image."""
+    """sha256 over the named project files, the shared inputs (templates, ngcbuild's code), the image
+    fields of the component catalogue and --base-image."""
     digest = hashlib.sha256(json.dumps({"base": base, "files": files}).encode())
+    digest.update(b"catalog\0" + _catalog_digest(project))
     for path, sha256 in input_files(project, [project.root / rel for rel in files], shared_inputs(project)):
         digest.update(str(path).encode() + b"\0" + bytes.fromhex(sha256))
     return digest.hexdigest()

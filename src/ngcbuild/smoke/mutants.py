@@ -131,6 +131,7 @@ FACTS = {
     "torch_version": "the version PyTorch reports (its pin, with the local part)",
     "torch_public": "that version without its local part",
     "torch_version_file": "torch/version.py under the manifest's site-packages",
+    "torch_init": "torch/__init__.py under the manifest's site-packages",
     "torch_label": "the label that carries PyTorch's version",
     "package": "a pinned distribution that PyTorch does not import (numpy where pinned)",
     "other_package": "another pinned distribution",
@@ -149,10 +150,16 @@ FACTS = {
     "extra_module": "the Python module of the first stack component other than PyTorch",
     "extra_module_component": "its component",
     "torchvision": "torchvision is in the image",
+    "torchvision_image_io": "torchvision has torchvision.io's image decoders (0.8 and later)",
+    "prepended": "the first variable the manifest prepends folders to (env_prepend)",
+    "torch_mkl": "the manifest promises a PyTorch built with MKL (stack.torch_with: mkl)",
+    "torch_nvshmem": "the manifest promises a PyTorch that uses NVSHMEM (stack.torch_with: nvshmem)",
 }
-# The snippets of templates/image/entrypoint.d, which every release's image carries.
-BANNER_SNIPPET = "entrypoint.d/10-banner.sh"
-DRIVER_SNIPPET = "entrypoint.d/50-gpu-driver-check.sh"
+# The snippets of templates/image/entrypoint.d, which every release's image carries (in the folder
+# expected.json names, /opt/nvidia/entrypoint.d).
+BANNER_SNIPPET = "10-banner.sh"
+DRIVER_SNIPPET = "50-gpu-driver-check.sh"
+SNIPPETS_DIR = "/opt/nvidia/entrypoint.d"  # where an expected.json that names none has them
 # Distributions PyTorch imports at `import torch`: planting a defect in one of them would fail every
 # check that imports torch, not the check of the defect.
 TORCH_IMPORTS = {"torch", "filelock", "fsspec", "jinja2", "markupsafe", "mpmath", "networkx", "sympy",
@@ -186,7 +193,8 @@ def facts_of(release: Release) -> dict[str, str]:
     torch = modules.get("pytorch")
     if torch:
         facts.update(torch="yes", torch_version=torch["version"], torch_public=torch["version"].split("+")[0],
-                     torch_version_file=f"{expected['python']['site_packages']}/torch/version.py")
+                     torch_version_file=f"{expected['python']['site_packages']}/torch/version.py",
+                     torch_init=f"{expected['python']['site_packages']}/torch/__init__.py")
         label = next((k for k, v in sorted(expected.get("labels", {}).items())
                       if v == torch["version"] and "pytorch" in k), None)
         if label:
@@ -213,7 +221,7 @@ def facts_of(release: Release) -> dict[str, str]:
         facts.update(contract_var=contract[0], contract_var_last=contract[-1])
     entrypoint = expected.get("entrypoint")
     if entrypoint:
-        folder = entrypoint.rsplit("/", 1)[0]
+        folder = expected.get("entrypoint_snippets", SNIPPETS_DIR)
         facts.update(entrypoint=entrypoint, banner_snippet=f"{folder}/{BANNER_SNIPPET}",
                      driver_snippet=f"{folder}/{DRIVER_SNIPPET}")
     facts["workdir"] = expected.get("workdir", "/workspace")
@@ -225,6 +233,17 @@ def facts_of(release: Release) -> dict[str, str]:
         facts.update(extra_module=modules[extra[0]]["module"], extra_module_component=extra[0])
     if "torchvision" in expected.get("components_in_image", []):
         facts["torchvision"] = "yes"
+        numbers = [int(n) for n in re.findall(r"[0-9]+", expected.get("components", {}).get("torchvision", ""))[:2]]
+        if numbers >= [0, 8]:
+            facts["torchvision_image_io"] = "yes"
+    prepended = sorted(expected.get("env_prepend", {}))
+    if prepended:
+        facts["prepended"] = prepended[0]
+    with_ = stack.get("torch_with", [])
+    if torch and "mkl" in with_:
+        facts["torch_mkl"] = "yes"
+    if torch and "nvshmem" in with_:
+        facts["torch_nvshmem"] = "yes"
     return facts
 
 

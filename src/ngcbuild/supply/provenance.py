@@ -52,11 +52,13 @@ def invocation_id(environ=os.environ) -> str | None:
 
 
 def materials(project, loaded) -> list[dict]:
-    """The files the image was rendered from (the release's own, every image template), each with its
-    sha256, in a stable order: read as the render stamp reads them (render/stamp.input_files)."""
+    """The files the image was rendered from (the release's own, the component catalogue, every image
+    template), each with its sha256, in a stable order: read as the render stamp reads them
+    (render/stamp.input_files)."""
     from ngcbuild.render.stamp import input_files, release_inputs
 
-    files = input_files(project, release_inputs(project, loaded), ((project.image_templates, "*"),))
+    own = [*release_inputs(project, loaded), project.catalog]
+    files = input_files(project, own, ((project.image_templates, "*"),))
     return [{"uri": f"file:{path.relative_to(project.root).as_posix()}", "digest": {"sha256": sha256}}
             for path, sha256 in files]
 

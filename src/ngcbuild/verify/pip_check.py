@@ -16,7 +16,6 @@ which prints the name as the distribution spells it."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
@@ -88,14 +87,6 @@ def predict(installed: dict[str, Installed], markers: dict[str, str], supported:
     found.lines = broken + missing + conflicting + unsupported
     return found
 
-
-def tolerated(line: str, names: list[str]) -> bool:
-    """Whether the image's pip check lets `line` pass (pip.wrong_wheel_tags on this platform): exactly
-    the grep -x -E of templates/image/macros.j2, "NAME VERSION is not supported on this platform"."""
-    if not names:
-        return False
-    pattern = "(" + "|".join(re.escape(n) for n in names) + r") [^ ]+ is not supported on this platform"
-    return re.fullmatch(pattern, line) is not None
 
 
 def _active(requirement: Requirement, markers: dict[str, str]) -> bool:

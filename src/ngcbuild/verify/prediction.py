@@ -3,21 +3,23 @@ platform before any build. The image will hold every pin of the constraints file
 --no-deps: a wheel, or a source archive pip builds), the distributions its source builds install and
 those of its base image; pip_check.py (pure) predicts what pip check prints for that set.
 
-Every line it would print fails the row, unless the manifest tolerates it (pip.wrong_wheel_tags on
-this platform, the lines the image's RUN step lets pass); a tolerance no predicted line uses is an error
-too: it would hide the next wheel of that name whose tags are wrong. What is not known here (a pin on
-an unreachable index, a source build whose requirements are not declared, a conda environment's own
-distributions) makes the row "not verified" with the reason, unless a line already fails it."""
+Every line it would print fails the row, unless the manifest tolerates it (manifest/pip_tolerances.py:
+pip.wrong_wheel_tags on this platform, pip.met_by_base; the very lines the image's RUN step lets pass);
+a tolerance no predicted line uses is an error too: it would hide the next real failure of that name.
+What is not known here (a pin on an unreachable index, a source build whose requirements are not
+declared, a conda environment's own distributions) makes the row "not verified" with the reason, unless a
+line already fails it."""
 
 from __future__ import annotations
 
 from packaging.utils import canonicalize_name
 
 from ngcbuild.manifest.loader import LoadedRelease
+from ngcbuild.manifest.pip_tolerances import tolerances
 from ngcbuild.verify.finder import is_wheel
 from ngcbuild.verify.installed import base_distributions, source_builds
 from ngcbuild.verify.pins import Chosen
-from ngcbuild.verify.pip_check import Installed, predict, tolerated
+from ngcbuild.verify.pip_check import Installed, predict
 from ngcbuild.verify.report import FAILED, NOT_VERIFIED, VERIFIED, Row
 from ngcbuild.verify.sources import Sources
 from ngcbuild.verify.target import Target
@@ -27,19 +29,20 @@ def prediction_row(loaded: LoadedRelease, target: Target, sources: Sources, chos
     release = loaded.release
     installed, unknown, counts = image_distributions(loaded, sources, chosen)
     found = predict(installed, target.markers(), set(target.tag_priority))
-    names = [w.distribution for w in release.pip.wrong_wheel_tags if target.platform in w.platforms]
-    failing = [line for line in found.lines if not tolerated(line, names)]
-    used = [line for line in found.lines if tolerated(line, names)]
-    unused = [n for n in names if not any(tolerated(line, [n]) for line in found.lines)]
-    undecided = [n for n in unused if canonicalize_name(n) in unknown]  # its tags were not read: cannot say
-    unused = [n for n in unused if n not in undecided]
+    allowed = tolerances(release, target.platform)
+    failing = [line for line in found.lines if not any(t.matches(line) for t in allowed)]
+    used = [line for line in found.lines if any(t.matches(line) for t in allowed)]
+    unused = [t for t in allowed if not any(t.matches(line) for line in found.lines)]
+    # a tolerance of a distribution whose metadata was not read: cannot say whether it is needed
+    undecided = [t for t in unused if canonicalize_name(t.source.split(": ", 1)[1].split()[0]) in unknown]
+    unused = [t for t in unused if t not in undecided]
     gaps = [f"the requirements of {installed[key].name} {installed[key].version} ({why})"
             for key, why in sorted(unknown.items())]
     if release.python.conda is not None:
         gaps.append(f"the distributions of the conda environment itself "
                     f"({release.python.conda.installer.rsplit('/', 1)[-1]}), which verify does not read")
     gaps += _archives_read_instead_of_wheels(sources, chosen)
-    gaps += [f"whether pip.wrong_wheel_tags' {name} is needed" for name in undecided]
+    gaps += [f"whether {t.source} is needed" for t in undecided]
     size = f"{len(installed)} distributions ({counts})"
 
     def row(status: str, reason: str) -> Row:
@@ -49,13 +52,13 @@ def prediction_row(loaded: LoadedRelease, target: Target, sources: Sources, chos
     if failing:
         problems.append("the image's pip check would print: " + " | ".join(failing))
     if unused:
-        problems.append("pip.wrong_wheel_tags names " + ", ".join(unused) + f" on {target.platform}, but pip check "
-                        "prints no line of it there: a tolerance nothing needs hides the next wheel of that name "
-                        "whose tags are wrong; remove it")
+        problems.append(", ".join(t.source for t in unused) + f": tolerated on {target.platform}, but pip check "
+                        "prints no line of it there: a tolerance nothing needs hides the next real failure of that "
+                        "name; remove it")
     if problems:
         return row(FAILED, f"{size}: " + "; ".join(problems) + (f"; besides, {'; '.join(gaps)}" if gaps else ""))
-    said = ("prints only the tolerated line(s) " + " | ".join(used) + " (pip.wrong_wheel_tags)" if used
-            else "prints no broken requirement")
+    said = ("prints only the tolerated line(s) " + " | ".join(used) + " (pip.wrong_wheel_tags, pip.met_by_base)"
+            if used else "prints no broken requirement")
     if not found.platform_checked:
         said += " (the image's pip predates the platform check of pip 23.3)"
     if gaps:

@@ -13,8 +13,7 @@ from functools import cached_property
 
 from packaging.tags import Tag, compatible_tags, cpython_tags
 
-# The oldest manylinux glibc per architecture (manylinux1 is glibc 2.5; aarch64 wheels start at 2.17).
-_ARCH = {"linux/amd64": ("x86_64", 5), "linux/arm64": ("aarch64", 17)}
+from ngcbuild.manifest.platforms import MACHINES, OLDEST_GLIBC_MINOR, markers
 
 # The legacy manylinux names pip matches literally, and the glibc each stands for.
 _LEGACY = {"manylinux1": 5, "manylinux2010": 12, "manylinux2014": 17}
@@ -42,7 +41,7 @@ class Target:
     @property
     def arch(self) -> str:
         """The machine name of the platform, as markers and wheel tags spell it (x86_64, aarch64)."""
-        return _ARCH[self.platform][0]
+        return MACHINES[self.platform]
 
     @property
     def platform_tags(self) -> list[str]:
@@ -60,16 +59,13 @@ class Target:
 
     def markers(self) -> dict[str, str]:
         """PEP 508 marker values of the image's interpreter (Linux CPython) on this platform."""
-        return {"implementation_name": "cpython", "implementation_version": self.python_full, "os_name": "posix",
-                "platform_machine": self.arch, "platform_python_implementation": "CPython",
-                "platform_release": "", "platform_system": "Linux", "platform_version": "",
-                "python_full_version": self.python_full, "python_version": self.python, "sys_platform": "linux"}
+        return markers(self.python_full, self.platform)
 
 
 def platform_tags(platform: str, glibc: str) -> list[str]:
     """Every platform tag a wheel may carry to install on `platform` with this glibc, newest first.
     pip compares tags literally, so each manylinux_2_N (and the legacy names) must be listed."""
-    arch, oldest = _ARCH[platform]
+    arch, oldest = MACHINES[platform], OLDEST_GLIBC_MINOR[platform]
     major, newest = (int(p) for p in glibc.split("."))
     tags = [f"manylinux_{major}_{n}_{arch}" for n in range(newest, oldest - 1, -1)]
     tags += [f"{name}_{arch}" for name, n in _LEGACY.items() if oldest <= n <= newest]

@@ -29,6 +29,42 @@ def test_image_labels_are_the_rendered_ones(expected, image_config):
     assert not wrong, f"expected -> image: {wrong}"
 
 
+def test_path_lists_start_with_the_rendered_folders(expected, image_config):
+    """A variable the manifest prepends to (LD_LIBRARY_PATH with torch's lib, as in NGC's images) starts
+    with those folders, each there, in the image's config and in a container's process, and keeps no
+    empty entry (which the dynamic linker would read as the current folder)."""
+    prepended = expected.get("env_prepend", {})
+    if not prepended:
+        pytest.skip("the manifest of {} prepends to no variable".format(expected["release"]))
+    env = _env_of(image_config)
+    wrong = {}
+    for name, folders in sorted(prepended.items()):
+        for where, value in (("image", env.get(name)), ("process", os.environ.get(name))):
+            entries = (value or "").split(":")
+            if value is None or entries[:len(folders)] != folders or "" in entries:
+                wrong["{} ({})".format(name, where)] = value
+        missing = [folder for folder in folders if not os.path.isdir(folder)]
+        if missing:
+            wrong["{} names folders that do not exist".format(name)] = missing
+    assert not wrong, "expected to start with {}: {}".format(prepended, wrong)
+
+
+def test_labels_of_what_the_base_carries_name_the_manifest_versions(expected, image_config):
+    """The base image labels what it carries in its own form (cuDNN's 9.17.0.29); this build writes none
+    of those labels, and each the base has must be the manifest's version, whole or with more parts."""
+    wanted = expected.get("base_labels", {})
+    if not wanted:
+        pytest.skip("the manifest of {} names no labelled component of its base image".format(expected["release"]))
+    labels = image_config.get("Labels") or {}
+    wrong = {key: (version, labels[key]) for key, version in wanted.items()
+             if key in labels and labels[key] != version and not labels[key].startswith(version + ".")}
+    assert not wrong, "manifest -> the base image's label: {}".format(wrong)
+    absent = sorted(key for key in wanted if key not in labels)
+    if absent:
+        pytest.skip("the base image carries no {} (this build writes none: the base's form of the version is "
+                    "not known)".format(", ".join(absent)))
+
+
 def test_workdir_and_entrypoint(expected, image_config):
     assert image_config["WorkingDir"] == expected["workdir"], \
         f"the image's WorkingDir is {image_config['WorkingDir']!r}, the manifest's is {expected['workdir']!r}"

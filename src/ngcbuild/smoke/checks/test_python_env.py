@@ -1,10 +1,13 @@
 """The interpreter and every pinned distribution are what the manifest says."""
 
+import os
+import shutil
 import sys
 
 import pytest
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+from processes import run
 
 # Checks of the image itself: host mode (no image) deselects them.
 pytestmark = pytest.mark.image
@@ -12,6 +15,19 @@ pytestmark = pytest.mark.image
 
 def test_python_version(expected):
     assert f"{sys.version_info.major}.{sys.version_info.minor}" == expected["python"]["version"]
+
+
+def test_python_runs_and_is_the_image_interpreter():
+    """`python` (not only `python3`) starts the image's interpreter, as in NGC's images (conda's
+    python, or Ubuntu's python-is-python3 from 22.11 on): scripts and notebooks call it by that name."""
+    python = shutil.which("python")
+    assert python, "`python` is not on PATH ({}): only python3 runs".format(os.environ.get("PATH"))
+    result = run([python, "-c", "import sys; print(sys.version)"], timeout=60)
+    assert result.returncode == 0, "`python` failed (exit {}): {}".format(result.returncode, result.stderr[-500:])
+    assert result.stdout.strip() == sys.version, \
+        "`python` ({}) is Python {}, the image's python3 is {}".format(python, result.stdout.strip(), sys.version)
+    have, wanted = os.path.realpath(python), os.path.realpath(sys.executable)
+    assert have == wanted, "`python` is {}, not the image's interpreter {}".format(have, wanted)
 
 
 def test_torch_lives_in_the_manifest_site_packages(expected):

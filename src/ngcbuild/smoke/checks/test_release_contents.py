@@ -1,7 +1,7 @@
 """What an NGC release holds beyond versions: the start-up text printed once, a PyTorch built with the
-LAPACK and MPI the manifest promises (stack.torch_with), torchvision's compiled ops, one copy of each
-Python distribution. No GPU needed. Runs on every release's Python, 3.6 included (no f-string `=`,
-no importlib.metadata, no subprocess capture_output)."""
+LAPACK, MPI, MKL and NVSHMEM the manifest promises (stack.torch_with), torchvision's compiled ops and
+image decoders, one copy of each Python distribution. No GPU needed. Runs on every release's Python,
+3.6 included (no f-string `=`, no importlib.metadata, no subprocess capture_output)."""
 
 import os
 import re
@@ -56,6 +56,31 @@ def test_torch_has_mpi_where_the_manifest_promises_it(expected):
     assert dist.is_available() and dist.is_mpi_available(), "PyTorch was built without MPI"
 
 
+def test_torch_has_mkl_where_the_manifest_promises_it(expected):
+    if "mkl" not in _torch_with(expected):
+        pytest.skip("the manifest does not list stack.torch_with: mkl")
+    import torch
+
+    assert torch.backends.mkl.is_available(), \
+        "PyTorch was built without MKL (torch.backends.mkl.is_available() is False): %s" % _blas_line()
+
+
+def _blas_line():
+    import torch
+
+    found = [line.strip() for line in torch.__config__.show().splitlines() if "BLAS" in line]
+    return "; ".join(found) or "torch.__config__.show() names no BLAS"
+
+
+def test_torch_has_nvshmem_where_the_manifest_promises_it(expected):
+    if "nvshmem" not in _torch_with(expected):
+        pytest.skip("the manifest does not list stack.torch_with: nvshmem")
+    from torch.distributed import _symmetric_memory
+
+    assert _symmetric_memory.is_nvshmem_available(), \
+        "PyTorch cannot use NVSHMEM (torch.distributed._symmetric_memory.is_nvshmem_available() is False)"
+
+
 @pytest.mark.component("torchvision")
 def test_torchvision_compiled_ops_run():
     import torch
@@ -107,3 +132,47 @@ def test_workspace_holds_the_rendered_files(expected):
             if hashlib.sha256(handle.read()).hexdigest() != digest:
                 wrong[path] = "not the rendered text"
     assert not wrong, "/workspace: %s" % wrong
+
+
+# A 3x2 PNG of (10, 200, 30) and an 8x8 JPEG (quality 95, no chroma subsampling) of (200, 40, 90), made
+# with Pillow; torchvision decodes them with libpng and libjpeg where its build found them.
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAMAAAACCAIAAAASFvFNAAAAFUlEQVR4nGPkOiHHwMDAwMDAxAADABEIAPSNR5i4AAAAAElFTkSuQmCC")
+JPEG = ("/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAIBAQEBAQIBAQECAgICAgQDAgICAgUEBAMEBgUGBgYFBgYGBwkIBgcJBwYGCAsICQoKCgoKBggL"
+        "DAsKDAkKCgr/2wBDAQICAgICAgUDAwUKBwYHCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgoKCgr/wAAR"
+        "CAAIAAgDAREAAhEBAxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEG"
+        "E1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWG"
+        "h4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QAHwEAAwEBAQEB"
+        "AQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgECBAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYk"
+        "NOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpjZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0"
+        "tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq8vP09fb3+Pn6/9oADAMBAAIRAxEAPwD53rnP9MD/2Q==")
+# torchvision.io's decoders (read_image, decode_png, decode_jpeg) came in 0.8.
+IMAGE_IO_SINCE = (0, 8)
+
+
+@pytest.mark.component("torchvision")
+def test_torchvision_decodes_a_png_and_a_jpeg(expected):
+    """torchvision's setup.py only warns when it finds no libpng or libjpeg: the build then lacks
+    decode_png, decode_jpeg and read_image. Both decode here, to the pixels that were encoded."""
+    import base64
+
+    version = expected["components"]["torchvision"]
+    if tuple(int(part) for part in re.findall(r"[0-9]+", version)[:2]) < IMAGE_IO_SINCE:
+        pytest.skip("torchvision %s predates torchvision.io's image decoders (0.8)" % version)
+    import torch
+    from torchvision import io
+
+    decoded = {}
+    for kind, data, decode in (("PNG", PNG, io.decode_png), ("JPEG", JPEG, io.decode_jpeg)):
+        raw = torch.frombuffer(bytearray(base64.b64decode(data)), dtype=torch.uint8) \
+            if hasattr(torch, "frombuffer") else torch.tensor(list(base64.b64decode(data)), dtype=torch.uint8)
+        try:
+            decoded[kind] = decode(raw)
+        except Exception as exc:  # a build without the library: the op is missing or says so
+            pytest.fail("torchvision %s cannot decode a %s: %s: %s" % (version, kind, type(exc).__name__,
+                                                                      str(exc).strip().splitlines()[0][:300]),
+                        pytrace=False)
+    png, jpeg = decoded["PNG"], decoded["JPEG"]
+    assert tuple(png.shape) == (3, 2, 3) and png[:, 0, 0].tolist() == [10, 200, 30], png
+    assert tuple(jpeg.shape) == (3, 8, 8), jpeg.shape
+    pixel = jpeg[:, 3, 3].tolist()
+    assert all(abs(pixel[i] - wanted) <= 4 for i, wanted in enumerate([200, 40, 90])), pixel

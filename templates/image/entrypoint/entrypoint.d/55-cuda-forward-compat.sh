@@ -4,7 +4,12 @@
 # would have worked). So it is tried first, in a child process, and enabled only when cuInit succeeds.
 compat_root=${_CUDA_COMPAT_PATH:-/usr/local/cuda/compat}
 driver_file=${_NVIDIA_DRIVER_VERSION_FILE:-/proc/driver/nvidia/version}
-compat_lib=$(ls "$compat_root"/lib*/libcuda.so.*.* 2>/dev/null | head -n 1)
+# CUDA 12/13 bases keep the libraries in compat/lib (lib.real behind it in some); the CUDA 10.2 and 11.1
+# bases of 2020 keep them in compat/ itself.
+compat_lib=$(ls "$compat_root"/lib*/libcuda.so.*.* "$compat_root"/libcuda.so.*.* 2>/dev/null | head -n 1)
+# NVIDIA's note names the CUDA release as MAJOR.MINOR ("CUDA 13.1"), whatever form CUDA_VERSION has in the
+# base (13.1.0 or cuda-dl-base's four parts).
+cuda_release=$(printf '%s\n' "$CUDA_VERSION" | sed -n 's/^\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p')
 # The kernel module's version follows "Kernel Module" in the proprietary module's line and "Kernel
 # Module for <arch>" in the open module's (the default since R560, the only one on Blackwell):
 #   NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Tue Sep 23 09:56:04 UTC 2025
@@ -22,12 +27,12 @@ if [ -n "$compat_lib" ] && [ -n "$kernel_driver" ]; then
       export LD_LIBRARY_PATH="${compat_lib%/*}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
       echo
       echo "NOTE: CUDA Forward Compatibility mode ENABLED."
-      echo "  Using CUDA ${CUDA_VERSION%.*} driver version $compat_driver with kernel driver version $kernel_driver."
+      echo "  Using CUDA $cuda_release driver version $compat_driver with kernel driver version $kernel_driver."
       echo "  See https://docs.nvidia.com/deploy/cuda-compatibility/ for details."
     else
       echo
       echo "NOTE: CUDA Forward Compatibility is not supported on this GPU or driver (it was tried and failed);"
-      echo "  using kernel driver version $kernel_driver as it is. CUDA ${CUDA_VERSION%.*} may need a newer driver."
+      echo "  using kernel driver version $kernel_driver as it is. CUDA $cuda_release may need a newer driver."
     fi
   fi
 fi
