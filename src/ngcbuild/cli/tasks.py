@@ -50,7 +50,7 @@ CHANGED_TASK = "its own task: `ngcbuild changed [--since REF] [--releases NAMES]
 
 TASKS = (
     # --- check
-    Task("bump", CHECK, "Propose the next release of R from its indexes, verified; describe it in build/NAME/bump.md",
+    Task("bump", CHECK, "Propose R's next release from its indexes, verified (build/NAME/bump.md)",
          commands.bump, (
              Option("release", "the release to bump: manifests/R.yaml, with its policy under bump:", value="R",
                     required=True),
@@ -73,7 +73,7 @@ TASKS = (
              Option("base-image", "the mirror of the base image the build will use (as build --base-image)",
                     value="IMAGE", dest="base"),
          ), guide="verify.md", renamed=(OLD_BASE,)),
-    Task("resolve", CHECK, "Resolve a derived release's requirements on its base's pins; write constraints/R.lock",
+    Task("resolve", CHECK, "Resolve a derived release on its base's pins; write constraints/R.lock",
          commands.resolve, (
              Option("release", "derived release name: manifests/derived/R.yaml", value="R", required=True),
              _json("the text"),
