@@ -249,7 +249,7 @@ def cases() -> list[HostileCase]:
         ("git-catalog-not-utf8-at-base", lambda outside: "\udcff\udcfe: [\n", 0, ('"dev"',)),
         ("git-catalog-not-a-mapping-at-base", lambda outside: "- [" * 50 + "\n", 0, ('"dev"',)),
     ]:
-        add(HostileCase(name, "hostile git history", ("changed", "--base", "HEAD~1"),
+        add(HostileCase(name, "hostile git history", ("changed", "--since", "HEAD~1"),
                         setup_all(dev, catalog_then_restored(hostile)), exit_status=status, shows=shows,
                         absent=(SECRET, "Traceback")))
 

@@ -23,7 +23,7 @@ from .hostile import GOOD_RECORD, SECRET, HostileCase, dev, nothing_built, recor
 
 USER = "ci-bot"
 IMAGE = f"REG/{REPOSITORY}:dev-py3"
-VERIFY = ("verify-attestation", "--image", IMAGE, "--trusted-key", "k.pub")
+VERIFY = ("verify-attestation", "--registry-image", IMAGE, "--trusted-key", "k.pub")
 
 
 # --- what the servers saw ---------------------------------------------------------------------------
@@ -255,8 +255,9 @@ def credential_cases(add) -> None:
                     ("promote", "--release", "dev", "--from", "registry.example", "--to", "registry.example:443",
                      "--trusted-key", "k.pub"), setup_all(dev, record("{}")), mentions=("same registry",)))
     add(HostileCase("rehearse-same-registry-two-ways", klass,
-                    ("rehearse", "--release", "dev", "--staging", "localhost:5000", "--registry", "127.0.0.1:5000"),
-                    dev, mentions=("--registry",)))
+                    ("rehearse", "--releases", "dev", "--staging-registry", "localhost:5000", "--release-registry",
+                     "127.0.0.1:5000"),
+                    dev, mentions=("--release-registry",)))
 
 
 def lying_header(project, outside):
@@ -325,7 +326,7 @@ def registry_answer_cases(add) -> None:
         ("manifest-header-lies", lying_header, VERIFY, 2, ("its bytes are",), (), ("verified:",)),
         # the digest asked for, and other bytes served for it
         ("manifest-bytes-not-the-digest", swapped_bytes,
-         ("verify-attestation", "--image", f"REG/{REPOSITORY}@DIGEST", "--trusted-key", "k.pub"), 2,
+         ("verify-attestation", "--registry-image", f"REG/{REPOSITORY}@DIGEST", "--trusted-key", "k.pub"), 2,
          ("not the digest asked for",), (), ("verified:",)),
         # a list naming one image 5000 times: verified once
         ("list-one-image-many-times", registry(listing(one_image_many_times)), VERIFY, 0, (),
@@ -526,7 +527,7 @@ def output_cases(add) -> None:
                     mentions=("public key's name",), after=no_key_outside_keys))
     # keys of a kind cryptography cannot load (an EC curve it does not support): refused, never a traceback
     add(HostileCase("trusted-key-unsupported-curve", klass,
-                    ("verify-attestation", "--image", IMAGE, "--trusted-key", "odd.pub"),
+                    ("verify-attestation", "--registry-image", IMAGE, "--trusted-key", "odd.pub"),
                     setup_all(dev, odd_curve_key("odd.pub", public=True)), serve=registry(),
                     mentions=("odd.pub", "public key")))
     add(HostileCase("signing-key-unsupported-curve", klass,
