@@ -119,7 +119,7 @@ def git_repo(project, outside):
 
 def catalog_then_restored(text: Callable[[Path], str] | None):
     """Two commits: the catalogue as `text` makes it (None: a link to a secret outside the project), then
-    as it was: `changed --base HEAD~1` reads the hostile one back from git."""
+    as it was: `changed --since HEAD~1` reads the hostile one back from git."""
     def step(project, outside):
         path = project.root / "templates" / "components.yaml"
         good = path.read_bytes()

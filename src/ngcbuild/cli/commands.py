@@ -359,9 +359,9 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
         raise UserError("--as belongs to --workflow bump (the name of the proposed release)")
     if workflow == "bump":
         if staging or registry or secret_file or require_gpu or jobs:
-            raise UserError("--workflow bump takes --release and --as only (it pushes nothing and needs no secret)")
+            raise UserError("--workflow bump takes --releases and --as only (it pushes nothing and needs no secret)")
         if release is None or as_name is None:
-            raise UserError("rehearse --workflow bump: missing --release or --as (see `ngcbuild rehearse --help`)")
+            raise UserError("rehearse --workflow bump: missing --releases or --as (see `ngcbuild rehearse --help`)")
         rehearse_bump(project(), release, as_name, out=sys.stdout)
     elif workflow == "ci":
         if release or staging or registry or secret_file or require_gpu:
