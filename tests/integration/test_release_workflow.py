@@ -227,7 +227,9 @@ def test_release_workflow_failure_paths(act, engine, staging, release_registry, 
     assert "the rehearsal of release.yml failed" in result.stderr
     assert password not in log
     assert ended(log, "build dev (linux/amd64)", "failed") and ended(log, "build i21-broken (linux/amd64)", "failed")
-    assert "torch.__version__ is 2.13.0+cpu, the manifest says 2.12.0" in log  # the planted expectation failed
+    dev_job = "\n".join(line for line in log.splitlines() if "[release/build dev" in line)
+    # the planted expectation failed (and nothing before it: the job's own lines say what did otherwise)
+    assert "torch.__version__ is 2.13.0+cpu, the manifest says 2.12.0" in log, dev_job[-8000:]
     assert "[release/publish" not in log  # neither publish nor promote ran
 
     context = re.search(r"building dev from \S+ \(context ([0-9a-f]{12});", log)

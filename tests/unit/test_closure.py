@@ -94,3 +94,16 @@ def test_markers_are_evaluated_for_the_images_full_python_version():
     # what MAJOR.MINOR.0 would have said: b needed, c not
     at_zero = closure.walk(report, {"a": "1"}, Target("3.11.0", "linux/amd64", "2.36").markers())
     assert at_zero.unpinned == {"b": ("1", {"a"})}
+
+
+def test_a_requirement_the_base_meets_is_not_followed_and_only_for_the_distribution_named():
+    """pip.met_by_base (tensorrt-cu13 requires tensorrt-cu13-libs, TensorRT's libraries in the base image):
+    that one edge is not walked; the same requirement of another distribution still is."""
+    report = _report(("tensorrt-cu13", "10.14.1.48.post1", ["tensorrt-cu13-libs==10.14.1.48.post1"]),
+                     ("other", "1", ["tensorrt-cu13-libs"]))
+    met = frozenset({("tensorrt-cu13", "tensorrt-cu13-libs")})
+    alone = {"tensorrt-cu13": "10.14.1.48.post1"}
+    assert closure.walk(report, alone, AMD64_311).unpinned == {"tensorrt-cu13-libs": ("", {"tensorrt-cu13"})}
+    assert closure.walk(report, alone, AMD64_311, met=met).unpinned == {}
+    both = closure.walk(report, {**alone, "other": "1"}, AMD64_311, met=met)
+    assert both.unpinned == {"tensorrt-cu13-libs": ("", {"other"})}

@@ -36,12 +36,14 @@ class Closure:
 
 
 def walk(items: Items, pins: dict[str, str], environment: dict[str, str], *,
-         unread: frozenset[str] = frozenset(), outside: dict[str, str] | None = None) -> Closure:
+         unread: frozenset[str] = frozenset(), outside: dict[str, str] | None = None,
+         met: frozenset[tuple[str, str]] = frozenset()) -> Closure:
     """Walk from every pin (canonical name -> version) along the requirements active on the target.
     `items`: the metadata known here (every pin's, and of unpinned ones chosen so far).
     `unread`: pins whose metadata could not be read here (not walked into; their version is still
     compared with what requires them). `outside`: what the image installs beside the constraints
-    (a component built from source: name -> version), compared the same way, not walked into."""
+    (a component built from source: name -> version), compared the same way, not walked into.
+    `met`: (distribution, requirement) pairs the base image meets (pip.met_by_base): not followed."""
     outside = outside or {}
     found = Closure()
     todo = [(key, "") for key in pins if key not in unread]
@@ -60,6 +62,8 @@ def walk(items: Items, pins: dict[str, str], environment: dict[str, str], *,
             if requirement is None or not _active(requirement, environment, extra):
                 continue
             dep = canonicalize_name(requirement.name)
+            if (key, dep) in met:
+                continue
             have = pins.get(dep, outside.get(dep))
             if have is not None:
                 if not requirement.specifier.contains(have, prereleases=True):

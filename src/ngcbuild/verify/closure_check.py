@@ -42,7 +42,10 @@ def closure_row(loaded: LoadedRelease, target: Target, sources: Sources, chosen:
              for key, pin in chosen.items() if pin.metadata is not None}
     outside = {key: build.version for key, build in source_builds(loaded, pinned).items()}
     environment = target.markers()
-    found, versions = _walk_with_unpinned(items, pinned, environment, frozenset(unread), outside, target, sources)
+    # the requirements the base image meets: the image's pip check tolerates exactly their lines
+    met = frozenset((canonicalize_name(m.distribution), canonicalize_name(m.requires)) for m in release.pip.met_by_base)
+    found, versions = _walk_with_unpinned(items, pinned, environment, frozenset(unread), outside, met, target,
+                                          sources)
     caveat = "; ".join([f"the requirements of {without} are not read here",
                         *sources.unreachable.values()]) if unread else ""
     size = f"{len(found.reached)} distributions"
@@ -65,16 +68,18 @@ def closure_row(loaded: LoadedRelease, target: Target, sources: Sources, chosen:
     beside = ", ".join(f"{dep} {version}" for dep, version in sorted(outside.items()))
     beside = f"; {beside} (built by the image) compared with what requires them, their own needs not walked" \
         if beside else ""
+    beside += "".join(f"; {m.requires} of {m.distribution} met by the base image (pip.met_by_base)"
+                      for m in release.pip.met_by_base)
     if caveat:
         return row(NOT_VERIFIED, f"{size}, all pinned{beside}; {caveat}")
     return row(VERIFIED, f"{size}, all pinned{beside}")
 
 
-def _walk_with_unpinned(items, pinned, environment, unread, outside, target: Target, sources: Sources):
+def _walk_with_unpinned(items, pinned, environment, unread, outside, met, target: Target, sources: Sources):
     """closure.walk, and again after each round of unpinned requirements given a version (the best
     file pip would choose for all their specifiers together) and their metadata. Also returns the
     version of each file chosen (its metadata may not be readable: a placeholder archive)."""
-    found = closure.walk(items, pinned, environment, unread=unread, outside=outside)
+    found = closure.walk(items, pinned, environment, unread=unread, outside=outside, met=met)
     tried: set[str] = set()
     versions: dict[str, str] = {}
     for _ in range(MAX_ROUNDS):
@@ -95,5 +100,5 @@ def _walk_with_unpinned(items, pinned, environment, unread, outside, target: Tar
             except MetadataError:
                 continue
             items[canonicalize_name(metadata.name)] = (metadata.name, metadata.version, metadata.requires_dist)
-        found = closure.walk(items, pinned, environment, unread=unread, outside=outside)
+        found = closure.walk(items, pinned, environment, unread=unread, outside=outside, met=met)
     return found, versions

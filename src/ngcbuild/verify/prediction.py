@@ -57,7 +57,9 @@ def prediction_row(loaded: LoadedRelease, target: Target, sources: Sources, chos
                         "name; remove it")
     if problems:
         return row(FAILED, f"{size}: " + "; ".join(problems) + (f"; besides, {'; '.join(gaps)}" if gaps else ""))
-    said = ("prints only the tolerated line(s) " + " | ".join(used) + " (pip.wrong_wheel_tags, pip.met_by_base)"
+    # the manifest's keys that allowed the lines printed, each once
+    keys = sorted({t.source.split(":", 1)[0] for t in allowed if any(t.matches(line) for line in used)})
+    said = (f"prints only the tolerated line(s) {' | '.join(used)} ({', '.join(keys)})"
             if used else "prints no broken requirement")
     if not found.platform_checked:
         said += " (the image's pip predates the platform check of pip 23.3)"
