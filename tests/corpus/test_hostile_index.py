@@ -120,10 +120,14 @@ CASES = [
 
 
 def _broken_backend() -> bytes:
-    filename, data = sdist("demo", "1.0", ["x"])
+    return _with_backend(sdist("demo", "1.0", ["x"])[1], lambda _: b"raise SystemExit('a backend that fails at import')\n")
+
+
+def _with_backend(data: bytes, backend) -> bytes:
+    """A copy of the source archive `data` whose backend.py is `backend(its text)`."""
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         members = {m.name: archive.extractfile(m).read() for m in archive}
-    members["demo-1.0/backend.py"] = b"raise SystemExit('a backend that fails at import')\n"
+    members["demo-1.0/backend.py"] = backend(members["demo-1.0/backend.py"])
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, body in members.items():
@@ -183,18 +187,8 @@ main(["ngcbuild", "verify", "--release", "tiny"])
 
 def _sleeping_sdist(pid_file) -> bytes:
     """A source archive whose backend writes its pid, then builds its metadata for a minute."""
-    filename, data = sdist("demo", "1.0", [])
-    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-        members = {m.name: archive.extractfile(m).read() for m in archive}
-    members["demo-1.0/backend.py"] += (f"\nimport os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-                                       "time.sleep(60)\n").encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, body in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(body)
-            archive.addfile(info, io.BytesIO(body))
-    return buffer.getvalue()
+    sleep = (f"\nimport os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n").encode()
+    return _with_backend(sdist("demo", "1.0", [])[1], lambda backend: backend + sleep)
 
 
 @pytest.mark.parametrize("stuck", ["pages", "metadata-build"])

@@ -126,8 +126,8 @@ def fetch(session: requests.Session, method: str, url: str, *, limit: int, deadl
                                        timeout=(min(TIMEOUT_S, deadline_s), min(TIMEOUT_S, deadline_s)),
                                        stream=True)
         except requests.RequestException as exc:
-            if call.expired:
-                raise AnswerTooSlow(f"{shown}: no answer within {deadline_s:g}s") from None
+            if call.expired:  # the same words wherever the deadline found it: headers and body are one answer
+                raise AnswerTooSlow(f"{shown}: no whole answer within {deadline_s:g}s") from None
             cause = _innermost(exc)
             why = excerpt(_without_credentials(str(cause), url), 200)
             raise HttpFailure(f"{shown}: cannot be reached after {_attempts(session, url)} attempt(s) "

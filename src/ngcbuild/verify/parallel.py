@@ -105,6 +105,11 @@ class Work:
             processes = list(self._processes)
         for process in processes:
             _kill(process)
+        for process in processes:  # reaped here: the program may end before the worker's communicate() does
+            try:
+                process.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def _kill(process: subprocess.Popen) -> None:

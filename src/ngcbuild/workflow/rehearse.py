@@ -119,6 +119,18 @@ def act_command(project: Project, workflow: str, event_name: str, run_dir: Path,
     return command
 
 
+def _run_and_clean(project: Project, command: list[str], run_dir: Path, out, what: str, run_id: str) -> None:
+    """One rehearsal through act: the jobs' workspaces removed whatever happens (the artifacts stay),
+    a failure one line naming the workflow and the run."""
+    try:
+        code = run_act(project, command, out)
+    finally:
+        shutil.rmtree(run_dir / WORKSPACES, ignore_errors=True)
+    if code != 0:
+        raise OperationError(f"the rehearsal of {what} failed (act exit {code}); the failing job is in the log above "
+                             f"(run {run_id})")
+
+
 def run_act(project: Project, command: list[str], out) -> int:
     """act, its log on `out`; the jobs import the checkout act copied (installed in each job's
     environment), never a PYTHONPATH of the caller's. An error act only logs (a matrix that is not
@@ -185,13 +197,7 @@ def rehearse_release(project: Project, releases: str, staging: str, registry: st
     print(f"rehearse: smoke {'with' if require_gpu else 'WITHOUT'} --require-gpu"
           f"{'' if require_gpu else ' (no GPU assumed here; --require-gpu keeps it, as the real runners do)'}; "
           f"no pruning; artifacts in {shown_path(run_dir / 'artifacts')}", file=out)
-    try:
-        code = run_act(project, command, out)
-    finally:
-        shutil.rmtree(run_dir / WORKSPACES, ignore_errors=True)
-    if code != 0:
-        raise OperationError(f"the rehearsal of release.yml failed (act exit {code}); the failing job is in the log "
-                             f"above (run {run_id})")
+    _run_and_clean(project, command, run_dir, out, "release.yml", run_id)
     print(f"rehearse: release.yml passed for {', '.join(names)} (run {run_id})", file=out)
     return label
 
@@ -214,12 +220,7 @@ def rehearse_ci(project: Project, jobs: list[str], out) -> None:
     for job in jobs:
         print(f"rehearse: ci.yml job {job} as on a push to main (run {run_id})", file=out)
         command = act_command(project, WORKFLOWS["ci"], "push", run_dir, job=job, run_id=run_id)
-        try:
-            code = run_act(project, command, out)
-        finally:
-            shutil.rmtree(run_dir / WORKSPACES, ignore_errors=True)
-        if code != 0:
-            raise OperationError(f"the rehearsal of ci.yml job {job} failed (act exit {code}); see the log above")
+        _run_and_clean(project, command, run_dir, out, f"ci.yml job {job}", run_id)
     print(f"rehearse: ci.yml passed: {', '.join(jobs)}", file=out)
 
 
@@ -241,11 +242,6 @@ def rehearse_bump(project: Project, release: str, proposal: str, out) -> Path:
                           variables={"NGCBUILD_OPEN_PR": "false"}, run_id=run_id)
     print(f"rehearse: bump.yml as a manual dispatch on main: {release} -> {proposal}; run {run_id}; no pull request "
           f"(GitHub is not reached); artifacts in {shown_path(run_dir / 'artifacts')}", file=out)
-    try:
-        code = run_act(project, command, out)
-    finally:
-        shutil.rmtree(run_dir / WORKSPACES, ignore_errors=True)
-    if code != 0:
-        raise OperationError(f"the rehearsal of bump.yml failed (act exit {code}); see the log above (run {run_id})")
+    _run_and_clean(project, command, run_dir, out, "bump.yml", run_id)
     print(f"rehearse: bump.yml passed for {release} (run {run_id})", file=out)
     return run_dir / "artifacts"
