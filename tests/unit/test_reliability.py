@@ -66,6 +66,9 @@ def test_hostile_classes_and_generated_examples_are_rows_and_count():
             total.wrong_exit) == (44, 42, 1, 1, 1, 1, 1)
     text = render(summary, "today")
     assert "| class 1 | 8 | 7 | 0 | 1 | 0 | 0 | 0 |" in text
+    told = {"suite": "hostile", "case": "interrupt", "klass": "class 3", "clean": True, "traceback": False,
+            "hang": False, "secret": False, "leftovers": 0, "message": "8 requests waiting; exit 130 0.2s after it"}
+    assert summarize(CLEAN + [told], PASSED).hostile_total.wrong_exit == 0  # an exit told, not a wrong one
     assert "| property 0 | 100 | 40 | 59 | 1 | 0 |" in text
     assert "| generated examples (hypothesis: loader, constraints, argument validators) | 300 | |" in text
     assert "- link: secret echoed; exit 1, expected 2" in text
