@@ -109,7 +109,7 @@ TASKS = (
         PLATFORM,
         Option("force-platform", "build --platform even when the manifest's build.platforms does not list it",
                value=None),
-        Option("force", "build even when an image of the same context exists locally or in --registry", value=None),
+        Option("force", "build even when an image of the same context exists, here or in the registry", value=None),
         Option("label", "extra image label, e.g. the CI run, for cleanup by label", value="KEY=VALUE", repeatable=True,
                dest="labels"),
         Option("cache-from", "registry to pull R's layer cache (every stage's image) from first", value=REGISTRY),
