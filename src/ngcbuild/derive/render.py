@@ -20,7 +20,7 @@ from ngcbuild.core.errors import UserError, shown_path
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
-from ngcbuild.manifest.derived import RESOLVE_HINT
+from ngcbuild.derive.lock_check import check_lock
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.platforms import MACHINES
 from ngcbuild.render.context import INPUTS_DIR, Rendered, render_files, render_pip_conf
@@ -86,20 +86,6 @@ def base_name(project: Project, loaded: LoadedRelease, base_image: str) -> str:
     return next(iter(sorted(tags)), base_image)
 
 
-def refuse_unlocked(loaded: LoadedRelease) -> None:
-    derived = loaded.derived
-    command = RESOLVE_HINT.format(name=loaded.release.release)
-    state = derived.lock_state
-    if state == "missing":
-        raise UserError(f"{shown_path(derived.lock_path)}: no lock for derived release {loaded.release.release}; "
-                        f"run `{command}` first (it resolves the requirements against {derived.base})")
-    if state == "damaged":
-        raise UserError(f"{derived.lock_problem}; run `{command}`")
-    if state == "stale":
-        raise UserError(f"{shown_path(derived.lock_path)} is stale: the manifest, the requirements or {derived.base}'s "
-                        f"pins changed since it was resolved; run `{command}` and review the lock's diff")
-
-
 def plan_derived(project: Project, loaded: LoadedRelease, base_expected: dict | None) -> DerivedPlan:
     release, derived = loaded.release, loaded.derived
     base_image, digest = base_reference(project, loaded)
@@ -132,7 +118,7 @@ def plan_derived(project: Project, loaded: LoadedRelease, base_expected: dict | 
 
 def render_derived(project: Project, loaded: LoadedRelease) -> Rendered:
     """build/R/'s files for a derived release whose lock is fresh, in memory (write with render.context.write)."""
-    refuse_unlocked(loaded)
+    check_lock(project, loaded)
     derived = loaded.derived
     base_loaded = load_release(project, derived.base_release) if derived.base_release else None
     base_expected = json.loads(render_files(project, base_loaded).files[EXPECTED]) if base_loaded else None
