@@ -191,7 +191,7 @@ class ImagePlan:
         home = self.release.cuda_home
         return {
             "modules": {name: {"module": entry.module,
-                               "version": in_image[name].module_version or in_image[name].shown_version,
+                               "version": in_image[name].reported_version,
                                "import_warnings": sorted(in_image[name].import_warnings)}
                         for name, entry in entries.items() if entry.module},
             "libraries": {name: entry.library for name, entry in entries.items() if entry.library},

@@ -31,7 +31,7 @@ def source_builds(loaded: LoadedRelease, pinned: dict[str, str]) -> dict[str, Be
             continue
         requires = tuple(component.requires_dist) if component.requires_dist is not None else None
         found[canonicalize_name(package)] = Beside(
-            package, str(component.module_version or component.version), requires, f"built from source "
+            package, str(component.reported_version), requires, f"built from source "
             f"(components.{name})", "" if requires is not None else
             f"components.{name}.requires_dist is not declared (verify does not read source trees)")
     return found

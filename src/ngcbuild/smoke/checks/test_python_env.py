@@ -8,13 +8,16 @@ import pytest
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 from processes import run
+from version_rule import mismatch
 
 # Checks of the image itself: host mode (no image) deselects them.
 pytestmark = pytest.mark.image
 
 
 def test_python_version(expected):
-    assert f"{sys.version_info.major}.{sys.version_info.minor}" == expected["python"]["version"]
+    have = "{}.{}.{}".format(*sys.version_info[:3])
+    why = mismatch(have, expected["python"]["version"])
+    assert why is None, f"the image's Python is {have}, the manifest says {expected['python']['version']}: {why}"
 
 
 def test_python_runs_and_is_the_image_interpreter():
