@@ -82,6 +82,14 @@ class DeclaredDistribution(Strict):
     evidence: Text
 
 
+class BasePythonDistributions(Strict):
+    """Every Python distribution the base image carries for the image's interpreter, and how that list was
+    read (its evidence: a `pip list` of the base, its published package list, "carries no Python")."""
+
+    evidence: Text
+    distributions: dict[PackageName, DeclaredDistribution] = Field(default_factory=dict)
+
+
 class BaseImage(Strict):
     image: TaggedImage
     digest: Digest | None = None
@@ -93,9 +101,10 @@ class BaseImage(Strict):
     # What the base image provides that no component of the manifest records, each with its evidence
     # (cuda-compiler: "a devel image: nvcc is in /usr/local/cuda/bin"): a need it meets (components.*.needs).
     provides: dict[Capability, Text] = Field(default_factory=dict)
-    # The Python distributions the base image carries (none where absent): `invoke verify` predicts the
-    # image's `pip check` from them with everything the image installs.
-    python_distributions: dict[PackageName, DeclaredDistribution] = Field(default_factory=dict)
+    # The Python distributions the base image carries, from evidence: `invoke verify` predicts the image's
+    # `pip check` from them with everything the image installs. Absent: not known (verify says so, and
+    # never counts "0 of the base image"); declared with no distributions: none, by its evidence.
+    python_distributions: BasePythonDistributions | None = None
 
 
 class ImageSpec(Strict):
