@@ -466,6 +466,10 @@ class Notes(Strict):
     announcements: list[FactItem] = Field(default_factory=list)
     known_issues: list[FactItem] = Field(default_factory=list)
     tensor_core_examples: list[Example] = Field(default_factory=list)
+    # NVIDIA's "Automatic Mixed Precision (AMP)" section of this release, paragraph by paragraph, as its own
+    # notes word it (each release's text: 20.12's names Apex AMP beside torch.cuda.amp, 20.02's Apex alone).
+    # Absent: the notes describe the image's AMP in ngcbuild's words, never as NVIDIA's.
+    amp: list[FactItem] = Field(default_factory=list)
     # Items of "The container also includes" that are not components we install.
     also_includes: list[FactItem] = Field(default_factory=list)
     # Where sources disagree, what we chose and why.
