@@ -10,8 +10,8 @@ from ngcbuild.smoke.checks.perf_measure import (
     calls_per_sample,
     copy_gbps,
     gemm_tflops,
-    speedup,
     ratio_spread,
+    speedup,
     summarise,
 )
 from ngcbuild.smoke.perf import gate, perf_report, regressions, render_perf, with_baseline, write_report

@@ -133,7 +133,8 @@ TASKS = (
              Option("baseline", "with --perf: run it in this release's image (or image REF) too; report regressions",
                     value="R|REF"),
              Option("threshold", "with --baseline: a figure worse by more than this fraction plus both runs' "
-                    "spread is a regression; one noisier than it is reported, not gated", value="F", default_text="0.05"),
+                    "spread is a regression; one noisier than it is reported, not gated", value="F",
+                    default_text="0.05"),
              Option("host", "run the checks with the host's Python, no Docker (a GPU machine); in build/host/",
                     value=None),
              Option("expect-from-env", "with --host: expect the host's PyTorch, CUDA, cuDNN and NCCL, not a manifest's",

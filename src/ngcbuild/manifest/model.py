@@ -348,6 +348,9 @@ class CudaHomeSpec(Strict):
     runtime: PackageName
 
 
+TorchCapability = Literal["lapack", "mpi", "mkl", "nvshmem"]
+
+
 class StackSpec(Strict):
     """What the stack checks of the smoke suite accept."""
 
@@ -357,7 +360,21 @@ class StackSpec(Strict):
     # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
     # algebra; a source build without MKL or OpenBLAS has none), MPI (torch.distributed's backend), MKL
     # (torch.backends.mkl: NGC's amd64 builds link it) and NVSHMEM (torch's symmetric memory backend).
-    torch_with: list[Literal["lapack", "mpi", "mkl", "nvshmem"]] = Field(default_factory=list)
+    torch_with: list[TorchCapability] = Field(default_factory=list)
+    # What the PyTorch build is made without where NVIDIA's image may have it (25.12 turns MPI off and links
+    # OpenBLAS, not MKL), each checked absent in the image: a statement of the notes, proved.
+    torch_without: list[TorchCapability] = Field(default_factory=list)
+    # Commands the image puts on PATH, by the folder each is in (NGC's trtexec in /opt/tensorrt/bin): the
+    # smoke suite finds each on PATH there.
+    commands: dict[PackageName, AbsPath] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _with_or_without(self):
+        both = sorted(set(self.torch_with) & set(self.torch_without))
+        if both:
+            raise PydanticCustomError("ngcbuild_torch_without", "{names} in both torch_with and torch_without",
+                                      {"names": ", ".join(both)})
+        return self
 
 
 class BuildSpec(Strict):

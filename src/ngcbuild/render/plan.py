@@ -199,6 +199,8 @@ class ImagePlan:
             "cuda_wheels": f"{self.release.python.site_packages}/{home.wheels}" if home else None,
             "unresolved_ok": sorted(self.release.stack.unresolved_ok),
             "torch_with": list(self.release.stack.torch_with),
+            "torch_without": list(self.release.stack.torch_without),
+            "commands": dict(sorted(self.release.stack.commands.items())),
         }
 
     def _base_labels(self) -> dict[str, str]:

@@ -112,7 +112,8 @@ def render_perf(report: dict) -> str:
             said.append(f"{figure['fraction_of_burst']:.0%} of this chip's burst ({figure['burst']:.0f})")
         if figure.get("spread") is not None:
             said.append(f"spread {figure['spread']:.1%}")
-        lines.append(f"  {metric:<20} {figure['value']:>10.2f} {figure['unit']}" + (f"  {', '.join(said)}" if said else ""))
+        shown = f"  {metric:<20} {figure['value']:>10.2f} {figure['unit']}"
+        lines.append(shown + (f"  {', '.join(said)}" if said else ""))
     baseline = report.get("baseline")
     if baseline:
         if baseline["status"] != "measured":
@@ -121,10 +122,10 @@ def render_perf(report: dict) -> str:
             lines.append(f"  no regression beyond {baseline['threshold']:.0%} (plus both runs' spread) against "
                          f"{baseline['image']}")
         for item in baseline.get("not_gated", []):
-            lines.append(f"  NOT GATED {item['metric']}: {item['value']:.2f} vs {item['baseline']:.2f} {item['unit']} "
-                         f"({item['change']:+.1%}): {item['reason']}")
+            lines.append(f"  NOT GATED {item['metric']}: {item['value']:.2f} vs {item['baseline']:.2f} "
+                         f"{item['unit']} ({item['change']:+.1%}): {item['reason']}")
         for item in baseline["regressions"]:
             lines.append(f"  REGRESSION {item['metric']}: {item['value']:.2f} vs {item['baseline']:.2f} "
-                         f"{item['unit']} ({item['change']:+.1%}, beyond the {item['margin']:.1%} margin: the threshold "
-                         f"and both runs' spread) against {baseline['image']}")
+                         f"{item['unit']} ({item['change']:+.1%}, beyond the {item['margin']:.1%} margin: the "
+                         f"threshold and both runs' spread) against {baseline['image']}")
     return "\n".join(lines) + "\n"

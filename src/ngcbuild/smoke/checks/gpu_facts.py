@@ -8,7 +8,6 @@ import math
 import re
 from typing import Dict, List, Optional, Tuple
 
-
 # The PyTorch release that first shipped an API a check uses. A check whose API is newer than the
 # manifest's PyTorch does not apply to that image (skip with this reason); an image whose PyTorch is
 # at least this version and lacks the API fails the check.

@@ -112,7 +112,7 @@ def _local_mismatch(have, want):
     if not have:
         return "no local part, the manifest states +{}".format(".".join(want))
     # stated, it is compared whole: a suffix appended (.nv99.99, another release's build) is another build
-    if len(have) != len(want) or not all(_same_segment(h, w) for h, w in zip(have, want)):
+    if len(have) != len(want) or not all(_same_segment(have[i], want[i]) for i in range(len(want))):
         return "local part +{} is not +{}".format(".".join(have), ".".join(want))
     return None
 
