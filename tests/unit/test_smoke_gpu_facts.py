@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from ngcbuild.manifest.version_rule import reports
 from ngcbuild.smoke.checks.gpu_facts import (
     FP8_GEMM_TOLERANCE,
     UNIT_ROUNDOFF,
@@ -27,7 +28,6 @@ from ngcbuild.smoke.checks.gpu_facts import (
     tolerance,
     unsupported_family_reason,
 )
-from ngcbuild.smoke.checks.version_rule import reports
 
 from ..helpers import fp8_linear_error
 

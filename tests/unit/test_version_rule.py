@@ -1,4 +1,4 @@
-"""The one version rule (smoke/checks/version_rule.py): what a module, a label or the interpreter reports
+"""The one version rule (manifest/version_rule.py): what a module, a label or the interpreter reports
 against what the manifest states, for the real strings of every component with a module in every release
 we build, rendered as the smoke suite receives them; and the same rule in a host-mode run of the real
 stack check against 25.12's expectations."""
@@ -13,9 +13,10 @@ import pytest
 
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
+from ngcbuild.manifest.version_rule import accepts, mismatch, parse, reports
 from ngcbuild.render.context import render_files
-from ngcbuild.smoke.checks.version_rule import accepts, mismatch, parse, reports
 from ngcbuild.smoke.runner import CHECKS_DIR
+from ngcbuild.smoke.staging import stage_expectations
 
 from ..conftest import REPO
 
@@ -179,13 +180,12 @@ def _fake_modules(folder, reported: dict, modules: dict) -> None:
 
 def _host_run(tmp_path, reported: dict):
     smoke_dir, fakes = tmp_path / "smoke", tmp_path / "fakes"
-    (smoke_dir / "expect").mkdir(parents=True)
     rendered = expected("25.12")
-    (smoke_dir / "expect" / "expected.json").write_text(json.dumps(rendered))
+    stage_expectations(smoke_dir / "expect", json.dumps(rendered).encode())  # with the rule beside it, as staged
     _fake_modules(fakes, reported, rendered["stack"]["modules"])
     checks = tmp_path / "checks"
     checks.mkdir()
-    for name in ("conftest.py", "gpu_facts.py", "processes.py", "version_rule.py", "test_stack.py"):
+    for name in ("conftest.py", "gpu_facts.py", "processes.py", "test_stack.py"):
         shutil.copy(CHECKS_DIR / name, checks / name)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", "-m", "not image",

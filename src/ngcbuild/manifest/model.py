@@ -301,7 +301,7 @@ class Component(Strict):
         """What its module reports (__version__) and pip lists: module_version where the manifest states
         it, else the version; never env_version, which is the form of env vars and labels (TE's '2.10'
         where the module says 2.10.0+769ed778). The smoke suite and verify hold a module to it by the one
-        version rule (smoke/checks/version_rule.py)."""
+        version rule (manifest/version_rule.py)."""
         return self.module_version or self.version
 
     def pin_provenance(self, package: str) -> Provenance:

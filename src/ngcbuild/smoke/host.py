@@ -20,7 +20,7 @@ from ngcbuild.core.errors import NgcbuildError, SmokeFailed, UserError
 from ngcbuild.core.interrupts import Interrupted, install, leave
 from ngcbuild.smoke.checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
 from ngcbuild.smoke.perf import perf_report, read_measured, render_perf, write_report
-from ngcbuild.smoke.staging import stage_pytest
+from ngcbuild.smoke.staging import stage_expectations, stage_pytest
 from ngcbuild.smoke.summary import render_table, rows_from_junit
 from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
 
@@ -162,8 +162,7 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
           file=out, flush=True)
     with tempfile.TemporaryDirectory(prefix="ngcbuild-host-smoke-") as tmp:
         tmp = Path(tmp)
-        (tmp / "expect").mkdir()
-        (tmp / "expect" / EXPECTED).write_bytes(expected_json)
+        stage_expectations(tmp / "expect", expected_json)
         (tmp / "out").mkdir()
         stage_pytest(tmp / "pytest", interpreter_version(python), build_dir)
         command = [python, str(CHECKS_DIR / "run_checks.py"), str(CHECKS_DIR),

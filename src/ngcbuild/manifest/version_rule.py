@@ -9,8 +9,9 @@ segment by segment (`.nv99.99` appended is another build), where a commit hash m
 either side to 7 characters or more (the banner's b4e4ee8 and torch.__version__'s b4e4ee81d3 are one
 commit).
 
-The standard library only, and Python 3.6's: the image's interpreter imports this file (the checks are
-mounted into the image, which has nothing of ngcbuild), and so does the host."""
+The standard library only, and Python 3.6's: the smoke suite's staging puts this file beside the expectations
+it mounts into the image (smoke/staging.py, stage_expectations), whose interpreter has nothing of ngcbuild,
+and the checks import it from there; verify and the host import it as ngcbuild.manifest.version_rule."""
 
 import re
 
