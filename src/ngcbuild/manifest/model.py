@@ -27,6 +27,7 @@ from ngcbuild.manifest.fields import (
     Day,
     Digest,
     EnvName,
+    Fingerprint,
     GitRef,
     LabelKey,
     MajorMinor,
@@ -90,6 +91,19 @@ class BasePythonDistributions(Strict):
     distributions: dict[PackageName, DeclaredDistribution] = Field(default_factory=dict)
 
 
+class AptKey(Strict):
+    """The key an apt repository the base image adds is signed with now (NVIDIA's CUDA repository: 3bf863cc
+    since April 2022), where the base image may trust only a key since rotated out. The image installs it
+    before any apt step, refused unless its fingerprint is `fingerprint`, and removes the keys it `replaces`;
+    `invoke verify` reads the repository's InRelease and says which key signs it."""
+
+    repository: Url  # the repository it signs (the URL of its sources.list line, which holds InRelease)
+    url: Url  # where the armored key is fetched
+    fingerprint: Fingerprint
+    replaces: list[Fingerprint] = Field(default_factory=list)
+    evidence: Text
+
+
 class BaseImage(Strict):
     image: TaggedImage
     digest: Digest | None = None
@@ -105,6 +119,8 @@ class BaseImage(Strict):
     # `pip check` from them with everything the image installs. Absent: not known (verify says so, and
     # never counts "0 of the base image"); declared with no distributions: none, by its evidence.
     python_distributions: BasePythonDistributions | None = None
+    # Keys of the apt repositories it adds that the image installs first (a key rotation the base predates).
+    apt_keys: list[AptKey] = Field(default_factory=list)
 
 
 class ImageSpec(Strict):

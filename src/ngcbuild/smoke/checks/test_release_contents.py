@@ -111,9 +111,11 @@ def test_torch_lacks_what_the_manifest_builds_it_without(expected, capability):
     notes describe."""
     if capability not in _torch_without(expected):
         pytest.skip("the manifest does not list stack.torch_without: %s" % capability)
+    said = {"lapack": "torch.inverse runs on the CPU", "mpi": "torch.distributed.is_mpi_available() is True",
+            "nvshmem": "torch.distributed._symmetric_memory.is_nvshmem_available() is True"}
     assert not _has_capability(capability), \
         "PyTorch has %s, which the manifest says the build is without (stack.torch_without): %s" % (
-            capability, _blas_line() if capability == "mkl" else "torch.distributed reports it available")
+            capability, _blas_line() if capability == "mkl" else said[capability])
 
 
 @pytest.mark.image
