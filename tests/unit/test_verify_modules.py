@@ -8,12 +8,11 @@ import pytest
 
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.verify import report, run, sources
-from ngcbuild.verify.parallel import Work
+from ngcbuild.verify import report
 from ngcbuild.verify.target import Target
-from ngcbuild.verify.web import Web
 
 from ..fake_index import FakeIndex, metadata_text
+from ..helpers import verify_python_rows
 
 MANIFEST = """\
 extends: parts/debian-bookworm
@@ -58,12 +57,7 @@ def module_rows(scratch, monkeypatch, tmp_path, torchvision_says: str) -> dict:
                                                           "torchvision/version.py": f"__version__ = '{torchvision_says}'\n"}))
         index.add(*module_wheel("nvidia-modelopt", "0.40.0", {"modelopt/__init__.py": (
             "from importlib.metadata import version as _version\n__version__ = _version('nvidia-modelopt')\n")}))
-        scratch.manifest("mods", MANIFEST)
-        scratch.constraints("mods", PINS)
-        monkeypatch.setattr(sources, "PYPI", index.url)
-        loaded = load_release(Project.at(scratch.root), "mods")
-        target = Target(loaded.release.python.interpreter_version, "linux/amd64", loaded.release.os.glibc)
-        rows = run._python_rows(loaded, [target], Web(environ={}), Work(), tmp_path / "scratch")
+        rows = verify_python_rows(scratch, monkeypatch, index.url, tmp_path / "scratch", "mods", MANIFEST, PINS)
     finally:
         index.close()
     return {r.name: r for r in rows if r.kind == "module"}

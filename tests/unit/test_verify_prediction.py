@@ -12,14 +12,10 @@ import sys
 
 import pytest
 
-from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import load_release
-from ngcbuild.verify import report, run, sources
-from ngcbuild.verify.parallel import Work
-from ngcbuild.verify.target import Target
-from ngcbuild.verify.web import Web
+from ngcbuild.verify import report
 
 from ..fake_index import FakeIndex, sdist, wheel
+from ..helpers import verify_python_rows
 
 TRT = "10.14.1.48.post1"
 LINE = f"tensorrt-cu13 {TRT} requires tensorrt-cu13-libs, which is not installed."
@@ -44,12 +40,7 @@ def index():
 
 
 def _rows(scratch, index, monkeypatch, tmp_path, pins: str, manifest: str = MANIFEST) -> dict:
-    scratch.manifest("trt", manifest)
-    scratch.constraints("trt", pins)
-    monkeypatch.setattr(sources, "PYPI", index.url)
-    loaded = load_release(Project.at(scratch.root), "trt")
-    target = Target(loaded.release.python.interpreter_version, "linux/amd64", loaded.release.os.glibc)
-    rows = run._python_rows(loaded, [target], Web(environ={}), Work(), tmp_path / "scratch")
+    rows = verify_python_rows(scratch, monkeypatch, index.url, tmp_path / "scratch", "trt", manifest, pins)
     return {(r.kind, r.name): r for r in rows}
 
 

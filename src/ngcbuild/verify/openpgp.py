@@ -149,7 +149,7 @@ def _packets(data: bytes):
             raise OpenPgpError(f"byte {position} is not a packet header")
         if first & 0x40:  # new format
             tag = first & 0x3F
-            length, position = _new_length(data, position + 1)
+            length, position = _length(data, position + 1, packet=True)
         else:
             tag, kind = (first >> 2) & 0x0F, first & 0x03
             if kind == 3:
@@ -161,11 +161,13 @@ def _packets(data: bytes):
         position += length
 
 
-def _new_length(data: bytes, position: int) -> tuple[int, int]:
+def _length(data: bytes, position: int, packet: bool) -> tuple[int, int]:
+    """A new-format packet's length (`packet`) or a signature subpacket's: one, two or five octets.
+    224-254 start a partial body length in a packet, which no key or signature of a repository uses."""
     first = _take(data, position, 1)[0]
     if first < 192:
         return first, position + 1
-    if first < 224:
+    if first < (224 if packet else 255):
         return ((first - 192) << 8) + _take(data, position + 1, 1)[0] + 192, position + 2
     if first == 255:
         return int.from_bytes(_take(data, position + 1, 4), "big"), position + 5
@@ -227,21 +229,12 @@ def _subpackets(data: bytes):
         count += 1
         if count > 4 * MAX_PACKETS:
             raise OpenPgpError("too many signature subpackets")
-        length, position = _subpacket_length(data, position)
+        length, position = _length(data, position, packet=False)
         if length < 1:
             raise OpenPgpError("an empty signature subpacket")
         content = _take(data, position, length)
         yield content[0] & 0x7F, content[1:]
         position += length
-
-
-def _subpacket_length(data: bytes, position: int) -> tuple[int, int]:
-    first = _take(data, position, 1)[0]
-    if first < 192:
-        return first, position + 1
-    if first < 255:
-        return ((first - 192) << 8) + _take(data, position + 1, 1)[0] + 192, position + 2
-    return int.from_bytes(_take(data, position + 1, 4), "big"), position + 5
 
 
 # DER prefixes of the DigestInfo of each hash (RFC 4880 section 5.2.2), for EMSA-PKCS1-v1_5.
