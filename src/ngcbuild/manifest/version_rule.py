@@ -103,8 +103,10 @@ def accepts(stated):
         said += " (post-releases too)"
     if not want.local:
         return said + ", with any local part"
-    return said + ", with the local part +{} (a commit hash abbreviated to {} characters or more)".format(
-        ".".join(want.local), SHORTEST_HASH)
+    said += ", with the local part +{}".format(".".join(want.local))
+    if any(_HASH.match(segment) for segment in want.local):
+        said += " (a commit hash abbreviated to {} characters or more)".format(SHORTEST_HASH)
+    return said
 
 
 def _local_mismatch(have, want):
