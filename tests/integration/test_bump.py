@@ -60,6 +60,7 @@ components:
     version: 2.1.0
     install: pip
     env_version: 2.1.0+cu130
+    module_version: 2.1.0+cu130
   triton:
     version: 3.1.0
     install: pip
@@ -129,6 +130,8 @@ def test_the_newest_admitted_set_with_its_reasons_and_the_same_bytes_again(proje
     assert text.startswith("# Proposed by ngcbuild bump --release fake from https://pypi.org/simple, read ")
     assert "extends: fake\n" in text
     assert "env_version: 2.2.0+cu131" in text  # read from the wheel's torch/version.py
+    assert "module_version: 2.2.0+cu131" in text  # what the smoke suite will hold torch to, read there too
+    assert "module_version: 0.17" not in text  # torchvision states no module_version: none is proposed
     assert "env_version: 0.17.0+cu13" in text
     assert "torch-2.2.0.dist-info" in text and "torch-2.1.0" not in text  # the banner follows the wheel
     assert "layers:\n  - [filelock]\n" in text  # oldthing is gone: its layer entry too

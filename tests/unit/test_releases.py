@@ -215,7 +215,8 @@ def test_the_25_12_notes_put_our_finding_beside_nvidia_s_apex_amp():
 
     text = render_notes(Series.load(PROJECT), "25.12", PROJECT)
     amp = text.split("## Automatic Mixed Precision (AMP)", 1)[1]
-    assert "Apex AMP is included to support models" in amp
+    assert "APEX AMP is included to support models" in amp  # 25.12's own words
+    assert "as well as a preinstalled release of Apex" not in amp  # 20.12's, once quoted as 25.12's
     assert "That is NVIDIA's text. In the image ngcbuild builds: APEX at the pinned commit 10417ace has no " \
            "apex.amp: upstream removed it in cb65b8ed2be7105b80898d04c4d63bb0c57f69af (2025-05-08" in amp
 

@@ -184,3 +184,27 @@ def test_a_conflict_shows_nvidias_value_beside_the_chosen_one_in_table_and_matri
     assert "(NVIDIA states 1.7.0a0+6392713)" in notes_of("20.12")
     cells = next(r for r in matrix_json(PROJECT)["releases"] if r["release"] == "20.08")
     assert "NVIDIA states 1.7.0a0+6392713" in str(cells)
+
+
+def _amp_sentences(text: str) -> list[str]:
+    """The sentences of an AMP section, normalised; the link sentences ("... can be found here.") are left out:
+    the stored pages lost their links, so a quote of them would point nowhere."""
+    sentences = re.split(r"(?<=[.])\s+(?=[A-Z])", st.normalize(text) + ".")
+    return [s.rstrip(" .") for s in sentences if s.strip(" .") and not s.rstrip(" .").endswith("can be found here")]
+
+
+@pytest.mark.parametrize("release", ["20.02", "20.12", "25.12"])
+def test_the_amp_section_is_each_releases_own_text(release):
+    """Every sentence of NVIDIA's AMP section of this release is in its notes, and nothing of another
+    release's is (the 25.12 notes once quoted 20.12's "as well as a preinstalled release of Apex")."""
+    # the section ends with its pointer to the guide (25.12's page runs on into a MemPool example, no heading)
+    section = st.seed_sections(st.seed(release))["Automatic Mixed Precision (AMP)"]
+    seed = _amp_sentences(section.split("Training With Mixed Precision Guide.", 1)[0] + "Training With Mixed Precision Guide.")
+    ours = _amp_sentences(st.plain(st.notes_sections(notes_of(release))["Automatic Mixed Precision (AMP)"]))
+    assert len(seed) >= 5, seed  # the parser read the section
+    missing = [s for s in seed if s not in ours]
+    assert not missing, f"not in the {release} notes: {missing}"
+    # beyond NVIDIA's sentences, the notes add only ngcbuild's finding, said to be ours
+    added = [s for s in ours if s not in seed]
+    assert all(s.startswith(("That is NVIDIA's text", "In the image ngcbuild builds")) or "apex.amp" in s
+               or "Apex AMP is not in this image" in s for s in added), added

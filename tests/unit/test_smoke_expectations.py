@@ -76,7 +76,8 @@ def test_25_12_expects_the_base_images_cuda_home_its_labels_and_torch_first_on_t
     assert expected["base_labels"] == {"com.nvidia.cudnn.version": "9.17.0", "com.nvidia.nccl.version": "2.28.9",
                                        "com.nvidia.tensorrt.version": "10.14.1.48"}
     assert not set(expected["base_labels"]) & set(expected["labels"])
-    assert expected["env_prepend"] == {"LD_LIBRARY_PATH": ["/usr/local/lib/python3.12/dist-packages/torch/lib"]}
+    assert expected["env_prepend"] == {"LD_LIBRARY_PATH": ["/usr/local/lib/python3.12/dist-packages/torch/lib"],
+                                       "PATH": ["/opt/tensorrt/bin"]}
     assert "LD_LIBRARY_PATH" not in expected["env"]
     assert expected["env"]["MODEL_OPT_VERSION"] == "0.40.0"
 
@@ -121,3 +122,22 @@ def test_a_message_the_manifest_accepts_at_import_reaches_the_suite_and_the_note
     issues = notes[notes.index("## Known Issues"):]
     assert ('importing PyTorch prints "Skipping import of cpp extensions": built for another torch (a planted '
             'reason)') in issues
+
+
+def test_25_12_as_a_user_touches_it():
+    """Issue 42: trtexec on PATH where NGC has it, MPI turned off in the build and checked absent with MKL and
+    NVSHMEM (the notes say the image lacks them), python3 -m venv (python3.12-venv, as NGC installs it)."""
+    expected = _repo_expected("25.12")
+    assert expected["stack"]["commands"] == {"trtexec": "/opt/tensorrt/bin"}
+    assert expected["stack"]["torch_without"] == ["mpi", "mkl", "nvshmem"]
+    assert expected["stack"]["torch_with"] == ["lapack"]
+    dockerfile = render_files(Project.at(REPO), load_release(Project.at(REPO), "25.12")).files["Dockerfile"].decode()
+    assert 'USE_MPI="0"' in dockerfile and "python3.12-venv=3.12.3-1ubuntu0.17" in dockerfile
+    assert 'PATH="/opt/tensorrt/bin${PATH:+:${PATH}}"' in dockerfile
+    # 20.x: NGC linked conda's MKL, these images OpenBLAS
+    assert _repo_expected("20.12")["stack"]["torch_without"] == ["mkl"]
+
+
+def test_a_capability_both_promised_and_left_out_is_an_error(scratch):
+    message = error(scratch, WITH_GPU + "stack:\n  torch_with: [lapack]\n  torch_without: [mpi, lapack]\n")
+    assert "stack" in message and "lapack in both torch_with and torch_without" in message, message

@@ -72,6 +72,31 @@ def test_probe_refuses_a_python_without_torch(tmp_path):
         host.probe_environment(sys.executable)
 
 
+@pytest.fixture(scope="module")
+def python_without_torch(tmp_path_factory):
+    """An interpreter that cannot import torch, whatever this host has: a venv without site-packages."""
+    folder = tmp_path_factory.mktemp("no-torch")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
+    return str(folder / "venv" / "bin" / "python")
+
+
+@pytest.mark.parametrize("command", [
+    ["-m", "ngcbuild.smoke.host"],  # what docs/gpu-runners.md gives a GPU machine without invoke
+    ["-m", "ngcbuild", "smoke", "--host", "--release", "dev"],
+    ["-m", "ngcbuild", "smoke", "--host", "--expect-from-env"],
+])
+def test_host_mode_says_one_line_where_the_python_has_no_torch(command, python_without_torch, tmp_path):
+    from ..conftest import REPO
+
+    done = subprocess.run([sys.executable, *command, "--python", python_without_torch], cwd=REPO, timeout=300,
+                          capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src"), "PYTHONDONTWRITEBYTECODE": "1"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"ngcbuild: {python_without_torch} has no PyTorch (") and \
+        "name one with --python" in done.stderr, done.stderr
+
+
 # --- the in-image conftest, run by real pytest processes --------------------------------------
 
 SAMPLE = '''

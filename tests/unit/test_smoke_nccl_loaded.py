@@ -11,12 +11,19 @@ import sys
 import pytest
 
 from ngcbuild.smoke.runner import CHECKS_DIR
+from ngcbuild.smoke.staging import SHARED_MODULES
 
 from ..conftest import IN_CI
 
+# The checks import the shared modules staged beside their expectations (smoke/staging.py): loaded here by path.
 PROBE = f"""
-import ctypes, json, sys
+import ctypes, importlib.util, json, sys
 sys.path.insert(0, {str(CHECKS_DIR)!r})
+for path in {[str(p) for p in SHARED_MODULES]!r}:
+    name = path.rsplit("/", 1)[-1][:-3]
+    spec = importlib.util.spec_from_file_location(name, path)
+    sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sys.modules[name])
 if len(sys.argv) > 1:
     ctypes.CDLL(sys.argv[1])  # as `import torch` loads libnccl through libtorch_cuda
 from test_stack import loaded_nccl

@@ -12,14 +12,10 @@ import sys
 
 import pytest
 
-from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import load_release
-from ngcbuild.verify import report, run, sources
-from ngcbuild.verify.parallel import Work
-from ngcbuild.verify.target import Target
-from ngcbuild.verify.web import Web
+from ngcbuild.verify import report
 
 from ..fake_index import FakeIndex, sdist, wheel
+from ..helpers import verify_python_rows
 
 TRT = "10.14.1.48.post1"
 LINE = f"tensorrt-cu13 {TRT} requires tensorrt-cu13-libs, which is not installed."
@@ -44,12 +40,7 @@ def index():
 
 
 def _rows(scratch, index, monkeypatch, tmp_path, pins: str, manifest: str = MANIFEST) -> dict:
-    scratch.manifest("trt", manifest)
-    scratch.constraints("trt", pins)
-    monkeypatch.setattr(sources, "PYPI", index.url)
-    loaded = load_release(Project.at(scratch.root), "trt")
-    target = Target(loaded.release.python.interpreter_version, "linux/amd64", loaded.release.os.glibc)
-    rows = run._python_rows(loaded, [target], Web(environ={}), Work(), tmp_path / "scratch")
+    rows = verify_python_rows(scratch, monkeypatch, index.url, tmp_path / "scratch", "trt", manifest, pins)
     return {(r.kind, r.name): r for r in rows}
 
 
@@ -103,3 +94,28 @@ def test_a_tolerance_no_predicted_line_needs_is_an_error(scratch, index, monkeyp
     assert check.status == report.FAILED, check
     assert ("pip.wrong_wheel_tags: tensorrt-cu13-bindings: tolerated on linux/amd64, but pip check prints no line "
             "of it there") in check.reason, check
+
+
+def test_a_base_whose_python_distributions_are_not_declared_is_not_counted_as_none(scratch, index, monkeypatch,
+                                                                                   tmp_path):
+    """verify never states "0 of the base image" where the manifest declares nothing of the base: it says
+    it does not know them (issue 42: cuda-dl-base, whose distributions no manifest declares)."""
+    undeclared = MANIFEST + "base:\n  image: example.org/some-base:1\n  python_distributions: null\n"
+    rows = _rows(scratch, index, monkeypatch, tmp_path, PINS + f"tensorrt-cu13-libs=={TRT}\n", undeclared)
+    check = rows[("pip-check", "pip check")]
+    assert check.status == report.NOT_VERIFIED, check
+    assert "3 distributions (3 pinned, 0 built from source, the base image's not known)" in check.reason, check
+    assert ("not known here: the Python distributions of the base image example.org/some-base:1 "
+            "(base.python_distributions is not declared, and verify does not read images)") in check.reason, check
+    assert "0 of the base image" not in check.reason
+
+
+def test_a_declared_distribution_of_the_base_takes_part_in_the_prediction(scratch, index, monkeypatch, tmp_path):
+    """The base's tensorrt-cu13-libs, declared with its evidence, meets the requirement the pins leave open."""
+    declared = MANIFEST + (
+        "base:\n  image: example.org/some-base:1\n  python_distributions:\n    evidence: pip list in the base\n"
+        f"    distributions:\n      tensorrt-cu13-libs:\n        version: {TRT}\n        evidence: pip show\n")
+    rows = _rows(scratch, index, monkeypatch, tmp_path, PINS, declared)
+    check = rows[("pip-check", "pip check")]
+    assert check.status == report.VERIFIED, check
+    assert check.reason.startswith("3 distributions (2 pinned, 0 built from source, 1 of the base image)"), check

@@ -20,9 +20,10 @@ class ComponentUpdate:
     name: str
     version: str
     packages: dict[str, str | None]  # the component's `packages` as proposed (None: no longer installed)
-    env_version: str | None  # what its module reports, where the release states it
+    env_version: str | None  # what its module reports, where the release states it in env_version
     source: str
     problems: tuple[str, ...] = ()  # what the reviewer must settle by hand
+    module_version: str | None = None  # what its module reports, where the release states module_version
 
 
 @dataclass
@@ -55,16 +56,21 @@ def component_changes(proposal: Proposal, bundle: str | None) -> Changes:
         old = {package: component.packages.get(package, component.version) for package in names}
         if old == new:
             continue
-        env_version = None
-        if component.env_version and component.env_version != component.version and entry.module:
+        # what the module reports, where the release states it apart from the version (the smoke suite holds
+        # the module to module_version; env_version is the env's form, here the same)
+        reported = None
+        stated = [field for field in ("env_version", "module_version")
+                  if getattr(component, field) and getattr(component, field) != component.version]
+        if stated and entry.module:
             dist = proposal.pins.get(canonicalize_name(carrier or ""))
-            env_version = _reported(dist, entry.module, bundle, problems, name)
+            reported = _reported(dist, entry.module, bundle, problems, name, stated[-1])
         why = _why(carrier, proposal, who) if carrier else "resolved with the rest"
         display = entry.display if entry else name
         source = (f"{display} {version}: {why}; proposed by ngcbuild bump from {where}, read {proposal.day} "
                   f"(was {component.version})")
-        changes.components[name] = ComponentUpdate(name, version, new if component.packages else {}, env_version,
-                                                   source, tuple(problems))
+        changes.components[name] = ComponentUpdate(
+            name, version, new if component.packages else {}, reported if "env_version" in stated else None,
+            source, tuple(problems), reported if "module_version" in stated else None)
     changes.texts = _texts(proposal)
     changes.layers = _layers(proposal)
     return changes
@@ -89,17 +95,17 @@ def _why(package: str, proposal: Proposal, who) -> str:
     return f"the newest that {', '.join(limits)} admit" if limits else "the newest the whole set admits"
 
 
-def _reported(dist, module: str, bundle, problems: list, name: str) -> str | None:
+def _reported(dist, module: str, bundle, problems: list, name: str, field: str) -> str | None:
     if dist is None or not dist.url:
-        problems.append(f"components.{name}.env_version: the wheel was not found to read what {module} reports")
+        problems.append(f"components.{name}.{field}: the wheel was not found to read what {module} reports")
         return None
     try:
         reported = module_version(dist.url, module, bundle)
     except WheelUnreadable as exc:
-        problems.append(f"components.{name}.env_version: {exc}")
+        problems.append(f"components.{name}.{field}: {exc}")
         return None
     if reported is None:
-        problems.append(f"components.{name}.env_version: {dist.name} {dist.version} has no {module}/version.py "
+        problems.append(f"components.{name}.{field}: {dist.name} {dist.version} has no {module}/version.py "
                         "with a __version__")
     return reported
 

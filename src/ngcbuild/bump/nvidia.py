@@ -196,7 +196,7 @@ def _pip_level(parent: LoadedRelease, stand_ins: list[str], web, say):
         for package in _package_of(parent, name, component):
             key = canonicalize_name(package)
             if key in skipped and key not in stand_in_versions:
-                stand_in_versions[key] = component.module_version or component.version
+                stand_in_versions[key] = component.reported_version
     say(f"bump: reading the metadata of {release.release}'s {len(parent.constraints.pins)} pins")
     pinned = [str(p) for p in parent.constraints.pins if p.key not in skipped]
     with tempfile.TemporaryDirectory(prefix="ngcbuild-stand-ins-") as folder:

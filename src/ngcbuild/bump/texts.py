@@ -51,6 +51,8 @@ def manifest_text(proposal: Proposal, changes: Changes, day: str | None = None) 
         entry: dict = {"version": update.version}
         if update.env_version:
             entry["env_version"] = update.env_version
+        if update.module_version:
+            entry["module_version"] = update.module_version
         entry["source"] = update.source.replace(proposal.day, day)
         if update.packages:
             entry["packages"] = dict(update.packages)

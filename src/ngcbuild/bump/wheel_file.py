@@ -5,14 +5,10 @@ a wheel of half a gigabyte), every request a core/http.fetch through verify's We
 
 from __future__ import annotations
 
-import re
-
 from ngcbuild.core.errors import OperationError
-from ngcbuild.verify.remote_zip import RemoteZipError, read_members
+from ngcbuild.verify.remote_zip import RemoteZipError
 from ngcbuild.verify.web import Web
-
-MAX_MEMBER = 64 * 1024  # a version.py is a few lines
-_VERSION = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([0-9A-Za-z.+!_-]{1,100})['"]""", re.M)
+from ngcbuild.verify.wheel_module import literal_version
 
 
 class WheelUnreadable(OperationError):
@@ -22,11 +18,9 @@ class WheelUnreadable(OperationError):
 def module_version(url: str, module: str, bundle: str | None = None) -> str | None:
     """What `module.__version__` says in the wheel at `url` (its MODULE/version.py), or None when the
     wheel has no such file."""
-    member = module.replace(".", "/") + "/version.py"
     web = Web(environ={"PIP_CERT": bundle} if bundle else {})
     try:
-        found = read_members(url, web.fetch, lambda name: name == member, MAX_MEMBER)
+        found = literal_version(url, module, web.fetch, ("version.py",))
     except RemoteZipError as exc:
         raise WheelUnreadable(f"{url}: {exc}") from None
-    match = _VERSION.search(found[member].decode("utf-8", "replace")) if member in found else None
-    return match.group(1) if match else None
+    return found[0] if found else None

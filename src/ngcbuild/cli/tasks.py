@@ -132,8 +132,9 @@ TASKS = (
              Option("perf", "also run the performance smoke; figures in build/R/perf.json", value=None),
              Option("baseline", "with --perf: run it in this release's image (or image REF) too; report regressions",
                     value="R|REF"),
-             Option("threshold", "with --baseline: a figure worse by more than this fraction is a regression",
-                    value="F", default_text="0.05"),
+             Option("threshold", "with --baseline: a figure worse by more than this fraction plus both runs' "
+                    "spread is a regression; one noisier than it is reported, not gated", value="F",
+                    default_text="0.05"),
              Option("host", "run the checks with the host's Python, no Docker (a GPU machine); in build/host/",
                     value=None),
              Option("expect-from-env", "with --host: expect the host's PyTorch, CUDA, cuDNN and NCCL, not a manifest's",

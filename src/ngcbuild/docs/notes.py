@@ -77,6 +77,7 @@ class NotesContext:
     known_issues: tuple[Item, ...]
     conflicts: tuple[Item, ...]
     table: tuple[TableRow, ...]  # newest first
+    amp: tuple[Item, ...]  # NVIDIA's AMP section of this release, where the manifest quotes it
     amp_native: bool
     amp_apex: bool
     apex_amp_finding: str | None  # where the pinned APEX lacks the Apex AMP NVIDIA's text promises
@@ -121,6 +122,7 @@ def notes_context(series: Series, name: str, catalog: Catalog,
     pytorch_segment = component_segment(release, catalog, "pytorch", with_name=False)
 
     marked = [*also, *(i for g in groups for i in g.items), *key_features, *announcements, *known_issues,
+              *_facts(release.notes.amp),
               cuda, pytorch_segment, os_, capability]
     marked += [cell for row in table for cell in (row.ubuntu, row.cuda, row.pytorch, row.tensorrt)]
     for part in (release.notes.driver, release.notes.gpu_requirements):
@@ -153,6 +155,7 @@ def notes_context(series: Series, name: str, catalog: Catalog,
         known_issues=known_issues,
         conflicts=conflicts,
         table=table,
+        amp=tuple(_facts(release.notes.amp)),
         amp_native=_amp_native(pytorch.version if pytorch else None),
         amp_apex=_has_apex(release),
         apex_amp_finding=release.components["apex"].lacks.get("amp") if "apex" in release.components else None,

@@ -211,7 +211,7 @@ def built_from_source(release: Release, catalog, constraints: Constraints) -> tu
         entry = catalog.get(component_name)
         package = component.package or (entry.pip_package if entry else None)
         if component.install == "source" and package and constraints.get(package) is None:
-            pins.append(Pin(package, str(component.module_version or component.version), 0))
+            pins.append(Pin(package, str(component.reported_version), 0))
     return tuple(pins)
 
 

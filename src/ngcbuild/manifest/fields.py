@@ -103,6 +103,7 @@ RepoPath = _pattern_type("repository", r"[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([
                          "a repository path such as nvidia/pytorch")
 TagWord = _pattern_type("tag", r"[A-Za-z0-9_][A-Za-z0-9._-]{0,60}", "a tag word (letters, digits, . _ -)")
 Digest = _pattern_type("digest", r"sha256:[0-9a-f]{64}", "a digest sha256:<64 hex digits>")
+Fingerprint = _pattern_type("fingerprint", r"[0-9A-F]{40}", "an OpenPGP v4 key fingerprint (40 upper-case hex digits)")
 GitRef = _pattern_type("git_ref", r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}", "a git commit, tag or branch name")
 BuildNumber = _pattern_type("build_number", r"[0-9]+(\.[0-9]+)?", "a build number (digits)")
 ComputeCapability = _pattern_type("compute_capability", r"[0-9]+\.[0-9]+", "a compute capability such as 7.5")

@@ -27,6 +27,7 @@ from ngcbuild.manifest.fields import (
     Day,
     Digest,
     EnvName,
+    Fingerprint,
     GitRef,
     LabelKey,
     MajorMinor,
@@ -82,6 +83,27 @@ class DeclaredDistribution(Strict):
     evidence: Text
 
 
+class BasePythonDistributions(Strict):
+    """Every Python distribution the base image carries for the image's interpreter, and how that list was
+    read (its evidence: a `pip list` of the base, its published package list, "carries no Python")."""
+
+    evidence: Text
+    distributions: dict[PackageName, DeclaredDistribution] = Field(default_factory=dict)
+
+
+class AptKey(Strict):
+    """The key an apt repository the base image adds is signed with now (NVIDIA's CUDA repository: 3bf863cc
+    since April 2022), where the base image may trust only a key since rotated out. The image installs it
+    before any apt step, refused unless its fingerprint is `fingerprint`, and removes the keys it `replaces`;
+    `invoke verify` reads the repository's InRelease and says which key signs it."""
+
+    repository: Url  # the repository it signs (the URL of its sources.list line, which holds InRelease)
+    url: Url  # where the armored key is fetched
+    fingerprint: Fingerprint
+    replaces: list[Fingerprint] = Field(default_factory=list)
+    evidence: Text
+
+
 class BaseImage(Strict):
     image: TaggedImage
     digest: Digest | None = None
@@ -93,9 +115,12 @@ class BaseImage(Strict):
     # What the base image provides that no component of the manifest records, each with its evidence
     # (cuda-compiler: "a devel image: nvcc is in /usr/local/cuda/bin"): a need it meets (components.*.needs).
     provides: dict[Capability, Text] = Field(default_factory=dict)
-    # The Python distributions the base image carries (none where absent): `invoke verify` predicts the
-    # image's `pip check` from them with everything the image installs.
-    python_distributions: dict[PackageName, DeclaredDistribution] = Field(default_factory=dict)
+    # The Python distributions the base image carries, from evidence: `invoke verify` predicts the image's
+    # `pip check` from them with everything the image installs. Absent: not known (verify says so, and
+    # never counts "0 of the base image"); declared with no distributions: none, by its evidence.
+    python_distributions: BasePythonDistributions | None = None
+    # Keys of the apt repositories it adds that the image installs first (a key rotation the base predates).
+    apt_keys: list[AptKey] = Field(default_factory=list)
 
 
 class ImageSpec(Strict):
@@ -235,8 +260,9 @@ class Component(Strict):
     build_env: dict[EnvName, SafeValue] = Field(default_factory=dict)
     # The form NGC prints in env vars, labels and the banner when it differs (a short hash).
     env_version: Version | None = None
-    # What the module reports (__version__) and pip lists, when it is neither: NGC's torch appends
-    # .nvYY.MM (2.10.0a0+b4e4ee81d3.nv25.12). Builds stamp it; the smoke suite expects it.
+    # What the module reports (__version__) when it is not `version`: NGC's torch appends .nvYY.MM
+    # (2.10.0a0+b4e4ee81d3.nv25.12), which the source build stamps (pip then lists it too); PyPI's CUDA
+    # torch 2.11.0 reports 2.11.0+cu130. The smoke suite expects it (reported_version).
     module_version: Version | None = None
     # NVIDIA's own statement where we chose another value (notes.conflicts says why): the notes' tables
     # and the matrix show both, never the chosen value alone.
@@ -283,7 +309,16 @@ class Component(Strict):
 
     @property
     def shown_version(self) -> str:
+        """The form of env vars, labels and the banner."""
         return self.env_version or self.version
+
+    @property
+    def reported_version(self) -> str:
+        """What its module reports (__version__) and pip lists: module_version where the manifest states
+        it, else the version; never env_version, which is the form of env vars and labels (TE's '2.10'
+        where the module says 2.10.0+769ed778). The smoke suite and verify hold a module to it by the one
+        version rule (manifest/version_rule.py)."""
+        return self.module_version or self.version
 
     def pin_provenance(self, package: str) -> Provenance:
         """Provenance of one pin of `packages`."""
@@ -329,6 +364,9 @@ class CudaHomeSpec(Strict):
     runtime: PackageName
 
 
+TorchCapability = Literal["lapack", "mpi", "mkl", "nvshmem"]
+
+
 class StackSpec(Strict):
     """What the stack checks of the smoke suite accept."""
 
@@ -338,7 +376,21 @@ class StackSpec(Strict):
     # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
     # algebra; a source build without MKL or OpenBLAS has none), MPI (torch.distributed's backend), MKL
     # (torch.backends.mkl: NGC's amd64 builds link it) and NVSHMEM (torch's symmetric memory backend).
-    torch_with: list[Literal["lapack", "mpi", "mkl", "nvshmem"]] = Field(default_factory=list)
+    torch_with: list[TorchCapability] = Field(default_factory=list)
+    # What the PyTorch build is made without where NVIDIA's image may have it (25.12 turns MPI off and links
+    # OpenBLAS, not MKL), each checked absent in the image: a statement of the notes, proved.
+    torch_without: list[TorchCapability] = Field(default_factory=list)
+    # Commands the image puts on PATH, by the folder each is in (NGC's trtexec in /opt/tensorrt/bin): the
+    # smoke suite finds each on PATH there.
+    commands: dict[PackageName, AbsPath] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _with_or_without(self):
+        both = sorted(set(self.torch_with) & set(self.torch_without))
+        if both:
+            raise PydanticCustomError("ngcbuild_torch_without", "{names} in both torch_with and torch_without",
+                                      {"names": ", ".join(both)})
+        return self
 
 
 class BuildSpec(Strict):
@@ -447,6 +499,10 @@ class Notes(Strict):
     announcements: list[FactItem] = Field(default_factory=list)
     known_issues: list[FactItem] = Field(default_factory=list)
     tensor_core_examples: list[Example] = Field(default_factory=list)
+    # NVIDIA's "Automatic Mixed Precision (AMP)" section of this release, paragraph by paragraph, as its own
+    # notes word it (each release's text: 20.12's names Apex AMP beside torch.cuda.amp, 20.02's Apex alone).
+    # Absent: the notes describe the image's AMP in ngcbuild's words, never as NVIDIA's.
+    amp: list[FactItem] = Field(default_factory=list)
     # Items of "The container also includes" that are not components we install.
     also_includes: list[FactItem] = Field(default_factory=list)
     # Where sources disagree, what we chose and why.

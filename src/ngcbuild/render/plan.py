@@ -191,7 +191,7 @@ class ImagePlan:
         home = self.release.cuda_home
         return {
             "modules": {name: {"module": entry.module,
-                               "version": in_image[name].module_version or in_image[name].shown_version,
+                               "version": in_image[name].reported_version,
                                "import_warnings": sorted(in_image[name].import_warnings)}
                         for name, entry in entries.items() if entry.module},
             "libraries": {name: entry.library for name, entry in entries.items() if entry.library},
@@ -199,6 +199,8 @@ class ImagePlan:
             "cuda_wheels": f"{self.release.python.site_packages}/{home.wheels}" if home else None,
             "unresolved_ok": sorted(self.release.stack.unresolved_ok),
             "torch_with": list(self.release.stack.torch_with),
+            "torch_without": list(self.release.stack.torch_without),
+            "commands": dict(sorted(self.release.stack.commands.items())),
         }
 
     def _base_labels(self) -> dict[str, str]:

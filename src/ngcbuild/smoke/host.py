@@ -16,10 +16,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from ngcbuild.core.errors import SmokeFailed, UserError
+from ngcbuild.core.errors import NgcbuildError, SmokeFailed, UserError
+from ngcbuild.core.interrupts import Interrupted, install, leave
 from ngcbuild.smoke.checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
 from ngcbuild.smoke.perf import perf_report, read_measured, render_perf, write_report
-from ngcbuild.smoke.staging import stage_pytest
+from ngcbuild.smoke.staging import stage_expectations, stage_pytest
 from ngcbuild.smoke.summary import render_table, rows_from_junit
 from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
 
@@ -74,13 +75,32 @@ def interpreter_version(python: str) -> str:
 
 
 def probe_environment(python: str) -> dict:
-    done = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    try:
+        done = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=300)
+    except OSError as exc:
+        raise UserError(f"--python {python}: cannot run it ({exc.strerror})") from None
     if done.returncode != 0:
         raise UserError(f"{python} could not describe its environment: {done.stderr.strip()[-500:]}")
     facts = json.loads(done.stdout)
     if "torch_error" in facts:
-        raise UserError(f"{python} has no PyTorch ({facts['torch_error']}); host mode checks the host's PyTorch")
+        raise UserError(no_torch(python, facts["torch_error"]))
     return facts
+
+
+def no_torch(python: str, why: str) -> str:
+    return (f"{python} has no PyTorch ({why}): host mode runs the smoke checks with a Python that has torch; "
+            f"name one with --python")
+
+
+def require_torch(python: str) -> None:
+    """One line, before anything is staged, where `python` cannot import torch (every check needs it)."""
+    try:
+        done = subprocess.run([python, "-c", "import torch"], capture_output=True, text=True, timeout=300)
+    except OSError as exc:
+        raise UserError(f"--python {python}: cannot run it ({exc.strerror})") from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise UserError(no_torch(python, lines[-1] if lines else f"import torch exited {done.returncode}"))
 
 
 def expectations_from_env(facts: dict) -> dict:
@@ -134,6 +154,7 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
              require_gpu: bool = False, perf: bool = False, out=sys.stdout) -> dict:
     """Run the checks with `python` (default: this interpreter); results into build_dir/host/."""
     python = python or sys.executable
+    require_torch(python)
     directory = build_dir / HOST_DIR
     ReleaseDir.of(directory).write(EXPECTED, expected_json)
     print(f"smoke (host): {release} expectations, checks run by {python}"
@@ -141,8 +162,7 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
           file=out, flush=True)
     with tempfile.TemporaryDirectory(prefix="ngcbuild-host-smoke-") as tmp:
         tmp = Path(tmp)
-        (tmp / "expect").mkdir()
-        (tmp / "expect" / EXPECTED).write_bytes(expected_json)
+        stage_expectations(tmp / "expect", expected_json)
         (tmp / "out").mkdir()
         stage_pytest(tmp / "pytest", interpreter_version(python), build_dir)
         command = [python, str(CHECKS_DIR / "run_checks.py"), str(CHECKS_DIR),
@@ -189,24 +209,29 @@ def _stream(command: list[str], env: dict, out) -> int:
 
 
 def main(argv=None) -> int:
-    """`python -m ngcbuild.smoke.host` for a GPU machine without invoke: expectations from the env."""
+    """`python -m ngcbuild.smoke.host` for a GPU machine without invoke: expectations from the env.
+    Bad input (no PyTorch in that Python, one that does not run) is one line and exit 2; failed checks 1."""
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default=sys.executable, help="interpreter whose PyTorch to check")
-    parser.add_argument("--require-gpu", action="store_true")
-    parser.add_argument("--perf", action="store_true")
-    parser.add_argument("--build-dir", default="build")
+    parser.add_argument("--require-gpu", action="store_true", help="a GPU check that would skip fails instead")
+    parser.add_argument("--perf", action="store_true", help="also measure the performance figures (perf.json)")
+    parser.add_argument("--build-dir", default="build", help="where host/ (JUnit, expected.json, perf.json) goes")
     options = parser.parse_args(argv)
-    facts = probe_environment(options.python)
-    expected = json.dumps(expectations_from_env(facts), indent=2, sort_keys=True).encode() + b"\n"
     try:
+        facts = probe_environment(options.python)
+        expected = json.dumps(expectations_from_env(facts), indent=2, sort_keys=True).encode() + b"\n"
         run_host(Path(options.build_dir), expected, "host", options.python, options.require_gpu, options.perf)
-    except (SmokeFailed, UserError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    except NgcbuildError as exc:
+        print(f"ngcbuild: {exc}", file=sys.stderr)
+        return exc.exit_code
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    install()  # an interrupt is one line and its exit status, never a traceback
+    try:
+        sys.exit(main())
+    except Interrupted as exc:
+        leave(exc)

@@ -33,7 +33,7 @@ from ngcbuild.smoke.perf import (
     with_baseline,
     write_report,
 )
-from ngcbuild.smoke.staging import stage_pytest
+from ngcbuild.smoke.staging import stage_expectations, stage_pytest
 from ngcbuild.smoke.summary import render_table, rows_from_junit
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
 from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
@@ -145,8 +145,7 @@ def _baseline_ref(project: Project, other: str) -> str:
 def stage_suite(tmp: Path, expected_json: bytes, config: dict, python: str, build_dir: Path) -> None:
     """What the container mounts beside the checks: expectations, the image's config, the locked
     pytest of the image's Python (`python`, MAJOR.MINOR) and a writable folder for the results."""
-    (tmp / "expect").mkdir()
-    (tmp / "expect" / EXPECTED).write_bytes(expected_json)
+    stage_expectations(tmp / "expect", expected_json)
     (tmp / "expect" / "image.json").write_text(json.dumps(config, indent=2))
     stage_pytest(tmp / "pytest", python, build_dir)
     (tmp / "out").mkdir()

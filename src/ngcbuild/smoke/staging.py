@@ -7,6 +7,7 @@ The wheels come from PyPI (or a wheelhouse named by PIP_FIND_LINKS) through the 
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,8 +17,20 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from ngcbuild.core.errors import SmokeFailed
 from ngcbuild.smoke.pytest_lock import PIP_TARGET_ARGS, Pin, lock_path, python_minor, read_lock
+from ngcbuild.workspace.release_dir import EXPECTED
 
 CACHE_DIR = "smoke-wheels"  # under build/: one folder per Python minor
+# Pure modules of ngcbuild the checks share with the host (the standard library only, Python 3.6's), staged
+# beside the expectations, whose folder the checks' conftest puts on sys.path: the one version rule.
+SHARED_MODULES = (Path(__file__).resolve().parent.parent / "manifest" / "version_rule.py",)
+
+
+def stage_expectations(directory: Path, expected_json: bytes) -> None:
+    """The folder the checks read their expectations from: expected.json, and the shared modules they import."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / EXPECTED).write_bytes(expected_json)
+    for module in SHARED_MODULES:
+        shutil.copyfile(module, directory / module.name)
 
 
 def stage_pytest(target: Path, python: str, build_dir: Path) -> list[Pin]:

@@ -31,13 +31,20 @@ def source_builds(loaded: LoadedRelease, pinned: dict[str, str]) -> dict[str, Be
             continue
         requires = tuple(component.requires_dist) if component.requires_dist is not None else None
         found[canonicalize_name(package)] = Beside(
-            package, str(component.module_version or component.version), requires, f"built from source "
+            package, str(component.reported_version), requires, f"built from source "
             f"(components.{name})", "" if requires is not None else
             f"components.{name}.requires_dist is not declared (verify does not read source trees)")
     return found
 
 
-def base_distributions(release) -> dict[str, Beside]:
-    """canonical name -> a distribution the base image carries, as base.python_distributions declares."""
+def base_distributions(release) -> dict[str, Beside] | None:
+    """canonical name -> a distribution the base image carries for the image's interpreter, as
+    base.python_distributions declares them; None where that is not known. A conda release's interpreter is
+    conda's own, which sees none of the base image's."""
+    if release.python.conda is not None:
+        return {}
+    declared = release.base.python_distributions
+    if declared is None:
+        return None
     return {canonicalize_name(name): Beside(name, dist.version, tuple(dist.requires_dist), "the base image")
-            for name, dist in release.base.python_distributions.items()}
+            for name, dist in declared.distributions.items()}

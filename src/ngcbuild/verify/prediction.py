@@ -41,6 +41,9 @@ def prediction_row(loaded: LoadedRelease, target: Target, sources: Sources, chos
     if release.python.conda is not None:
         gaps.append(f"the distributions of the conda environment itself "
                     f"({release.python.conda.installer.rsplit('/', 1)[-1]}), which verify does not read")
+    elif release.base.python_distributions is None:
+        gaps.append(f"the Python distributions of the base image {release.base.image} (base.python_distributions "
+                    "is not declared, and verify does not read images)")
     gaps += _archives_read_instead_of_wheels(sources, chosen)
     gaps += [f"whether {t.source} is needed" for t in undecided]
     size = f"{len(installed)} distributions ({counts})"
@@ -74,7 +77,7 @@ def image_distributions(loaded: LoadedRelease, sources: Sources, chosen: dict[st
     installed: dict[str, Installed] = {}
     unknown: dict[str, str] = {}
     base = base_distributions(loaded.release)
-    for key, beside in base.items():
+    for key, beside in (base or {}).items():
         installed[key] = Installed(beside.name, beside.version, beside.requires, None, beside.origin)
     for key, pin in chosen.items():
         metadata = pin.metadata
@@ -90,7 +93,16 @@ def image_distributions(loaded: LoadedRelease, sources: Sources, chosen: dict[st
         installed[key] = Installed(beside.name, beside.version, beside.requires, None, beside.origin)
         if beside.requires is None:
             unknown[key] = beside.unknown
-    return installed, unknown, f"{len(chosen)} pinned, {len(builds)} built from source, {len(base)} of the base image"
+    return installed, unknown, f"{len(chosen)} pinned, {len(builds)} built from source, {_base_count(loaded, base)}"
+
+
+def _base_count(loaded: LoadedRelease, base: dict | None) -> str:
+    """How many the base image adds, as far as that is known."""
+    if base is None:
+        return "the base image's not known"
+    if loaded.release.python.conda is not None:
+        return "none of the base image (conda's interpreter is its own)"
+    return f"{len(base)} of the base image"
 
 
 def _archives_read_instead_of_wheels(sources: Sources, chosen: dict[str, Chosen]) -> list[str]:

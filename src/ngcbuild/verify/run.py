@@ -2,12 +2,13 @@
 check pass, before a GPU runner tries?
 
 For R's interpreter and each platform R builds: each pip pin's file on the indexes R names (chosen as
-pip chooses, its metadata read without downloading it), the closure of the pin set, and the image's
-`pip check` predicted from the metadata of everything the image will hold; each apt pin against its
-archive; each git ref must be a full commit dated before the release (a short hash, as NVIDIA gives
-some, is resolved where GitHub answers, else "not verified" with the command that resolves it); a base
-image known to be gone is refused with the way out. What this machine cannot reach is reported as "not
-verified" with the reason, never as verified.
+pip chooses, its metadata read without downloading it), the closure of the pin set, the image's
+`pip check` predicted from the metadata of everything the image will hold, and what each module the smoke
+suite checks will report, by the suite's own version rule; each apt pin against its archive, and which key
+signs each apt repository whose key the manifest installs; each git ref must be a full commit dated before
+the release (a short hash, as NVIDIA gives some, is resolved where GitHub answers, else "not verified" with
+the command that resolves it); a base image known to be gone is refused with the way out. What this machine
+cannot reach is reported as "not verified" with the reason, never as verified.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from ngcbuild.core.errors import ManifestError
 from ngcbuild.core.http import HttpFailure
 from ngcbuild.manifest.loader import LoadedRelease
 from ngcbuild.verify.apt import apt_rows
+from ngcbuild.verify.apt_keys import apt_key_rows
 from ngcbuild.verify.closure_check import closure_row
 from ngcbuild.verify.git_refs import git_rows
+from ngcbuild.verify.module_versions import module_rows
 from ngcbuild.verify.parallel import Work
 from ngcbuild.verify.pins import choose_pins, pip_rows
 from ngcbuild.verify.prediction import prediction_row
@@ -55,6 +58,7 @@ def verify_release(loaded: LoadedRelease, web: Web, base: str | None = None) -> 
             work.cancel()  # nothing of this run outlives it: no worker takes more, no build process is left
     for target in targets:
         rows += apt_rows(release, target.platform, web)
+    rows += apt_key_rows(release, web)
     rows += git_rows(release, web)
     rows += _other_rows(release, web)
     return rows
@@ -77,6 +81,7 @@ def _python_rows(loaded: LoadedRelease, targets: list[Target], web: Web, work: W
         rows += pip_rows(chosen, target, sources, wrong)
         rows.append(closure_row(loaded, target, sources, chosen))
         rows.append(prediction_row(loaded, target, sources, chosen))
+        rows += module_rows(loaded, target, chosen, web.fetch)
     return rows
 
 

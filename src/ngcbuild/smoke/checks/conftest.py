@@ -21,6 +21,8 @@ from processes import run
 
 SMOKE_DIR = Path(os.environ.get("NGCBUILD_SMOKE_DIR", "/opt/ngcbuild"))
 EXPECT_DIR = SMOKE_DIR / "expect"
+# The shared pure modules (the version rule) are staged beside the expectations (smoke/staging.py).
+sys.path.insert(1, str(EXPECT_DIR))
 PERF_RESULTS = pytest.StashKey[dict]()
 
 

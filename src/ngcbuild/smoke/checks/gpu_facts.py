@@ -8,8 +8,6 @@ import math
 import re
 from typing import Dict, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
 # The PyTorch release that first shipped an API a check uses. A check whose API is newer than the
 # manifest's PyTorch does not apply to that image (skip with this reason); an image whose PyTorch is
 # at least this version and lacks the API fails the check.
@@ -84,11 +82,10 @@ def manifest_nccl(version: str) -> Tuple[int, int, int]:
     return tuple(int(p) for p in _numeric(version, 3))
 
 
-def cuda_matches(torch_cuda: Optional[str], manifest_cuda: str) -> bool:
-    """torch.version.cuda names MAJOR.MINOR ('13.1'); the manifest the full toolkit ('13.1.0')."""
-    if not torch_cuda:
-        return False
-    return _numeric(torch_cuda, 2) == _numeric(manifest_cuda, 2)
+def major_minor(version: str) -> str:
+    """MAJOR.MINOR of a version: what torch.version.cuda and nvcc's "release" name of CUDA ('13.1.0' ->
+    '13.1'), the precision at which the version rule compares the manifest's CUDA with them."""
+    return "{}.{}".format(*_numeric(version, 2))
 
 
 def release_at_least(version: str, since: str) -> bool:
@@ -98,25 +95,6 @@ def release_at_least(version: str, since: str) -> bool:
     NGC builds PyTorch from its main branch between releases (2.10.0a0+b4e4ee81d3): that
     pre-release already has what 2.10 has, although PEP 440 orders 2.10.0a0 before 2.10."""
     return _numeric(version, 4) >= _numeric(since, 4)
-
-
-def version_matches_pin(actual: str, pin: str) -> bool:
-    """An installed version matches a manifest pin: same public version, and the same local build.
-
-    A local part that is a git hash may be abbreviated on one side (the banner prints b4e4ee8,
-    torch.__version__ says b4e4ee81d3); a different hash or a missing local part is another build."""
-    try:
-        have, want = Version(actual), Version(pin)
-    except InvalidVersion:
-        return actual == pin
-    if have.public != want.public:
-        return False
-    if have.local == want.local:
-        return True
-    if have.local is None or want.local is None:
-        return False
-    short, long = sorted((have.local, want.local), key=len)
-    return len(short) >= 7 and long.startswith(short)
 
 
 _ARCH = re.compile(r"(sm|compute)_([0-9]+)([a-z]?)")

@@ -3,6 +3,7 @@
 import os
 
 import pytest
+from version_rule import mismatch
 
 # Checks of the image itself: host mode (no image) deselects them.
 pytestmark = pytest.mark.image
@@ -51,13 +52,14 @@ def test_path_lists_start_with_the_rendered_folders(expected, image_config):
 
 def test_labels_of_what_the_base_carries_name_the_manifest_versions(expected, image_config):
     """The base image labels what it carries in its own form (cuDNN's 9.17.0.29); this build writes none
-    of those labels, and each the base has must be the manifest's version, whole or with more parts."""
+    of those labels, and each the base has must be a form of the manifest's version (the version rule: the
+    manifest's 9.17.0 accepts the label's 9.17.0.29)."""
     wanted = expected.get("base_labels", {})
     if not wanted:
         pytest.skip("the manifest of {} names no labelled component of its base image".format(expected["release"]))
     labels = image_config.get("Labels") or {}
-    wrong = {key: (version, labels[key]) for key, version in wanted.items()
-             if key in labels and labels[key] != version and not labels[key].startswith(version + ".")}
+    wrong = {key: (version, labels[key], mismatch(labels[key], version)) for key, version in wanted.items()
+             if key in labels and mismatch(labels[key], version) is not None}
     assert not wrong, "manifest -> the base image's label: {}".format(wrong)
     absent = sorted(key for key in wanted if key not in labels)
     if absent:

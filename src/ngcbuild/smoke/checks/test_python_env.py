@@ -8,13 +8,16 @@ import pytest
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 from processes import run
+from version_rule import mismatch
 
 # Checks of the image itself: host mode (no image) deselects them.
 pytestmark = pytest.mark.image
 
 
 def test_python_version(expected):
-    assert f"{sys.version_info.major}.{sys.version_info.minor}" == expected["python"]["version"]
+    have = "{}.{}.{}".format(*sys.version_info[:3])
+    why = mismatch(have, expected["python"]["version"])
+    assert why is None, f"the image's Python is {have}, the manifest says {expected['python']['version']}: {why}"
 
 
 def test_python_runs_and_is_the_image_interpreter():
@@ -28,6 +31,21 @@ def test_python_runs_and_is_the_image_interpreter():
         "`python` ({}) is Python {}, the image's python3 is {}".format(python, result.stdout.strip(), sys.version)
     have, wanted = os.path.realpath(python), os.path.realpath(sys.executable)
     assert have == wanted, "`python` is {}, not the image's interpreter {}".format(have, wanted)
+
+
+def test_a_virtual_environment_can_be_made_and_its_pip_runs(tmp_path):
+    """`python3 -m venv` works, as in NGC's images (25.12's installs python3.12-venv): the venv has its own pip
+    (ensurepip, which ignores the image's PIP_* settings) and its interpreter is the venv's."""
+    venv = tmp_path / "venv"
+    made = run([sys.executable, "-m", "venv", str(venv)], timeout=300)
+    assert made.returncode == 0, "python -m venv failed (exit {}): {}".format(
+        made.returncode, (made.stdout + made.stderr).strip()[-800:])
+    python = venv / "bin" / "python"
+    prefix = run([str(python), "-c", "import sys; print(sys.prefix)"], timeout=60)
+    assert prefix.returncode == 0 and prefix.stdout.strip() == str(venv), prefix.stdout + prefix.stderr
+    pip = run([str(python), "-m", "pip", "--version"], timeout=120)
+    assert pip.returncode == 0 and str(venv) in pip.stdout, \
+        "the venv's pip does not run (exit {}): {}".format(pip.returncode, (pip.stdout + pip.stderr).strip()[-500:])
 
 
 def test_torch_lives_in_the_manifest_site_packages(expected):

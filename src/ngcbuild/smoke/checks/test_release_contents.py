@@ -51,17 +51,13 @@ def test_torch_has_lapack_where_the_manifest_promises_it(expected):
 def test_torch_has_mpi_where_the_manifest_promises_it(expected):
     if "mpi" not in _torch_with(expected):
         pytest.skip("the manifest does not list stack.torch_with: mpi")
-    import torch.distributed as dist
-
-    assert dist.is_available() and dist.is_mpi_available(), "PyTorch was built without MPI"
+    assert _has_capability("mpi"), "PyTorch was built without MPI"
 
 
 def test_torch_has_mkl_where_the_manifest_promises_it(expected):
     if "mkl" not in _torch_with(expected):
         pytest.skip("the manifest does not list stack.torch_with: mkl")
-    import torch
-
-    assert torch.backends.mkl.is_available(), \
+    assert _has_capability("mkl"), \
         "PyTorch was built without MKL (torch.backends.mkl.is_available() is False): %s" % _blas_line()
 
 
@@ -75,10 +71,71 @@ def _blas_line():
 def test_torch_has_nvshmem_where_the_manifest_promises_it(expected):
     if "nvshmem" not in _torch_with(expected):
         pytest.skip("the manifest does not list stack.torch_with: nvshmem")
-    from torch.distributed import _symmetric_memory
-
-    assert _symmetric_memory.is_nvshmem_available(), \
+    assert _has_capability("nvshmem"), \
         "PyTorch cannot use NVSHMEM (torch.distributed._symmetric_memory.is_nvshmem_available() is False)"
+
+
+def _has_capability(capability):
+    """Whether the image's PyTorch has a capability a build may link or leave out."""
+    import torch
+
+    if capability == "lapack":
+        try:
+            torch.inverse(torch.eye(2, dtype=torch.float64))
+        except RuntimeError:
+            return False
+        return True
+    if capability == "mpi":
+        import torch.distributed as dist
+
+        return dist.is_available() and dist.is_mpi_available()
+    if capability == "mkl":
+        return torch.backends.mkl.is_available()
+    if capability == "nvshmem":
+        try:
+            from torch.distributed import _symmetric_memory
+        except ImportError:
+            return False
+        return bool(getattr(_symmetric_memory, "is_nvshmem_available", lambda: False)())
+    raise ValueError("no probe for %s" % capability)
+
+
+def _torch_without(expected):
+    return expected.get("stack", {}).get("torch_without", [])
+
+
+@pytest.mark.parametrize("capability", ["lapack", "mpi", "mkl", "nvshmem"])
+def test_torch_lacks_what_the_manifest_builds_it_without(expected, capability):
+    """What the notes say this image's PyTorch is built without (25.12: MPI turned off, OpenBLAS where NGC
+    links MKL) is absent: a build that picked HPC-X's MPI up from the base would be another image than the
+    notes describe."""
+    if capability not in _torch_without(expected):
+        pytest.skip("the manifest does not list stack.torch_without: %s" % capability)
+    said = {"lapack": "torch.inverse runs on the CPU", "mpi": "torch.distributed.is_mpi_available() is True",
+            "nvshmem": "torch.distributed._symmetric_memory.is_nvshmem_available() is True"}
+    assert not _has_capability(capability), \
+        "PyTorch has %s, which the manifest says the build is without (stack.torch_without): %s" % (
+            capability, _blas_line() if capability == "mkl" else said[capability])
+
+
+@pytest.mark.image
+def test_each_command_the_manifest_promises_is_on_path_in_its_folder(expected):
+    """NGC's images put TensorRT's trtexec on PATH from /opt/tensorrt/bin; a command the manifest lists
+    (stack.commands) is found on PATH, there, and executable."""
+    import shutil
+
+    commands = expected.get("stack", {}).get("commands", {})
+    if not commands:
+        pytest.skip("the manifest of %s lists no command on PATH (stack.commands)" % expected["release"])
+    wrong = {}
+    for name, folder in sorted(commands.items()):
+        path = os.path.join(folder, name)
+        found = shutil.which(name)
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            wrong[name] = "%s is not an executable file" % path
+        elif found is None or os.path.realpath(found) != os.path.realpath(path):
+            wrong[name] = "PATH finds %s, not %s (PATH=%s)" % (found, path, os.environ.get("PATH"))
+    assert not wrong, "commands the manifest promises on PATH: %s" % wrong
 
 
 @pytest.mark.component("torchvision")

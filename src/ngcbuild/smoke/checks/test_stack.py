@@ -17,14 +17,14 @@ from typing import List
 
 import pytest
 from gpu_facts import (
-    cuda_matches,
     cudnn_number,
+    major_minor,
     manifest_nccl,
     nccl_library_tuple,
     nccl_tuple,
-    version_matches_pin,
 )
 from processes import run
+from version_rule import accepts, mismatch
 
 from conftest import import_component, load_expected
 
@@ -51,7 +51,8 @@ def test_cuda_runtime_version_matches_the_manifest(expected, figure):
     figure(f"CUDA {torch.version.cuda}")
     if not wanted:
         pytest.skip("the manifest names no CUDA component")
-    assert cuda_matches(torch.version.cuda, wanted), \
+    # torch.version.cuda names MAJOR.MINOR: the rule compares the manifest's CUDA at that precision
+    assert torch.version.cuda and mismatch(torch.version.cuda, major_minor(wanted)) is None, \
         f"torch.version.cuda is {torch.version.cuda}, the manifest says {wanted}"
 
 
@@ -104,8 +105,9 @@ def test_component_reports_the_manifest_version(module_component, figure):
     have = getattr(module, "__version__", None)
     figure(f"{entry['module']} {have}")
     assert have is not None, f"{entry['module']} has no __version__"
-    assert version_matches_pin(str(have), entry["version"]), \
-        f"{entry['module']}.__version__ is {have}, the manifest says {entry['version']}"
+    why = mismatch(str(have), entry["version"])
+    assert why is None, (f"{entry['module']}.__version__ is {have}, the manifest says {entry['version']} "
+                         f"(which accepts {accepts(entry['version'])}): {why}")
 
 
 IMPORT_REPORT = Path(__file__).with_name("import_messages.py")
@@ -218,7 +220,7 @@ def test_nvcc_is_on_path_in_cuda_home_and_matches_cuda(expected, figure):
     release = re.search(r"release ([0-9]+\.[0-9]+)", out)
     figure(out.strip().splitlines()[-1])
     assert release, f"nvcc --version says no release: {out!r}"
-    assert cuda_matches(release.group(1), expected["gpu"]["cuda"]), \
+    assert mismatch(release.group(1), major_minor(expected["gpu"]["cuda"])) is None, \
         f"nvcc is CUDA {release.group(1)}, the manifest's CUDA is {expected['gpu']['cuda']}"
 
 
