@@ -12,15 +12,15 @@ import pytest
 
 from ngcbuild.core.errors import ManifestError, UserError
 from ngcbuild.core.project import Project
-from ngcbuild.derive import conflicts
 from ngcbuild.derive.lockfile import lock_entries
 from ngcbuild.derive.render import render_derived
-from ngcbuild.derive.stand_ins import write_stand_in
-from ngcbuild.derive.uv import python_platform
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.lock import LockedPin, lock_text, parse_lock
 from ngcbuild.manifest.requirements import parse_requirements
+from ngcbuild.resolver import conflicts
+from ngcbuild.resolver.stand_ins import StandIn, write_stand_in
+from ngcbuild.resolver.uv import python_platform
 from ngcbuild.verify.target import Target
 from tests.conftest import REPO
 
@@ -122,8 +122,9 @@ def test_uv_platform_is_the_newest_manylinux_the_glibc_runs():
 
 
 def test_a_stand_in_is_a_valid_wheel_and_the_same_bytes_every_time(tmp_path):
-    first = write_stand_in(tmp_path / "a", "torch", "2.10.0a0+b4e4ee81d3.nv25.12", ["filelock", "not a requirement !!"])
-    second = write_stand_in(tmp_path / "b", "torch", "2.10.0a0+b4e4ee81d3.nv25.12", ["filelock", "not a requirement !!"])
+    stand_in = StandIn("torch", "2.10.0a0+b4e4ee81d3.nv25.12", ("filelock", "not a requirement !!"))
+    first = write_stand_in(tmp_path / "a", stand_in)
+    second = write_stand_in(tmp_path / "b", stand_in)
     assert first.read_bytes() == second.read_bytes()
     with zipfile.ZipFile(first) as archive:
         metadata = archive.read("torch-2.10.0a0+b4e4ee81d3.nv25.12.dist-info/METADATA").decode()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ngcbuild.core.errors import OperationError, UserError, excerpt
 from ngcbuild.core.outputs import write_file
-from ngcbuild.derive.resolution import StandIn
+from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.manifest.constraints import parse_pin
 
 DEADLINE_S = 300

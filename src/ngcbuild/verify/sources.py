@@ -1,6 +1,8 @@
 """What one verify run reads about Python distributions, read once and shared by every platform and
 check: the release's indexes (which this machine reaches), each project's files on them, and each
-chosen file's metadata (a wheel's without downloading it, a source archive's built, never installed)."""
+chosen file's metadata (a wheel's without downloading it, a source archive's built, never installed).
+The indexes are given by the caller: the one list of a release's indexes is resolver/indexes.py's,
+which bump's resolver reads too (resolver/whole_set.py describes what uv chose with this reader)."""
 
 from __future__ import annotations
 
@@ -17,14 +19,6 @@ from ngcbuild.verify.parallel import Work
 from ngcbuild.verify.sdist import SdistReader
 from ngcbuild.verify.target import Target
 from ngcbuild.verify.web import Web
-
-PYPI = "https://pypi.org/simple"
-
-
-def release_indexes(release) -> list[str]:
-    """The indexes a release's pins come from: PyPI first, then the manifest's extra ones."""
-    return [PYPI, *release.pip.extra_index_urls]
-
 
 @dataclass(frozen=True)
 class Listing:
