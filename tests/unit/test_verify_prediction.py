@@ -14,7 +14,7 @@ import pytest
 
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.verify import report, run, sources
+from ngcbuild.verify import report, run
 from ngcbuild.verify.parallel import Work
 from ngcbuild.verify.target import Target
 from ngcbuild.verify.web import Web
@@ -46,10 +46,9 @@ def index():
 def _rows(scratch, index, monkeypatch, tmp_path, pins: str, manifest: str = MANIFEST) -> dict:
     scratch.manifest("trt", manifest)
     scratch.constraints("trt", pins)
-    monkeypatch.setattr(sources, "PYPI", index.url)
     loaded = load_release(Project.at(scratch.root), "trt")
     target = Target(loaded.release.python.interpreter_version, "linux/amd64", loaded.release.os.glibc)
-    rows = run._python_rows(loaded, [target], Web(environ={}), Work(), tmp_path / "scratch")
+    rows = run._python_rows(loaded, [target], [index.url], Web(environ={}), Work(), tmp_path / "scratch")
     return {(r.kind, r.name): r for r in rows}
 
 

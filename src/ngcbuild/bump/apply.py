@@ -22,8 +22,8 @@ from pathlib import Path
 
 from ngcbuild.bump.components import component_changes
 from ngcbuild.bump.proposal_files import CouldNotCheck, NewerAvailable, existing_proposal, scratch_project, write_both
-from ngcbuild.bump.reads import IndexReads
 from ngcbuild.bump.propose import Proposal, propose
+from ngcbuild.bump.reads import IndexReads
 from ngcbuild.bump.report import bump_markdown
 from ngcbuild.bump.texts import constraints_text, manifest_text
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path

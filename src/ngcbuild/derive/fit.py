@@ -18,9 +18,9 @@ from ngcbuild.manifest.derived import built_from_source, protected_names
 from ngcbuild.manifest.loader import LoadedRelease, buildable_releases, load_release
 from ngcbuild.manifest.platforms import interpreter
 from ngcbuild.manifest.requirements import TeamRequirement, load_requirements
+from ngcbuild.resolver.deadline import run_deadline
 from ngcbuild.resolver.indexes import IndexSetting, release_indexes
 from ngcbuild.resolver.resolution import Problem, resolve
-from ngcbuild.resolver.deadline import run_deadline
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import UnresolvedError
 from ngcbuild.verify.target import Target

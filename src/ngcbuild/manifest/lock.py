@@ -57,7 +57,8 @@ class LockedPin:
     def text(self, requirements: str = "") -> str:
         """The entry as the lock writes it; `requirements` names the file a "-r" requirer stands for."""
         lines = [self.requirement] + [f"--hash=sha256:{h}" for h in self.hashes]
-        via = [f"-r {requirements}" if who == "-r" else who for who in sorted(set(self.via), key=lambda w: (w != "-r", w))]
+        ordered = sorted(set(self.via), key=lambda who: (who != "-r", who))
+        via = [f"-r {requirements}" if who == "-r" else who for who in ordered]
         return " \\\n    ".join(lines) + "\n" + (f"    # via {', '.join(via)}\n" if via else "")
 
 

@@ -20,6 +20,7 @@ from ngcbuild.verify.sdist import SdistReader
 from ngcbuild.verify.target import Target
 from ngcbuild.verify.web import Web
 
+
 @dataclass(frozen=True)
 class Listing:
     """A project's files on every reachable index, and what could not be read."""
