@@ -192,7 +192,7 @@ def send(handler, status: int, body: bytes = b"", headers: dict | None = None) -
         handler.wfile.write(body)
 
 
-def endless(handler, chunk: bytes = b"x" * 65536, seconds: float = 60) -> None:
+def endless(handler, chunk: bytes = b"x" * 65536, seconds: float = 60, pause_s: float = 0.0) -> None:
     """Headers at once, then a body that never ends (no length declared), for at most `seconds`."""
     handler.send_response(200)
     handler.send_header("Content-Type", "application/json")
@@ -200,6 +200,9 @@ def endless(handler, chunk: bytes = b"x" * 65536, seconds: float = 60) -> None:
     ends = time.monotonic() + seconds
     while time.monotonic() < ends:
         handler.wfile.write(chunk)
+        if pause_s:
+            handler.wfile.flush()
+            time.sleep(pause_s)
     handler.close_connection = True
 
 
@@ -322,10 +325,10 @@ class FakeIndex:
         if length:
             handler.rfile.read(length)
         try:
-            if path in self.answers:
-                return self._given(handler, self.answers[path])
             if self.credentials is not None and path != "/" and not self._authorized(handler):
                 return send(handler, 401, b"who are you\n", {"WWW-Authenticate": 'Basic realm="fake index"'})
+            if path in self.answers:
+                return self._given(handler, self.answers[path])
             if path.startswith("/simple/"):
                 return self._page(handler, path.removeprefix("/simple/").strip("/"))
             if path.startswith("/files/"):
@@ -357,8 +360,8 @@ class FakeIndex:
             handler.end_headers()
             handler.wfile.write(b'{"files": [')
             return
-        if bad.endless_pages:
-            return endless(handler)
+        if bad.endless_pages:  # paced: a client that keeps reading holds a few megabytes, not gigabytes
+            return endless(handler, chunk=b" " * 16384, pause_s=0.05)
         if bad.page_body is not None:
             found = (bad.page_body, JSON_PAGE)
         else:

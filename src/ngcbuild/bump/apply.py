@@ -85,13 +85,15 @@ def bump_release(project: Project, release: str, as_name: str | None, setting: I
                                                  "cuda: {major: '13', carried_by: cuda-toolkit}} (see "
                                                  "manifest/bump_policy.py)")
     existing = None if check else existing_proposal(project, release, as_name)
-    with IndexReads(parent.release, setting) as reads:
-        day = time.strftime("%Y-%m-%d", time.gmtime())
-        proposal = _checked(lambda: propose(parent, as_name or f"{release}-next", reads.whole, reads.unreachable,
-                                            day, say), check)
-        if check:
-            return _check(proposal, say)
-        return _write_proposal(project, proposal, existing, as_name, reads.web, setting, say)
+
+    def run() -> dict:
+        with IndexReads(parent.release, setting) as reads:
+            day = time.strftime("%Y-%m-%d", time.gmtime())
+            proposal = propose(parent, as_name or f"{release}-next", reads.whole, reads.unreachable, day, say)
+            if check:
+                return _check(proposal, say)
+            return _write_proposal(project, proposal, existing, as_name, reads.web, setting, say)
+    return _checked(run, check)
 
 
 def _write_proposal(project: Project, proposal: Proposal, existing, as_name: str, web, setting: IndexSetting,

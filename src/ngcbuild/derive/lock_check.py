@@ -52,13 +52,13 @@ def check_lock(project: Project, loaded: LoadedRelease) -> None:
     problem = body_problem(loaded)
     if problem is not None:
         line, text = problem
-        raise ManifestError(derived.lock_path, f"line {line}", f"{text}; the lock is written by `{command}` only "
-                                                               "(run it and review the diff)")
+        raise ManifestError(derived.lock_path, f"line {line}" if line else "",
+                            f"{text}; the lock is written by `{command}` only (run it and review the diff)")
 
 
-def body_problem(loaded: LoadedRelease) -> tuple[int, str] | None:
+def body_problem(loaded: LoadedRelease) -> tuple[int | None, str] | None:
     """(line, what is wrong and what resolve would write instead) of the first entry that is not what
-    the resolver writes, or None."""
+    the resolver writes (line None: an entry that is missing), or None."""
     derived = loaded.derived
     entries = derived.lock.pins
     base = {pin.key: pin for pin in derived.base_pins()}
@@ -95,7 +95,7 @@ def body_problem(loaded: LoadedRelease) -> tuple[int, str] | None:
         if requirement.name in base or any(e.key == requirement.name for e in entries):
             continue
         if _applies(requirement, environments):
-            return 1, (f"the team's requirement {requirement.text} ({requirements_file} line {requirement.line}) "
+            return None, (f"the team's requirement {requirement.text} ({requirements_file} line {requirement.line}) "
                        f"has no entry, and {derived.base} does not hold it; resolve would lock it")
     return None
 
