@@ -54,6 +54,9 @@ def bump_team(project: Project, loaded: LoadedRelease, setting: IndexSetting, ba
                       find_links=(house,) if house else (), ca_bundle=ca_bundle)
     say(f"bump: resolving {team}'s {len(problem.requirements)} requirements on {release.release}'s "
         f"{len(pins)} pins at the indexes' newest")
+    if loaded.release.derive.index_as_of:
+        say(f"bump: the indexes are read as they are today; the lock was resolved as they were on "
+            f"{loaded.release.derive.index_as_of} (derive.index_as_of), which `resolve` keeps until it is changed")
     outcome = resolve(problem, deadline=run_deadline())
     for line in moved_base:
         say(f"  base: {line}")

@@ -338,9 +338,10 @@ def verify(release: str, as_json=False, base=None) -> None:
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
-    from ngcbuild.resolver.indexes import index_setting, release_indexes
+    from ngcbuild.resolver.indexes import day_end, index_setting, release_indexes
 
-    rows = verify_release(loaded, Web(), release_indexes(loaded.release, index_setting()), base=base)
+    as_of = day_end(loaded.release.derive.index_as_of) if loaded.release.derive else None  # as resolve read them
+    rows = verify_release(loaded, Web(), release_indexes(loaded.release, index_setting()), base=base, index_as_of=as_of)
     sys.stdout.write(json_text(release, rows) if as_json else table_text(release, rows))
     failed = summary(rows)[FAILED]
     if failed:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.project import Project
-from ngcbuild.derive.resolve import day_end, machine_inputs
+from ngcbuild.derive.resolve import machine_inputs
 from ngcbuild.manifest.derived import built_from_source, protected_names
 from ngcbuild.manifest.loader import LoadedRelease, buildable_releases, load_release
 from ngcbuild.manifest.platforms import interpreter
 from ngcbuild.manifest.requirements import TeamRequirement, load_requirements
 from ngcbuild.resolver.deadline import run_deadline
-from ngcbuild.resolver.indexes import IndexSetting, release_indexes
+from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import UnresolvedError

@@ -23,7 +23,7 @@ from ngcbuild.engine.options import checked_ca_bundle, checked_wheelhouse, defau
 from ngcbuild.manifest.derived import RESOLVE_HINT, base_pins_path
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import lock_text
-from ngcbuild.resolver.indexes import IndexSetting, release_indexes
+from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Outcome, Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import uv_version
@@ -38,11 +38,6 @@ def machine_inputs(wheelhouse: str | None) -> tuple[Path | None, Path | None]:
 
 def targets_of(loaded: LoadedRelease) -> tuple[Target, ...]:
     return tuple(Target(*target) for target in loaded.derived.targets)
-
-
-def day_end(day) -> str | None:
-    """uv's --exclude-newer for a day: the index as it was at its end."""
-    return f"{day.isoformat()}T23:59:59Z" if day else None
 
 
 def problem_of(loaded: LoadedRelease, wheelhouse: Path | None, ca_bundle: Path | None, setting: IndexSetting,

@@ -77,6 +77,12 @@ def release_indexes(release, setting: IndexSetting | None = None, *, wheelhouse:
     return list(dict.fromkeys(urls))
 
 
+def day_end(day) -> str | None:
+    """A day of `derive.index_as_of` (or `fit --index-as-of`) as the resolver and verify read it: the
+    indexes as they were at its end (uv's --exclude-newer; verify leaves out files uploaded later)."""
+    return f"{day.isoformat()}T23:59:59Z" if day else None
+
+
 def _as_list(values) -> list[str]:
     return [values] if isinstance(values, str) else list(values)
 

@@ -60,7 +60,7 @@ class WholeSet:
         self.indexes = list(indexes)
         self.stand_ins = {s.key: s for s in stand_ins}
         self.work = Work()
-        self.sources = Sources(self.indexes, web, self.work, scratch)
+        self.sources = Sources(self.indexes, web, self.work, scratch, index_as_of)
         self.uv = Uv(self.indexes, stand_ins=stand_ins, ca_bundle=ca_bundle, index_as_of=index_as_of,
                      deadline=deadline)
 

@@ -32,8 +32,10 @@ from ngcbuild.verify.target import Target
 from ngcbuild.verify.web import Web
 
 
-def verify_release(loaded: LoadedRelease, web: Web, indexes: list[str], base: str | None = None) -> list[Row]:
-    """`indexes`: the release's (resolver/indexes.release_indexes, with the user's index setting)."""
+def verify_release(loaded: LoadedRelease, web: Web, indexes: list[str], base: str | None = None,
+                   index_as_of: str | None = None) -> list[Row]:
+    """`indexes`: the release's (resolver/indexes.release_indexes, with the user's index setting);
+    `index_as_of`: read them as they were then (a derived release's derive.index_as_of)."""
     release = loaded.release
     if release.os.glibc is None:
         raise ManifestError(loaded.path, "os.glibc",
@@ -51,7 +53,7 @@ def verify_release(loaded: LoadedRelease, web: Web, indexes: list[str], base: st
     # an interrupted run's workers may still be writing there as it is removed: never an error of its own
     with tempfile.TemporaryDirectory(prefix="ngcbuild-verify-", ignore_cleanup_errors=True) as scratch:
         try:
-            rows += _python_rows(loaded, targets, indexes, web, work, Path(scratch))
+            rows += _python_rows(loaded, targets, indexes, web, work, Path(scratch), index_as_of)
         finally:
             work.cancel()  # nothing of this run outlives it: no worker takes more, no build process is left
     for target in targets:
@@ -62,12 +64,12 @@ def verify_release(loaded: LoadedRelease, web: Web, indexes: list[str], base: st
 
 
 def _python_rows(loaded: LoadedRelease, targets: list[Target], indexes: list[str], web: Web, work: Work,
-                 scratch: Path) -> list[Row]:
+                 scratch: Path, index_as_of: str | None = None) -> list[Row]:
     """The pip, wheel-tags, closure and pip-check rows of every platform, from one read of the indexes."""
     if loaded.constraints is None or not loaded.constraints.pins:
         return []
     release, pins = loaded.release, loaded.constraints.pins
-    sources = Sources(indexes, web, work, scratch)
+    sources = Sources(indexes, web, work, scratch, index_as_of)
     sources.read_listings([pin.key for pin in pins])
     files = [sources.choose(pin.name, f"=={pin.version}", target) for target in targets for pin in pins]
     sources.read_metadata([file for file in files if file is not None])

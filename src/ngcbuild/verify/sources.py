@@ -30,9 +30,12 @@ class Listing:
 
 
 class Sources:
-    def __init__(self, indexes: list[str], web: Web, work: Work, scratch: Path):
+    def __init__(self, indexes: list[str], web: Web, work: Work, scratch: Path, index_as_of: str | None = None):
+        """`index_as_of` (YYYY-MM-DDTHH:MM:SSZ): the indexes as they were then (a derived release's
+        derive.index_as_of, as the resolver reads them): a file uploaded later is not listed."""
         self.web, self.work = web, work
         self.indexes = indexes
+        self.index_as_of = index_as_of
         self.unreachable = {index: why for index in indexes if (why := web.unreachable(index))}
         self.reachable = [index for index in indexes if index not in self.unreachable]
         self.pages = Pages(web)
@@ -44,7 +47,8 @@ class Sources:
         files, failures = [], []
         for index in self.reachable:
             try:
-                files += self.pages.files(index, name)
+                files += [f for f in self.pages.files(index, name)
+                          if not (self.index_as_of and f.upload_time and f.upload_time > self.index_as_of)]
             except OperationError as exc:  # it answered 500 or garbage: said, never taken for "no files"
                 failures.append(f"{shown_url(index)} ({exc})")
         return Listing(files, failures)
