@@ -434,13 +434,15 @@ def _day(text, flag: str):
 
 def _json_refusals(as_json: bool, run):
     """run(); with --json, a refusal or failure is JSON on stdout too ({"error", "exit"}), beside its
-    one line on stderr. Conflicts have printed their own JSON already."""
+    one line on stderr. Conflicts, and fit's table of releases none of which could be checked, have
+    printed their own JSON already."""
     from ngcbuild.core.errors import NgcbuildError
+    from ngcbuild.derive.fit import NoneChecked
     from ngcbuild.derive.report import Conflicts
 
     try:
         return run()
-    except Conflicts:
+    except (Conflicts, NoneChecked):
         raise
     except NgcbuildError as exc:
         if as_json:

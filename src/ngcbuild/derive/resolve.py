@@ -101,6 +101,8 @@ def resolve_release(project: Project, name: str, setting: IndexSetting, wheelhou
         moved = ", ".join(summary["moved"]) or "nothing"
         out.write(f"{name}: locked {len(summary['added']) + len(summary['moved'])} distributions on {derived.base} "
                   f"into {shown_path(derived.lock_path)}\n  added: {added}\n  moved by override: {moved}\n")
+        if setting.index_from != "default":  # the machine's setting, never its credentials
+            out.write(f"  index: {setting.described()}\n")
     return summary
 
 
