@@ -86,7 +86,7 @@ def test_the_clean_room_passes_the_allow_list_and_the_indexes_only():
     assert environment({"UV_KEYRING_PROVIDER": "subprocess"}, [], None)["UV_KEYRING_PROVIDER"] == "subprocess"
 
 
-@pytest.mark.parametrize("line", ["einops>=${HOME}", f"pkg @ https://h.example/${{TOKEN}}/p.tar.gz", "-r /etc/passwd",
+@pytest.mark.parametrize("line", ["einops>=${HOME}", "pkg @ https://h.example/${TOKEN}/p.tar.gz", "-r /etc/passwd",
                                   "  --index-url https://x", "einops\n--pre"])
 def test_a_line_uv_would_expand_or_take_for_an_option_is_refused_unshown(line):
     with pytest.raises(UserError) as refused:
