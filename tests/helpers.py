@@ -83,21 +83,20 @@ def error(scratch, text, constraints=DEV_CONSTRAINTS, name="r1") -> str:
 
 # --- the smoke suite staged as `invoke smoke` stages it, collected by a Python of the image's version --
 
-def verify_python_rows(scratch, monkeypatch, index_url: str, scratch_dir: Path, name: str, manifest: str,
+def verify_python_rows(scratch, index_url: str, scratch_dir: Path, name: str, manifest: str,
                        pins: str) -> list:
     """verify's pip-level rows (pins, closure, pip check, modules) of a scratch release on linux/amd64, with
     PyPI replaced by a local fake index."""
-    from ngcbuild.verify import run, sources
+    from ngcbuild.verify import run
     from ngcbuild.verify.parallel import Work
     from ngcbuild.verify.target import Target
     from ngcbuild.verify.web import Web
 
     scratch.manifest(name, manifest)
     scratch.constraints(name, pins)
-    monkeypatch.setattr(sources, "PYPI", index_url)
     loaded = load_release(Project.at(scratch.root), name)
     target = Target(loaded.release.python.interpreter_version, "linux/amd64", loaded.release.os.glibc)
-    return run._python_rows(loaded, [target], Web(environ={}), Work(), scratch_dir)
+    return run._python_rows(loaded, [target], [index_url], Web(environ={}), Work(), scratch_dir)
 
 
 def oldest_python() -> str:

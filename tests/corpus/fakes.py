@@ -1,5 +1,5 @@
-"""A fake registry, a fake token service and a fake package index that misbehave on purpose, for the
-hostile cases of the trust chain (hostile.py's `trust_cases`): headers that lie, bytes that are not
+"""A fake registry and a fake token service that misbehave on purpose (the package index is the tests'
+one, tests/fake_index.py, with its `answers`), for the hostile cases of the trust chain (hostile.py's `trust_cases`): headers that lie, bytes that are not
 the digest asked for, bodies that trickle or never end, answers of the wrong shape, 401 challenges
 pointing elsewhere, error bodies full of escape sequences.
 
@@ -18,9 +18,10 @@ import http.server
 import json
 import socket
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..fake_index import FakeIndex, endless, send, trickle  # noqa: F401 - the one fake index, and its answers
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -181,38 +182,6 @@ class FakeServer:
         self.httpd.server_close()
 
 
-def send(handler, status: int, body: bytes = b"", headers: dict | None = None) -> None:
-    handler.send_response(status)
-    for key, value in (headers or {}).items():
-        handler.send_header(key, value)
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    if handler.command != "HEAD":
-        handler.wfile.write(body)
-
-
-def endless(handler, chunk: bytes = b"x" * 65536, seconds: float = 60) -> None:
-    """Headers at once, then a body that never ends (no length declared), for at most `seconds`."""
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.end_headers()
-    ends = time.monotonic() + seconds
-    while time.monotonic() < ends:
-        handler.wfile.write(chunk)
-    handler.close_connection = True
-
-
-def trickle(handler, seconds: float = 200) -> None:
-    """A status line, then a header a byte every 50 ms, never finished."""
-    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-    ends = time.monotonic() + seconds
-    while time.monotonic() < ends:
-        handler.wfile.write(b"x")
-        handler.wfile.flush()
-        time.sleep(0.05)
-    handler.close_connection = True
-
-
 class FakeRegistry(FakeServer):
     """A distribution registry of `content`, as hostile as asked:
 
@@ -294,26 +263,6 @@ def token_answer(handler, registry: FakeRegistry, users: dict, anonymous: bool, 
     if not ok:
         return send(handler, 401, b'{"details": "who are you"}', {"WWW-Authenticate": 'Basic realm="tokens"'})
     return send(handler, 200, json.dumps({"token": registry.token}).encode(), {"Content-Type": "application/json"})
-
-
-class FakeIndex(FakeServer):
-    """PyPI's JSON API (/pypi/NAME/json, /pypi/NAME/VERSION/json) and a PEP 691 simple index
-    (/simple/NAME/): `answers` maps a path to (status, body) or to callable(handler)."""
-
-    def __init__(self, log: Path, answers: dict, address: str = "127.0.0.1"):
-        self.answers = answers
-        super().__init__(log, address)
-
-    def answer(self, handler) -> None:
-        found = self.answers.get(handler.path.split("?")[0])
-        if found is None:
-            return send(handler, 404, b'{"message": "Not Found"}', {"Content-Type": "application/json"})
-        if callable(found):
-            return found(handler)
-        if found[0] == "redirect":
-            return send(handler, 302, b"", {"Location": found[1]})
-        status, body, *headers = found
-        return send(handler, status, body, {"Content-Type": "application/json", **(headers[0] if headers else {})})
 
 
 def project_json(version: str, vulnerabilities: list | None = None) -> bytes:

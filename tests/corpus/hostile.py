@@ -515,6 +515,7 @@ def cases() -> list[HostileCase]:
     chain_path_inherit_cases(add)
     audit_cases(add)
     derived_cases(add)
+    resolver_cases(add)
     from .trust import trust_cases  # the trust chain's cases (issue 32): registries, indexes, keys
 
     trust_cases(add)
@@ -1139,7 +1140,8 @@ def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome
     for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
         env.pop(var, None)
     for var in ("NGCBUILD_REGISTRY_USER", "NGCBUILD_REGISTRY_PASSWORD", "NGCBUILD_REGISTRY_HOST",
-                "NGCBUILD_PYPI_MIRROR"):
+                "NGCBUILD_PYPI_MIRROR", "UV_INDEX_URL", "PIP_INDEX_URL", "UV_EXTRA_INDEX_URL", "PIP_EXTRA_INDEX_URL",
+                "NGCBUILD_RESOLVER_DEADLINE_S"):
         if var not in case.extra_env:
             env.pop(var, None)  # the test run's own, if any, are no part of the case
     command = [*PY, "-m", case.program, *argv]
@@ -1242,3 +1244,4 @@ __all__ = ["REPO", "HostileCase", "cases", "run_case", "judge", "cleanup", "SECR
 
 
 from .derived_hostile import derived_cases  # noqa: E402  (it builds on this module's helpers)
+from .resolver_hostile import resolver_cases  # noqa: E402  (likewise)

@@ -20,7 +20,7 @@ import pytest
 
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.verify import run, sources
+from ngcbuild.verify import run
 from ngcbuild.verify.parallel import Work
 from ngcbuild.verify.target import Target
 from ngcbuild.verify.web import Web
@@ -144,14 +144,14 @@ def test_a_hostile_index_is_refused_never_verified(case, tmp_path, monkeypatch, 
     project.manifest("tiny", MANIFEST)
     project.constraints("tiny", "demo==1.0\n")
     index = fake.url.replace("http://", f"http://ops:{SECRET}@")
-    monkeypatch.setattr(sources, "PYPI", index)
     case.setup(fake)
     loaded = load_release(Project.at(project.root), "tiny")
     target = Target(loaded.release.python.interpreter_version, "linux/amd64", loaded.release.os.glibc)
     started = time.monotonic()
     error = None
     try:
-        rows = run._python_rows(loaded, [target], Web(environ={}, deadline_s=DEADLINE_S), Work(), tmp_path / "s")
+        rows = run._python_rows(loaded, [target], [index], Web(environ={}, deadline_s=DEADLINE_S), Work(),
+                                tmp_path / "s")
     except Exception as exc:  # noqa: BLE001 - a traceback is what the case must not produce
         rows, error = [], exc
     finally:
@@ -177,9 +177,8 @@ def test_a_hostile_index_is_refused_never_verified(case, tmp_path, monkeypatch, 
 
 
 DRIVER = """
-import sys
-from ngcbuild.verify import sources
-sources.PYPI = sys.argv[1]  # the hostile index stands for PyPI: nothing else is asked
+import os, sys
+os.environ["UV_INDEX_URL"] = sys.argv[1]  # the hostile index stands for PyPI (the index setting): nothing else is asked
 from ngcbuild.cli import main
 main(["ngcbuild", "verify", "--release", "tiny"])
 """

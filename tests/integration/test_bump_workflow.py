@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from ..conftest import REPO, run_command
-from ..fakeindex import PlainIndex, Wheel
+from ..fake_index import FakeIndex, Wheel
 from .conftest import _missing
 
 pytestmark = pytest.mark.workflow
@@ -33,8 +33,8 @@ def clone(tmp_path):
 
 
 def test_the_scheduled_bump_proposes_and_uploads_its_report(clone):
-    with PlainIndex() as served:
-        served.index.add(Wheel(LEADER, "1.0", [DEP]), Wheel(LEADER, "1.1", [f"{DEP}>=2"]),
+    with FakeIndex() as served:
+        served.add_wheels(Wheel(LEADER, "1.0", [DEP]), Wheel(LEADER, "1.1", [f"{DEP}>=2"]),
                          Wheel(DEP, "1.0"), Wheel(DEP, "2.0"))
         (clone / "manifests" / "fakebump.yaml").write_text(f"""\
 extends: parts/debian-bookworm
@@ -45,7 +45,7 @@ os:
 pip:
   constraint_file: true
   break_system_packages: true
-  extra_index_urls: [{served.url}/simple]
+  extra_index_urls: [{served.url}]
 bump:
   leader: {LEADER}
 """)

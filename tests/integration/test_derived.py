@@ -2,7 +2,8 @@
 image by digest, smoked (the base's checks and the derived ones, one of them proven to fail on a
 planted change of torch) and pushed to the local registry; a conflicting requirement refused with its
 chain; an override accepted and recorded; a team's set on `cuda-dev` resolved for both its platforms;
-a base given as an image by digest read from the image itself.
+a team's lock following its base (`bump --release TEAM`: current, then what moved in a proposed base
+and what now conflicts); a base given as an image by digest read from the image itself.
 
 The resolves run in scratch copies of the project (the committed lock is compared, never rewritten);
 the build of team-vision runs in the checkout, as dev's does. CI cost: one small build (the lock's
@@ -93,6 +94,24 @@ def test_a_team_set_on_cuda_dev_resolves_for_both_platforms(tmp_path):
     (root / "requirements" / "team-cuda.txt").write_text("torch>=2.12\n")
     refused = resolve(root, "team-cuda")
     assert refused.returncode == 2 and "cuda-dev pins torch==2.11.0" in refused.stdout, refused.stdout
+
+
+def test_a_team_follows_its_base_and_bump_says_what_moved_and_what_now_conflicts(tmp_path):
+    root = scratch(tmp_path, "team-x", "einops>=0.8\nnumpy>=2.4\n")
+    assert resolve(root, "team-x").returncode == 0
+    current = run_command("ngcbuild", "bump", "--check", "--release", "team-x", cwd=root, timeout=900)
+    assert current.returncode == 0 and "team-x is current" in current.stdout, current.stdout + current.stderr
+    # the base's proposal (as `bump --as dev-next` would write it) with an older numpy
+    (root / "manifests" / "dev-next.yaml").write_text("extends: dev\n")
+    (root / "constraints" / "dev-next.txt").write_text(
+        (REPO / "constraints" / "dev.txt").read_text().replace("numpy==2.4.6", "numpy==1.26.4"))
+    moved = run_command("ngcbuild", "bump", "--check", "--release", "team-x", "--base-release", "dev-next", cwd=root,
+                        timeout=900)
+    assert moved.returncode == 1, moved.stdout + moved.stderr
+    assert "base: numpy 2.4.6 -> 1.26.4" in moved.stdout
+    assert "chain: team-x requires numpy>=2.4; dev-next pins numpy==1.26.4" in moved.stdout
+    assert moved.stderr.count("\n") == 1 and "now conflict with dev-next" in moved.stderr
+    assert "Traceback" not in moved.stderr and not (root / "constraints" / "team-x.lock").read_text().count("1.26.4")
 
 
 def test_fit_tells_which_releases_a_set_fits(tmp_path):

@@ -24,12 +24,15 @@ MAY_IMPORT = {
     "publish": {"core", "manifest", "render", "engine", "workspace", "registry", "supply"},
     "docs": {"core", "manifest", "workspace"},
     # derived releases: resolved (verify's targets) before render, built and smoked like any release
-    "derive": {"core", "manifest", "verify", "render", "engine", "workspace", "registry", "smoke"},
+    # the one resolver (uv) with its index setting, clean room and deadline: reads through verify's reader
+    "resolver": {"core", "manifest", "verify"},
+    "derive": {"core", "manifest", "verify", "resolver", "render", "engine", "workspace", "registry", "smoke"},
     "workflow": {"core"},
     # the monthly proposal: resolves through verify, renders and describes it as the documents do
-    "bump": {"core", "manifest", "verify", "render", "docs", "workspace"},
-    "cli": {"core", "workspace", "registry", "manifest", "verify", "render", "engine", "smoke", "supply", "publish",
-            "docs", "workflow", "derive", "bump"},
+    # (a derived release's bump re-resolves its lock through derive's resolve)
+    "bump": {"core", "manifest", "verify", "resolver", "render", "docs", "workspace", "derive"},
+    "cli": {"core", "workspace", "registry", "manifest", "verify", "resolver", "render", "engine", "smoke", "supply",
+            "publish", "docs", "workflow", "derive", "bump"},
 }
 
 
@@ -135,10 +138,9 @@ WRITES_ITSELF = {
     "smoke/runner.py": "what the suite's container mounts, in a temporary folder",
     "smoke/host.py": "what the host's suite reads, in a temporary folder",
     "smoke/staging.py": "the locked pytest unpacked into the staging folder (temporary)",
-    "derive/resolution.py": "uv's requirements and constraints, in a temporary folder",
+    "resolver/uv.py": "uv's requirements and constraints, in its temporary folder",
     "bump/proposal_files.py": "the scratch copy of the project a proposal is verified in (temporary)",
-    "bump/nvidia.py": "stand-in wheels and the draft in the scratch copy (temporary)",
-    "bump/resolve.py": "pip's constraints, in a temporary folder",
+    "bump/nvidia.py": "the draft in the scratch copy (temporary)",
     "verify/sdist.py": "a source archive unpacked to build its metadata, in a temporary folder",
     "publish/promote.py": "skopeo's private auth file, in a temporary folder",
 }

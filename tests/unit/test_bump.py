@@ -1,4 +1,4 @@
-"""The pure parts of `ngcbuild bump` (no index, no pip): the policy as the manifest states it, the draft's
+"""The pure parts of `ngcbuild bump` (no index, no resolver): the policy as the manifest states it, the draft's
 UNKNOWN values, which wheels a target installs, who requires whom on a target, the roots of a release,
 the reasons a pin stays below the newest, the texts' headers and the dist-info names in banners.
 bump itself, against an index, is tests/integration/test_bump.py."""
@@ -6,15 +6,14 @@ bump itself, against an index, is tests/integration/test_bump.py."""
 import pytest
 from packaging.version import Version
 
-from ngcbuild.bump.candidates import installs_on
 from ngcbuild.bump.components import _rename_dist_info
 from ngcbuild.bump.propose import requirers, roots_of
-from ngcbuild.bump.resolve import Dist
 from ngcbuild.bump.texts import header_of
 from ngcbuild.core.errors import ManifestError
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.unknown import unknown_keys
+from ngcbuild.resolver.whole_set import Dist, installs_on
 from ngcbuild.verify.target import Target
 
 from ..conftest import REPO

@@ -12,15 +12,15 @@ import pytest
 
 from ngcbuild.core.errors import ManifestError, UserError
 from ngcbuild.core.project import Project
-from ngcbuild.derive import conflicts
 from ngcbuild.derive.lockfile import lock_entries
 from ngcbuild.derive.render import render_derived
-from ngcbuild.derive.stand_ins import write_stand_in
-from ngcbuild.derive.uv import python_platform
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.manifest.lock import LockedPin, lock_text, parse_lock
+from ngcbuild.manifest.lock import LockedPin, lock_text, parse_entries, parse_lock
 from ngcbuild.manifest.requirements import parse_requirements
+from ngcbuild.resolver import conflicts
+from ngcbuild.resolver.stand_ins import StandIn, write_stand_in
+from ngcbuild.resolver.uv import python_platform
 from ngcbuild.verify.target import Target
 from tests.conftest import REPO
 
@@ -64,6 +64,18 @@ def test_lock_text_reads_back_as_written():
     assert sorted(lock.pins, key=lambda p: p.key) == sorted(pins, key=lambda p: p.key)
     assert text == lock_text("f" * 64, [("base", "dev"), ("override", "numpy==2.4.6 -> 1.26.4: why")],
                              list(reversed(pins)), ["intro"]), "the entries' order must not depend on the input's"
+
+
+def test_who_asked_for_each_entry_reads_back_as_the_resolver_wrote_it():
+    """uv writes `# via` after an entry's hashes, or on its line without them; the lock keeps it so
+    that its check can follow the closure offline."""
+    text = (f"einops==0.8.2 \\\n    --hash=sha256:{'a' * 64}\n    # via -r /tmp/ngcbuild-x/requirements.in, Timm\n"
+            "idna==3.20  # via requests, -c /tmp/constraints.txt\n")
+    einops, idna = parse_entries(Path("resolved.txt"), text)
+    assert einops.via == ("-r", "timm") and einops.line == 1 and idna.via == ("requests", "-c") and idna.line == 4
+    written = LockedPin("einops", "0.8.2", ("a" * 64,), via=("timm", "-r")).text("requirements/team.txt")
+    assert written.endswith("    # via -r requirements/team.txt, timm\n")
+    assert parse_entries(Path("x.lock"), written)[0].via == ("-r", "timm")
 
 
 @pytest.mark.parametrize("text, says", [
@@ -122,8 +134,9 @@ def test_uv_platform_is_the_newest_manylinux_the_glibc_runs():
 
 
 def test_a_stand_in_is_a_valid_wheel_and_the_same_bytes_every_time(tmp_path):
-    first = write_stand_in(tmp_path / "a", "torch", "2.10.0a0+b4e4ee81d3.nv25.12", ["filelock", "not a requirement !!"])
-    second = write_stand_in(tmp_path / "b", "torch", "2.10.0a0+b4e4ee81d3.nv25.12", ["filelock", "not a requirement !!"])
+    stand_in = StandIn("torch", "2.10.0a0+b4e4ee81d3.nv25.12", ("filelock", "not a requirement !!"))
+    first = write_stand_in(tmp_path / "a", stand_in)
+    second = write_stand_in(tmp_path / "b", stand_in)
     assert first.read_bytes() == second.read_bytes()
     with zipfile.ZipFile(first) as archive:
         metadata = archive.read("torch-2.10.0a0+b4e4ee81d3.nv25.12.dist-info/METADATA").decode()

@@ -12,7 +12,7 @@ import pytest
 from ngcbuild.core.errors import ManifestError
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.verify import apt, apt_index, closure_check, git_refs, pins, report, run, sources, web
+from ngcbuild.verify import apt, apt_index, closure_check, git_refs, pins, report, run, web
 from ngcbuild.verify.parallel import Work
 from ngcbuild.verify.target import Target, platform_tags
 
@@ -245,7 +245,7 @@ def test_a_buildable_release_without_glibc_is_bad_input(scratch):
     scratch.manifest("r1", (REPO / "manifests" / "dev.yaml").read_text() + "os:\n  glibc: null\n")
     loaded = load_release(Project.at(scratch.root), "r1")
     with pytest.raises(ManifestError, match=r"r1.yaml: os.glibc: required by verify"):
-        run.verify_release(loaded, Offline())
+        run.verify_release(loaded, Offline(), ["https://pypi.org/simple"])
 
 
 def test_a_conda_release_without_the_interpreters_full_version_is_bad_input(scratch):
@@ -256,7 +256,7 @@ def test_a_conda_release_without_the_interpreters_full_version_is_bad_input(scra
         (REPO / "manifests" / "parts" / "ngc-20.yaml").read_text())
     loaded = load_release(Project.at(scratch.root), "r2")
     with pytest.raises(ManifestError, match=r"r2.yaml: python.full_version: required by verify"):
-        run.verify_release(loaded, Offline())
+        run.verify_release(loaded, Offline(), ["https://pypi.org/simple"])
 
 
 class _Index:
@@ -309,7 +309,6 @@ def test_an_index_answering_500_or_garbage_is_one_message_without_its_password(s
 
 
 def _two_pins_of_dev_on(index_url, monkeypatch):
-    monkeypatch.setattr(sources, "PYPI", index_url)
     loaded = load_release(Project(REPO), "dev")
     release = loaded.release
     # two pins, and the broken index the only one (no extra index reached over the network)
@@ -326,7 +325,7 @@ def test_verify_prints_its_table_when_an_index_answers_500_or_garbage(monkeypatc
     loaded = _two_pins_of_dev_on(index.url, monkeypatch)
     target = Target("3.11.2", "linux/amd64", "2.36")
     try:
-        rows = run._python_rows(loaded, [target], web.Web(environ={}), Work(), tmp_path)
+        rows = run._python_rows(loaded, [target], [index.url], web.Web(environ={}), Work(), tmp_path)
     finally:
         index.close()
     # the module row of torch: no wheel could be read, so not verified, saying what the suite accepts

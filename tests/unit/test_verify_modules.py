@@ -57,7 +57,7 @@ def module_rows(scratch, monkeypatch, tmp_path, torchvision_says: str) -> dict:
                                                           "torchvision/version.py": f"__version__ = '{torchvision_says}'\n"}))
         index.add(*module_wheel("nvidia-modelopt", "0.40.0", {"modelopt/__init__.py": (
             "from importlib.metadata import version as _version\n__version__ = _version('nvidia-modelopt')\n")}))
-        rows = verify_python_rows(scratch, monkeypatch, index.url, tmp_path / "scratch", "mods", MANIFEST, PINS)
+        rows = verify_python_rows(scratch, index.url, tmp_path / "scratch", "mods", MANIFEST, PINS)
     finally:
         index.close()
     return {r.name: r for r in rows if r.kind == "module"}

@@ -40,7 +40,7 @@ def index():
 
 
 def _rows(scratch, index, monkeypatch, tmp_path, pins: str, manifest: str = MANIFEST) -> dict:
-    rows = verify_python_rows(scratch, monkeypatch, index.url, tmp_path / "scratch", "trt", manifest, pins)
+    rows = verify_python_rows(scratch, index.url, tmp_path / "scratch", "trt", manifest, pins)
     return {(r.kind, r.name): r for r in rows}
 
 

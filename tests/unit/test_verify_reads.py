@@ -46,6 +46,16 @@ def test_a_wheels_metadata_and_tags_are_read_by_range_a_fraction_of_its_bytes(fa
     assert web.fetched < len(data) / 50, (web.fetched, len(data))
 
 
+def test_a_day_to_read_the_index_as_of_leaves_out_what_was_uploaded_later(fake, tmp_path):
+    """derive.index_as_of (fit --index-as-of): verify lists what the resolver's --exclude-newer sees."""
+    fake.add(*wheel("demo", "1.0"), uploaded="2026-11-01T08:00:00.123456Z")
+    fake.add(*wheel("demo", "1.1"), uploaded="2026-11-21T00:00:01Z")
+    as_of = sources.Sources([fake.url], Web(environ={}), Work(), tmp_path, index_as_of="2026-11-20T23:59:59Z")
+    assert [f.filename for f in as_of.listing("demo").files] == ["demo-1.0-py3-none-any.whl"]
+    now = sources.Sources([fake.url], Web(environ={}), Work(), tmp_path)
+    assert len(now.listing("demo").files) == 2
+
+
 def test_a_metadata_file_the_index_serves_is_read_instead_its_hash_checked(fake):
     filename, data = wheel("demo", "1.0", ["numpy>=2"])
     fake.add(filename, data, serve_metadata=True)

@@ -164,6 +164,9 @@ def test_bump_workflow_rules():
     pull = next(i for i, run in enumerate(runs) if "gh pr create" in run)
     assert check < propose < pull
     assert "*) exit \"$status\"" in runs[check]  # a failure of --check is no "newer set"
+    # 3, "could not check", is neither "current" nor "newer": the job fails with a warning, nothing proposed
+    could_not = runs[check].split("3)", 1)[1].split(";;", 1)[0]
+    assert "newer=false" in could_not and "exit 3" in could_not and "::warning" in could_not
     assert all(s.get("if", "").startswith("steps.check.outputs.newer == 'true'") or
                "steps.check.outputs.newer == 'true'" in s.get("if", "") for s in steps[check + 1:])
     assert steps[pull]["if"] == "steps.check.outputs.newer == 'true' && env.OPEN_PR == 'true'"

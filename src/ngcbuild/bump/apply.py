@@ -21,8 +21,9 @@ import time
 from pathlib import Path
 
 from ngcbuild.bump.components import component_changes
-from ngcbuild.bump.proposal_files import NewerAvailable, existing_proposal, scratch_project, write_both
+from ngcbuild.bump.proposal_files import CouldNotCheck, NewerAvailable, existing_proposal, scratch_project, write_both
 from ngcbuild.bump.propose import Proposal, propose
+from ngcbuild.bump.reads import IndexReads
 from ngcbuild.bump.report import bump_markdown
 from ngcbuild.bump.texts import constraints_text, manifest_text
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
@@ -30,6 +31,7 @@ from ngcbuild.core.names import RELEASE_NAME_RE
 from ngcbuild.core.outputs import printer, write_file
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import LoadedRelease, load_release
+from ngcbuild.resolver.indexes import IndexSetting, release_indexes
 from ngcbuild.workspace.release_dir import BUMP, ReleaseDir
 
 
@@ -44,14 +46,27 @@ def check_as(name) -> str:
     return name
 
 
-def bump_release(project: Project, release: str, as_name: str | None, check: bool = False, out=sys.stdout):
+def bump_release(project: Project, release: str, as_name: str | None, setting: IndexSetting, check: bool = False,
+                 base_release: str | None = None, out=sys.stdout):
+    """`bump --check`: exit 0 current, 1 a newer set (NewerAvailable), 3 could not check (CouldNotCheck)."""
     from ngcbuild.core.names import check_release_name
-    from ngcbuild.verify.web import Web
 
     say = printer(out)
     check_release_name(release)
     if check and as_name is not None:
         raise UserError("--check compares --release with its indexes and writes nothing: leave out --as")
+    parent = load_release(project, release)
+    if parent.derived is not None:
+        from ngcbuild.bump.team import bump_team
+
+        if as_name is not None:
+            raise UserError(f"--as: {release} is a derived release; bump says what its lock would become on its "
+                            f"base's newest pins and writes nothing (`ngcbuild resolve --release {release}` writes "
+                            "the lock)")
+        return _checked(lambda: bump_team(project, parent, setting, base_release, check=check, out=out), check)
+    if base_release is not None:
+        raise UserError(f"--base-release belongs to a derived release (manifests/derived/R.yaml); {release} is one "
+                        "of ours, bumped from its own indexes")
     if not check:
         if as_name is None:
             raise UserError("bump: missing --as (the name of the proposed release, e.g. --as cuda-dev-2612)")
@@ -59,28 +74,36 @@ def bump_release(project: Project, release: str, as_name: str | None, check: boo
         if as_name == release:
             raise UserError(f"--as {as_name}: that is the release being bumped; name the proposal (e.g. "
                             f"{release}-next): {release} stays as it is")
-    parent = load_release(project, release)
     if parent.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to bump")
     if parent.release.origin == "nvidia":
         from ngcbuild.bump.nvidia import draft_nvidia
 
-        return draft_nvidia(project, parent, as_name, check=check, out=out)
+        return _checked(lambda: draft_nvidia(project, parent, as_name, setting, check=check, out=out), check)
     if parent.release.bump is None:
         raise ManifestError(parent.path, "bump", "no policy for ngcbuild bump; expected e.g. bump: {leader: torch, "
                                                  "cuda: {major: '13', carried_by: cuda-toolkit}} (see "
                                                  "manifest/bump_policy.py)")
     existing = None if check else existing_proposal(project, release, as_name)
-    web = Web()
-    day = time.strftime("%Y-%m-%d", time.gmtime())
-    proposal = propose(parent, as_name or f"{release}-next", web, day, say)
-    if check:
-        return _check(proposal, say)
+
+    def run() -> dict:
+        with IndexReads(parent.release, setting) as reads:
+            day = time.strftime("%Y-%m-%d", time.gmtime())
+            proposal = propose(parent, as_name or f"{release}-next", reads.whole, reads.unreachable, day, say)
+            if check:
+                return _check(proposal, say)
+            return _write_proposal(project, proposal, existing, as_name, reads.web, setting, say)
+    return _checked(run, check)
+
+
+def _write_proposal(project: Project, proposal: Proposal, existing, as_name: str, web, setting: IndexSetting,
+                    say) -> dict:
+    release = proposal.release.release
     if not proposal.changed:
         say(f"bump: {release} is current: {proposal.leader.name} {proposal.leader.version} and every pin are the "
             "newest its policy and the whole set admit; nothing written")
         return {"changed": False}
-    changes = component_changes(proposal, web.bundle)
+    changes = component_changes(proposal, web)
     texts = {"manifest": manifest_text(proposal, changes), "constraints": constraints_text(proposal)}
     if existing is not None:  # the files bump wrote before, compared under their own day
         day_before = existing["day"]
@@ -96,7 +119,7 @@ def bump_release(project: Project, release: str, as_name: str | None, check: boo
         say(f"bump: verifying {as_name} ({len(proposal.pins)} pins) with its closure")
         from ngcbuild.verify.run import verify_release
 
-        rows = verify_release(new, web)
+        rows = verify_release(new, web, release_indexes(new.release, setting))
         report = bump_markdown(shadow, proposal, changes, new, rows)
     unchanged = existing is not None and texts == existing["texts"]
     if unchanged:
@@ -141,9 +164,14 @@ def _load_proposal(shadow: Project, name: str) -> LoadedRelease:
     return loaded
 
 
-
-
-
-
-
-
+def _checked(step, check: bool):
+    """`step()`; with --check, a failure to read or resolve is "could not check" (exit 3), never
+    taken for "a newer set" (exit 1) or "current" (exit 0)."""
+    try:
+        return step()
+    except (NewerAvailable, UserError):
+        raise
+    except OperationError as exc:
+        if not check:
+            raise
+        raise CouldNotCheck(f"bump --check could not check: {exc}") from None

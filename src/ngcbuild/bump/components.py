@@ -33,7 +33,7 @@ class Changes:
     layers: list[list[str]] | None = None  # pip.layers without the packages no longer pinned
 
 
-def component_changes(proposal: Proposal, bundle: str | None) -> Changes:
+def component_changes(proposal: Proposal, web) -> Changes:
     parent = proposal.parent
     release, catalog = parent.release, parent.catalog
     environments = [t.markers() for t in proposal.targets]
@@ -63,7 +63,7 @@ def component_changes(proposal: Proposal, bundle: str | None) -> Changes:
                   if getattr(component, field) and getattr(component, field) != component.version]
         if stated and entry.module:
             dist = proposal.pins.get(canonicalize_name(carrier or ""))
-            reported = _reported(dist, entry.module, bundle, problems, name, stated[-1])
+            reported = _reported(dist, entry.module, web, problems, name, stated[-1])
         why = _why(carrier, proposal, who) if carrier else "resolved with the rest"
         display = entry.display if entry else name
         source = (f"{display} {version}: {why}; proposed by ngcbuild bump from {where}, read {proposal.day} "
@@ -95,12 +95,12 @@ def _why(package: str, proposal: Proposal, who) -> str:
     return f"the newest that {', '.join(limits)} admit" if limits else "the newest the whole set admits"
 
 
-def _reported(dist, module: str, bundle, problems: list, name: str, field: str) -> str | None:
+def _reported(dist, module: str, web, problems: list, name: str, field: str) -> str | None:
     if dist is None or not dist.url:
         problems.append(f"components.{name}.{field}: the wheel was not found to read what {module} reports")
         return None
     try:
-        reported = module_version(dist.url, module, bundle)
+        reported = module_version(dist.url, module, web)
     except WheelUnreadable as exc:
         problems.append(f"components.{name}.{field}: {exc}")
         return None

@@ -9,32 +9,20 @@ draft naming each (manifest/unknown.py), so nothing is built from a guess.
 
 The pins our release chooses itself (pip components of provenance chosen, and the rest of the
 constraints) are resolved at the newest the whole set admits, as for a release from public wheels. What
-the image builds or carries itself (torch from source) is not on the indexes as it will be; pip sees a
-stand-in at the previous release's version (a wheel without requirements made here), and the proposal
-says so: verify checks the set for real once the values are filled in.
+the image builds or carries itself (torch from source) is not on the indexes as it will be; the resolver
+sees a stand-in at the previous release's version (resolver/stand_ins.py: a wheel without requirements),
+and the proposal says so: verify checks the set for real once the values are filled in.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
 import tempfile
-import zipfile
 from pathlib import Path
 
 import yaml
 from packaging.utils import canonicalize_name
 
-from ngcbuild.bump.propose import (
-    behind_newest,
-    extras_asked,
-    reachable_indexes,
-    resolve_everywhere,
-    roots_of,
-    targets_of,
-)
-from ngcbuild.bump.resolve import Dist, Unresolvable, metadata_of
+from ngcbuild.bump.propose import behind_newest, extras_asked, resolve_everywhere, roots_of, targets_of
 from ngcbuild.bump.texts import ManifestDumper
 from ngcbuild.core.errors import ManifestError, OperationError, shown_path
 from ngcbuild.core.outputs import printer
@@ -43,6 +31,9 @@ from ngcbuild.core.references import shown_url
 from ngcbuild.docs.markdown import md
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.unknown import UNKNOWN
+from ngcbuild.resolver.indexes import IndexSetting
+from ngcbuild.resolver.stand_ins import StandIn
+from ngcbuild.resolver.whole_set import Dist
 from ngcbuild.workspace.release_dir import BUMP, ReleaseDir
 
 NVIDIA_PROVENANCE = ("nvidia", "secondary")
@@ -89,40 +80,18 @@ def draft_data(parent: LoadedRelease) -> tuple[dict, list[str]]:
     return data, stand_ins
 
 
-def stand_in_wheel(folder: Path, name: str, version: str) -> None:
-    """A wheel of `name` at `version` that requires nothing: what pip sees of a distribution the image
-    builds or carries itself, so that the pins which require it resolve against its known version."""
-    safe = canonicalize_name(name).replace("-", "_")
-    dist = f"{safe}-{version}.dist-info"
-    members = {f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n",
-               f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: ngcbuild-bump\nRoot-Is-Purelib: true\n"
-                                "Tag: py3-none-any\n"}
-
-    def digest(text: str) -> str:
-        return base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-
-    record = [f"{path},sha256={digest(text)},{len(text.encode())}" for path, text in members.items()]
-    record.append(f"{dist}/RECORD,,")
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for path, text in {**members, f"{dist}/RECORD": "\n".join(record) + "\n"}.items():
-            archive.writestr(path, text)
-    (folder / f"{safe}-{version}-py3-none-any.whl").write_bytes(buffer.getvalue())
-
-
-def draft_nvidia(project: Project, parent: LoadedRelease, as_name: str | None, check: bool, out) -> dict:
+def draft_nvidia(project: Project, parent: LoadedRelease, as_name: str | None, setting: IndexSetting, check: bool,
+                 out) -> dict:
     import time
 
     from ngcbuild.bump.proposal_files import NewerAvailable, existing_proposal, scratch_project, write_both
-    from ngcbuild.verify.web import Web
 
     say = printer(out)
     release = parent.release
     existing = None if check else existing_proposal(project, release.release, as_name)  # before any read
-    web = Web()
     day = time.strftime("%Y-%m-%d", time.gmtime())
     data, stand_ins = draft_data(parent)
-    pins, behind = _pip_level(parent, stand_ins, web, say)
+    pins, behind, indexes = _pip_level(parent, stand_ins, setting, say)
     new = {key: dist.version for key, dist in pins.items()}
     before = {pin.key: pin.version for pin in parent.constraints.pins}
     changed = {k: (before.get(k), new.get(k)) for k in sorted(set(before) | set(new)) if before.get(k) != new.get(k)}
@@ -133,7 +102,6 @@ def draft_nvidia(project: Project, parent: LoadedRelease, as_name: str | None, c
         say(f"bump: {release.release}'s pip-level pins are current (NVIDIA's own versions are not read from any "
             "index)")
         return {"changed": False}
-    indexes, _ = reachable_indexes(release, web)
     where = ", ".join(shown_url(i) for i in indexes)
     skipped = sorted({canonicalize_name(p) for p in stand_ins} & set(before))
 
@@ -183,10 +151,12 @@ def _constraints(release, name: str, new: dict[str, str], skipped: list[str], da
     return "\n".join(lines) + "\n"
 
 
-def _pip_level(parent: LoadedRelease, stand_ins: list[str], web, say):
+def _pip_level(parent: LoadedRelease, stand_ins: list[str], setting: IndexSetting, say):
+    """(the pip-level pins at their newest, those behind their index's newest, the indexes read)."""
+    from ngcbuild.bump.reads import IndexReads
+
     release = parent.release
     targets = targets_of(release)
-    indexes, _ = reachable_indexes(release, web)
     environments = [t.markers() for t in targets]
     policy = release.bump
     skipped = {canonicalize_name(p) for p in stand_ins}
@@ -199,24 +169,22 @@ def _pip_level(parent: LoadedRelease, stand_ins: list[str], web, say):
                 stand_in_versions[key] = component.reported_version
     say(f"bump: reading the metadata of {release.release}'s {len(parent.constraints.pins)} pins")
     pinned = [str(p) for p in parent.constraints.pins if p.key not in skipped]
-    with tempfile.TemporaryDirectory(prefix="ngcbuild-stand-ins-") as folder:
-        for key, version in stand_in_versions.items():
-            stand_in_wheel(Path(folder), key, version)
-        links = ("--find-links", folder)
+    standing = tuple(StandIn(key, str(version)) for key, version in stand_in_versions.items())
+    with IndexReads(release, setting, stand_ins=standing) as reads:
+        whole = reads.whole
         try:
-            old = metadata_of(pinned, indexes, targets[0], web, links)
-        except Unresolvable as exc:
-            raise OperationError(f"the pins of {release.release} cannot be read from its indexes "
-                                 f"({exc.reason})") from None
+            old = whole.metadata_of(pinned, targets[0])
+        except OperationError as exc:
+            raise OperationError(f"the pins of {release.release} cannot be read from its indexes ({exc})") from None
         roots = [r for r in roots_of(parent, old, environments) if canonicalize_name(r) not in skipped]
         constraints = [f"{key}=={version}" for key, version in stand_in_versions.items()]
         if policy is not None:
             constraints += [f"{n}{h.versions}" for n, h in policy.hold.items()]
         say(f"bump: resolving {len(roots)} pip-level requirements of {release.release} at their newest")
-        pins, excluded = resolve_everywhere(roots, constraints, indexes, targets, web, links)
-    pins = {key: dist for key, dist in pins.items() if key not in skipped}
-    behind = behind_newest(pins, indexes, targets[0], web, environments, extras_asked(pins, policy), policy, excluded)
-    return pins, behind
+        pins = resolve_everywhere(roots, constraints, targets, whole)
+        pins = {key: dist for key, dist in pins.items() if key not in skipped}
+        behind = behind_newest(pins, targets[0], whole, environments, extras_asked(pins, policy), policy)
+        return pins, behind, reads.indexes
 
 
 def _pip_components(parent: LoadedRelease, pins: dict[str, Dist], day: str, where: str) -> dict:

@@ -23,6 +23,14 @@ COPIED = ("manifests", "constraints", "templates")
 class NewerAvailable(OperationError):
     """--check: a newer set the policy admits exists (exit 1)."""
 
+
+class CouldNotCheck(OperationError):
+    """--check: the indexes could not be read or the set not resolved, so nothing is known (exit 3):
+    never taken for "current" (0) or "newer" (1)."""
+
+    exit_code = 3
+
+
 def _regular_or_absent(path: Path, what: str) -> bool:
     """True when `path` is a regular file, False when nothing is there; anything else is refused."""
     try:

@@ -4,12 +4,15 @@
    themselves), every package of a pip-installed component, and the policy's `require` entries. A pin
    only some other pin needed is not asked for again: when nothing needs it any more, it goes.
 2. The leader (torch): its versions on the indexes with a wheel for every platform, newest first, less
-   those the policy holds back. For each, pip resolves the roots with the leader pinned under the
-   policy's constraints (its holds, the CUDA major on the distribution that carries it) for every
+   those the policy holds back. For each, the resolver resolves the roots with the leader pinned under
+   the policy's constraints (its holds, the CUDA major on the distribution that carries it) for every
    platform, the second under the pins of the first, so one constraints file fits all. The first
-   leader that resolves is taken; a newer one that did not is reported with pip's reason.
-3. Everything else is what pip chose: the newest each requirement of the whole set admits. A pin below
-   the newest version on its index is reported with what excludes the newer one.
+   leader that resolves is taken; a newer one that did not is reported with the resolver's reason.
+3. Everything else is what the resolver chose: the newest each requirement of the whole set admits. A
+   pin below the newest version on its index is reported with what excludes the newer one.
+
+The resolver is uv, and every distribution's metadata is read by verify's reader (resolver/whole_set.py):
+metadata files and range reads, never a whole wheel.
 """
 
 from __future__ import annotations
@@ -22,12 +25,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from ngcbuild.bump.candidates import newest_versions, versions_on
-from ngcbuild.bump.resolve import Dist, Unresolvable, metadata_of, resolve
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.references import shown_url
 from ngcbuild.manifest.loader import LoadedRelease
-from ngcbuild.verify.sources import release_indexes
+from ngcbuild.resolver.whole_set import Dist, Unresolvable, WholeSet
+from ngcbuild.verify.pins import supports_python
 from ngcbuild.verify.target import Target
 
 
@@ -76,9 +78,9 @@ def targets_of(release) -> tuple[Target, ...]:
     return tuple(Target(python, platform, release.os.glibc) for platform in platforms)
 
 
-def reachable_indexes(release, web) -> tuple[list[str], list[str]]:
+def reachable_indexes(release, indexes_of_release: list[str], web) -> tuple[list[str], list[str]]:
     indexes, unreachable = [], []
-    for index in release_indexes(release):
+    for index in indexes_of_release:
         why = web.unreachable(index)
         if why:
             unreachable.append(why)
@@ -167,13 +169,15 @@ def roots_of(loaded: LoadedRelease, old: dict[str, Dist], environments: list[dic
     return list({canonicalize_name(n): n for n in names}.values())
 
 
-def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: None) -> Proposal:
+def propose(parent: LoadedRelease, name: str, whole: WholeSet, unreachable: list[str], day: str,
+            say=lambda line: None) -> Proposal:
+    """`whole` reads the reachable indexes (`unreachable`: the release's others, with why)."""
     release = parent.release
     policy = release.bump
     targets = targets_of(release)
-    indexes, unreachable = reachable_indexes(release, web)
+    indexes = whole.indexes
     environments = [t.markers() for t in targets]
-    offered = [set(versions_on(policy.leader, indexes, t, web)) for t in targets]
+    offered = [set(whole.versions_on(policy.leader, t)) for t in targets]
     everywhere = sorted((v for v in set.intersection(*offered) if v.local == policy.leader_local), reverse=True)
     if not everywhere:
         build = f" of the +{policy.leader_local} builds (bump.leader_local)" if policy.leader_local else ""
@@ -184,9 +188,9 @@ def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: No
     say(f"bump: reading the metadata of {release.release}'s {len(parent.constraints.pins)} pins "
         f"({', '.join(shown_url(i) for i in indexes)})")
     try:
-        old = metadata_of([str(p) for p in parent.constraints.pins], indexes, targets[0], web)
-    except Unresolvable as exc:
-        raise OperationError(f"the pins of {release.release} cannot be read from its indexes ({exc.reason}); "
+        old = whole.metadata_of([str(p) for p in parent.constraints.pins], targets[0])
+    except OperationError as exc:
+        raise OperationError(f"the pins of {release.release} cannot be read from its indexes ({exc}); "
                              f"see `ngcbuild verify --release {release.release}`") from None
     roots = roots_of(parent, old, environments)
     leader_key = canonicalize_name(policy.leader)
@@ -196,12 +200,11 @@ def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: No
     admitted = [v for v in everywhere if held is None or SpecifierSet(held.versions).contains(v, prereleases=True)]
     not_taken = []
     chosen: dict[str, Dist] | None = None
-    excluded: list[tuple[str, str, str]] = []
     for version in admitted[:policy.candidates]:
         say(f"bump: resolving {policy.leader} {version} with {len(roots)} requirements for "
             f"{', '.join(t.platform for t in targets)}")
         try:
-            chosen, excluded = _resolve_everywhere(policy, version, roots, constraints, indexes, targets, web)
+            chosen = _resolve_everywhere(policy, version, roots, constraints, targets, whole)
             break
         except Unresolvable as exc:
             not_taken.append(NotTaken(policy.leader, str(version), exc.reason))
@@ -215,7 +218,7 @@ def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: No
                 not_taken.append(NotTaken(policy.leader, str(version), f"held back by the policy ({held.versions}): "
                                                                       f"{held.reason}"))
     extras = extras_asked(chosen, policy)
-    behind = behind_newest(chosen, indexes, targets[0], web, environments, extras, policy, excluded)
+    behind = behind_newest(chosen, targets[0], whole, environments, extras, policy)
     old_required = requirers(old, environments)
     removed_by = {key: sorted(f"{d.name} {d.version}" for d, _ in old_required.get(key, []))
                   for key in set(old) - set(chosen)}
@@ -226,62 +229,58 @@ def propose(parent: LoadedRelease, name: str, web, day: str, say=lambda line: No
                     tuple(sorted(not_taken, key=lambda n: Version(n.version), reverse=True)), behind, removed_by)
 
 
-def _resolve_everywhere(policy, version, roots, constraints, indexes, targets, web):
+def _resolve_everywhere(policy, version, roots, constraints, targets, whole: WholeSet) -> dict[str, Dist]:
     """One leader version resolved for every target."""
     leader_key = canonicalize_name(policy.leader)
     requirements = [f"{policy.leader}=={version}", *(r for r in roots if canonicalize_name(r) != leader_key),
                     *policy.require]
-    pins, excluded = resolve_everywhere(requirements, constraints, indexes, targets, web)
+    pins = resolve_everywhere(requirements, constraints, targets, whole)
     cuda = policy.cuda
     if cuda is not None and canonicalize_name(cuda.carried_by) not in pins:
         raise Unresolvable(f"{policy.leader} {version} needs no {cuda.carried_by}: not a CUDA {cuda.major} build "
                            "(bump.cuda)")
-    return pins, excluded
+    return pins
 
 
-def resolve_everywhere(requirements: list[str], constraints: list[str], indexes, targets, web,
-                       options: tuple[str, ...] = ()) -> tuple[dict[str, Dist], list[tuple[str, str, str]]]:
+def resolve_everywhere(requirements: list[str], constraints: list[str], targets, whole: WholeSet) -> dict[str, Dist]:
     """`requirements` resolved for every target, the second under the pins of the first (so that one
     constraints file fits every platform); every distribution any target needs."""
     pins: dict[str, Dist] = {}
-    excluded: list[tuple[str, str, str]] = []
     for target in targets:
         lines = constraints + [f"{d.key}=={d.version}" for d in pins.values()]
-        resolution = resolve(requirements, lines, indexes, target, web, options)
-        excluded += resolution.python_excluded
-        for key, dist in resolution.dists.items():
+        for key, dist in whole.resolve(requirements, lines, target).items():
             pins.setdefault(key, dist)
-    return dict(sorted(pins.items())), excluded
+    return dict(sorted(pins.items()))
 
 
-def behind_newest(pins: dict[str, Dist], indexes, target, web, environments, extras, policy, excluded
-            ) -> tuple[NotTaken, ...]:
-    newest = newest_versions([d.name for d in pins.values()], indexes, target, web)
+def behind_newest(pins: dict[str, Dist], target, whole: WholeSet, environments, extras, policy) -> tuple[NotTaken, ...]:
+    newest = whole.newest_versions([d.name for d in pins.values()], target)
     who = requirers(pins, environments, extras)
     holds = {canonicalize_name(n): h for n, h in (policy.hold.items() if policy else ())}
-    too_new_python = {(canonicalize_name(n), v): p for n, v, p in excluded}
     found = []
     for key, dist in pins.items():
         top = newest.get(dist.name)
         if top is None or top <= Version(dist.version):
             continue
-        found.append(NotTaken(dist.name, str(top), _why_not(key, dist, top, who, holds, too_new_python, policy)))
+        requires_python = whole.requires_python(dist.name, top, target)
+        too_new = requires_python if not supports_python(requires_python, target.python_full) else None
+        found.append(NotTaken(dist.name, str(top), _why_not(key, dist, top, who, holds, too_new, policy)))
     return tuple(found)
 
 
-def _why_not(key, dist, top, who, holds, too_new_python, policy) -> str:
+def _why_not(key, dist, top, who, holds, too_new_python: str | None, policy) -> str:
     reasons = []
     if key in holds and not SpecifierSet(holds[key].versions).contains(top, prereleases=True):
         reasons.append(f"held back by the policy ({holds[key].versions}): {holds[key].reason}")
     if policy is not None and policy.cuda is not None and key == canonicalize_name(policy.cuda.carried_by) \
             and top.major != int(policy.cuda.major):
         reasons.append(f"the policy stays on CUDA {policy.cuda.major} (bump.cuda)")
-    if (key, str(top)) in too_new_python:
-        reasons.append(f"{top} requires Python {too_new_python[(key, str(top))]}")
+    if too_new_python:
+        reasons.append(f"{top} requires Python {too_new_python}")
     for requirer, requirement in who.get(key, []):
         if not requirement.specifier.contains(top, prereleases=True):
             reasons.append(f"{requirer.name} {requirer.version} requires {requirement.name}{requirement.specifier}")
     if not reasons:
-        reasons.append(f"nothing in the set excludes {top}; pip chose {dist.version} (a platform may lack a wheel "
-                       "of the newer one)")
+        reasons.append(f"nothing in the set excludes {top}; the resolver chose {dist.version} (a platform may lack a "
+                       "wheel of the newer one)")
     return "; ".join(dict.fromkeys(reasons))

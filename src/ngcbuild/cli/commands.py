@@ -338,17 +338,23 @@ def verify(release: str, as_json=False, base=None) -> None:
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
-    rows = verify_release(loaded, Web(), base=base)
+    from ngcbuild.resolver.indexes import day_end, index_setting, release_indexes
+
+    as_of = day_end(loaded.release.derive.index_as_of) if loaded.release.derive else None  # as resolve read them
+    rows = verify_release(loaded, Web(), release_indexes(loaded.release, index_setting()), base=base, index_as_of=as_of)
     sys.stdout.write(json_text(release, rows) if as_json else table_text(release, rows))
     failed = summary(rows)[FAILED]
     if failed:
         raise VerifyFailed(f"verify {release}: {failed} failed (see the table)")
 
 
-def bump(release: str, as_name=None, check=False) -> dict:
+def bump(release: str, as_name=None, check=False, base_release=None, index_url=None, extra_index_urls=None) -> dict:
     from ngcbuild.bump.apply import bump_release
+    from ngcbuild.resolver.indexes import index_setting
 
-    return bump_release(project(), release, as_name, check=check, out=sys.stdout)
+    setting = index_setting(index_url, extra_index_urls)
+    return bump_release(project(), release, as_name, setting, check=check, base_release=base_release,
+                        out=sys.stdout)
 
 
 def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
@@ -390,15 +396,56 @@ def _derived(release) -> bool:
     return os.path.lexists(project().manifests / "derived" / f"{release}.yaml")
 
 
-def resolve(release: str, as_json=False, wheelhouse=None) -> dict:
+def resolve(release: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None) -> dict:
     from ngcbuild.core.names import check_release_name
     from ngcbuild.derive.resolve import resolve_release
+    from ngcbuild.resolver.indexes import index_setting
 
-    check_release_name(release)
-    return resolve_release(project(), release, wheelhouse=wheelhouse, as_json=as_json, out=sys.stdout)
+    def run():
+        check_release_name(release)
+        setting = index_setting(index_url, extra_index_urls)
+        return resolve_release(project(), release, setting, wheelhouse=wheelhouse, as_json=as_json, out=sys.stdout)
+    return _json_refusals(as_json, run)
 
 
-def fit(requirements: str, as_json=False, wheelhouse=None) -> list:
+def fit(requirements: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None,
+        index_as_of=None) -> list:
     from ngcbuild.derive.fit import run_fit
+    from ngcbuild.resolver.indexes import index_setting
 
-    return run_fit(project(), requirements, wheelhouse=wheelhouse, as_json=as_json, out=sys.stdout)
+    def run():
+        setting = index_setting(index_url, extra_index_urls)
+        day = _day(index_as_of, "--index-as-of") if index_as_of is not None else None
+        return run_fit(project(), requirements, setting, wheelhouse=wheelhouse, as_json=as_json, index_as_of=day,
+                       out=sys.stdout)
+    return _json_refusals(as_json, run)
+
+
+def _day(text, flag: str):
+    import datetime
+
+    if isinstance(text, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+        try:
+            return datetime.date.fromisoformat(text)
+        except ValueError:
+            pass
+    raise UserError(f"{flag} {excerpt(text)}: expected a day, YYYY-MM-DD")
+
+
+def _json_refusals(as_json: bool, run):
+    """run(); with --json, a refusal or failure is JSON on stdout too ({"error", "exit"}), beside its
+    one line on stderr. Conflicts, and fit's table of releases none of which could be checked, have
+    printed their own JSON already."""
+    from ngcbuild.core.errors import NgcbuildError
+    from ngcbuild.derive.fit import NoneChecked
+    from ngcbuild.derive.report import Conflicts
+
+    try:
+        return run()
+    except (Conflicts, NoneChecked):
+        raise
+    except NgcbuildError as exc:
+        if as_json:
+            print(json.dumps({"error": str(exc), "exit": exc.exit_code}, indent=2))
+            sys.stdout.flush()
+        raise

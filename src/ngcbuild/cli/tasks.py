@@ -45,6 +45,13 @@ def _json(instead_of: str) -> Option:
 
 RESOLVER_WHEELHOUSE = Option("wheelhouse", "folder of wheels the resolver may use as well as the indexes", value="DIR",
                              default_text="$PIP_FIND_LINKS when it is a folder")
+# the index setting of resolve, fit and bump (resolver/indexes.py, docs/indexes.md): pip's and uv's spelling
+INDEX_URL = Option("index-url", "the index to read instead of PyPI (a mirror, a proxy index); credentials as "
+                   "user:password@ or from netrc", value="URL",
+                   default_text="$UV_INDEX_URL, else $PIP_INDEX_URL, else https://pypi.org/simple")
+EXTRA_INDEX_URL = Option("extra-index-url", "one more index to read after the release's own", value="URL",
+                         repeatable=True, dest="extra_index_urls",
+                         default_text="$UV_EXTRA_INDEX_URL, else $PIP_EXTRA_INDEX_URL")
 OLD_BASE = Renamed("--base", "--base-image")
 CHANGED_TASK = "its own task: `ngcbuild changed [--since REF] [--releases NAMES]`"
 
@@ -56,8 +63,12 @@ TASKS = (
                     required=True),
              Option("as", "name of the proposal: manifests/NAME.yaml, constraints/NAME.txt, build/NAME/bump.md",
                     value="NAME", dest="as_name", default_text="none: required unless --check"),
-             Option("check", "write nothing; exit 1 when a newer set the policy admits exists, 0 when R is current",
-                    value=None),
+             Option("check", "write nothing; exit 0 when R is current, 1 when a newer set exists, 3 when it could not "
+                    "check", value=None),
+             Option("base-release", "a derived R: re-resolve its lock on this release (its base's proposal) instead "
+                    "of its base", value="NAME", default_text="R's base"),
+             INDEX_URL,
+             EXTRA_INDEX_URL,
          ), writes=("manifests/NAME.yaml", "constraints/NAME.txt", f"build/NAME/{BUMP}"),
          guide="monthly-release.md"),
     Task("changed", CHECK, "JSON: the releases and CI jobs whose inputs changed since --since (the plan)",
@@ -78,6 +89,8 @@ TASKS = (
              Option("release", "derived release name: manifests/derived/R.yaml", value="R", required=True),
              _json("the text"),
              RESOLVER_WHEELHOUSE,
+             INDEX_URL,
+             EXTRA_INDEX_URL,
          ), writes=("constraints/R.lock (or each conflict named, exit 2)",), guide="derived-images.md"),
     Task("fit", CHECK, "Which of our releases a requirement set fits: release, fits, conflicts",
          commands.fit, (
@@ -85,6 +98,10 @@ TASKS = (
                     value="FILE", required=True),
              _json("the table"),
              RESOLVER_WHEELHOUSE,
+             INDEX_URL,
+             EXTRA_INDEX_URL,
+             Option("index-as-of", "read the indexes as they were at the end of this day (as derive.index_as_of)",
+                    value="YYYY-MM-DD", default_text="today"),
          ), guide="derived-images.md"),
     # --- build
     Task("base", BUILD, "Make R's base image locally (debootstrap) when it cannot be pulled", commands.base, (

@@ -11,16 +11,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ngcbuild.core.errors import UserError, shown_path
+from ngcbuild.core.errors import OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.project import Project
-from ngcbuild.derive.resolution import Problem, StandIn, resolve
 from ngcbuild.derive.resolve import machine_inputs
-from ngcbuild.derive.uv import UnresolvedError
 from ngcbuild.manifest.derived import built_from_source, protected_names
 from ngcbuild.manifest.loader import LoadedRelease, buildable_releases, load_release
 from ngcbuild.manifest.platforms import interpreter
 from ngcbuild.manifest.requirements import TeamRequirement, load_requirements
-from ngcbuild.verify.sources import PYPI
+from ngcbuild.resolver.deadline import run_deadline
+from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
+from ngcbuild.resolver.resolution import Problem, resolve
+from ngcbuild.resolver.stand_ins import StandIn
+from ngcbuild.resolver.uv import UnresolvedError
 from ngcbuild.verify.target import Target
 
 FITS, CONFLICTS, NOT_CHECKED = "fits", "no", "not checked"
@@ -39,7 +41,8 @@ class FitRow:
 
 
 def fit_problem(loaded: LoadedRelease, requirements: tuple[TeamRequirement, ...], team: str,
-                wheelhouse: Path | None, ca_bundle: Path | None) -> Problem:
+                wheelhouse: Path | None, ca_bundle: Path | None, setting: IndexSetting,
+                index_as_of: str | None = None) -> Problem:
     release = loaded.release
     provided = built_from_source(release, loaded.catalog, loaded.constraints)
     platforms = tuple(dict.fromkeys((release.build.platform, *release.build.published_platforms)))
@@ -48,12 +51,14 @@ def fit_problem(loaded: LoadedRelease, requirements: tuple[TeamRequirement, ...]
                    stand_ins=tuple(StandIn(p.name, p.version) for p in provided),
                    protected=frozenset(protected_names(release, loaded.catalog)),
                    targets=tuple(Target(interpreter(release), p, release.os.glibc) for p in platforms),
-                   indexes=(PYPI, *(() if wheelhouse else release.pip.extra_index_urls)),
-                   find_links=(wheelhouse,) if wheelhouse else (), ca_bundle=ca_bundle)
+                   indexes=tuple(release_indexes(release, setting, wheelhouse=wheelhouse is not None)),
+                   find_links=(wheelhouse,) if wheelhouse else (), ca_bundle=ca_bundle, index_as_of=index_as_of)
 
 
-def fit_rows(project: Project, file: str, wheelhouse: str | None = None) -> list[FitRow]:
+def fit_rows(project: Project, file: str, setting: IndexSetting, wheelhouse: str | None = None,
+             index_as_of=None) -> list[FitRow]:
     house, ca_bundle = machine_inputs(wheelhouse)
+    deadline = run_deadline()
     path = Path(file)
     path = path if path.is_absolute() else Path.cwd() / path
     requirements = load_requirements(path, within=project.root, named_by="--requirements")
@@ -65,7 +70,8 @@ def fit_rows(project: Project, file: str, wheelhouse: str | None = None) -> list
             rows.append(FitRow(name, NOT_CHECKED, ("its manifest names no os.glibc (which wheels it installs)",)))
             continue
         try:
-            outcome = resolve(fit_problem(loaded, requirements, team, house, ca_bundle))
+            outcome = resolve(fit_problem(loaded, requirements, team, house, ca_bundle, setting, day_end(index_as_of)),
+                              deadline=deadline)
         except UnresolvedError as exc:
             rows.append(FitRow(name, NOT_CHECKED, (exc.reason,)))
             continue
@@ -89,13 +95,21 @@ def fit_table(file: str, rows: list[FitRow]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_fit(project: Project, file: str, wheelhouse: str | None = None, as_json: bool = False,
-            out=sys.stdout) -> list[FitRow]:
+def run_fit(project: Project, file: str, setting: IndexSetting, wheelhouse: str | None = None, as_json: bool = False,
+            index_as_of=None, out=sys.stdout) -> list[FitRow]:
+    """The table (or JSON); NoneChecked (exit 1) when no release could be checked at all."""
     if not isinstance(file, str) or not file or file.startswith("-"):
-        raise UserError(f"--requirements {file!r}: expected a requirements FILE inside the project")
-    rows = fit_rows(project, file, wheelhouse)
+        raise UserError(f"--requirements {excerpt(file)}: expected a requirements FILE inside the project")
+    rows = fit_rows(project, file, setting, wheelhouse, index_as_of)
     if as_json:
         out.write(json.dumps({"requirements": file, "releases": [r.to_json() for r in rows]}, indent=2) + "\n")
     else:
         out.write(fit_table(file, rows))
+    if rows and all(row.verdict == NOT_CHECKED for row in rows):
+        out.flush()
+        raise NoneChecked(f"fit: no release could be checked ({rows[0].release}: {rows[0].details[0]})")
     return rows
+
+
+class NoneChecked(OperationError):
+    """Not one release could be checked (an index unreachable, uv missing): exit 1, never "fits: none"."""

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from ngcbuild.core.errors import OperationError, UserError, excerpt
 from ngcbuild.core.outputs import write_file
-from ngcbuild.derive.resolution import StandIn
 from ngcbuild.manifest.constraints import parse_pin
+from ngcbuild.resolver.stand_ins import StandIn
 
 DEADLINE_S = 300
 # Runs with the image's own python3: the standard library only.

@@ -1,6 +1,7 @@
 """The lock's entries from the resolutions of every target: each distribution the base does not
 already hold at its pin, one entry when every platform resolved the same version (the hashes of all
-its files), one entry per platform with a `platform_machine` marker where they differ."""
+its files, who asked for it on any platform), one entry per platform with a `platform_machine`
+marker where they differ."""
 
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ def lock_entries(resolved: dict[str, list[LockedPin]], unchanged: set[str]) -> l
         same = len(found) == len(resolved) and len({(p.version, p.url) for p in found.values()}) == 1
         if same:
             hashes = tuple(sorted({h for p in found.values() for h in p.hashes}))
-            entries.append(LockedPin(first.name, first.version, hashes, first.marker, first.url))
+            via = tuple(dict.fromkeys(who for p in found.values() for who in p.via))
+            entries.append(LockedPin(first.name, first.version, hashes, first.marker, first.url, via))
             continue
         for platform, pin in sorted(found.items()):
             marker = f'platform_machine == "{MACHINES[platform]}"'
             if pin.marker:
                 marker = f"({pin.marker}) and {marker}"
-            entries.append(LockedPin(pin.name, pin.version, pin.hashes, marker, pin.url))
+            entries.append(LockedPin(pin.name, pin.version, pin.hashes, marker, pin.url, pin.via))
     return entries

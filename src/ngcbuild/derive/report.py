@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from ngcbuild.core.errors import UserError
-from ngcbuild.derive.conflicts import Conflict
+from ngcbuild.resolver.conflicts import Conflict
 
 
 class Conflicts(UserError):

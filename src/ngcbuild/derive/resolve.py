@@ -1,8 +1,11 @@
 """`ngcbuild resolve --release R`: a derived release's requirements resolved against its base before
 anything is built or pulled, and its lock written (constraints/R.lock), or each conflict named (exit 2).
 
-The same inputs give the same lock, byte for byte: the entries sorted, every hash of each file, the
-header naming the inputs' digest (a pinned `derive.index_as_of` fixes what the index may offer).
+The same inputs give the same lock, byte for byte: the entries sorted, every hash of each file, who
+asked for each (the lock's check follows these), the header naming the inputs' digest (a pinned
+`derive.index_as_of` fixes what the index may offer). The indexes are the base's, with the user's
+index setting (resolver/indexes.py); that setting is this machine's, like the wheelhouse, and no part
+of the lock.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from ngcbuild.core.outputs import write_file
 from ngcbuild.core.project import Project
 from ngcbuild.derive.lockfile import lock_entries
 from ngcbuild.derive.report import Conflicts, conflicts_json, conflicts_text
-from ngcbuild.derive.resolution import Outcome, Problem, StandIn, resolve
-from ngcbuild.derive.uv import uv_version
 from ngcbuild.engine.options import checked_ca_bundle, checked_wheelhouse, default_wheelhouse
 from ngcbuild.manifest.derived import RESOLVE_HINT, base_pins_path
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import lock_text
-from ngcbuild.verify.sources import PYPI
+from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
+from ngcbuild.resolver.resolution import Outcome, Problem, resolve
+from ngcbuild.resolver.stand_ins import StandIn
+from ngcbuild.resolver.uv import uv_version
 from ngcbuild.verify.target import Target
 
 
@@ -36,44 +40,44 @@ def targets_of(loaded: LoadedRelease) -> tuple[Target, ...]:
     return tuple(Target(*target) for target in loaded.derived.targets)
 
 
-def problem_of(loaded: LoadedRelease, wheelhouse: Path | None, ca_bundle: Path | None,
-               stand_ins: tuple[StandIn, ...] | None = None) -> Problem:
-    """The resolve a derived release asks for. A wheelhouse replaces the base's extra indexes (as for
-    `build`): it carries what they would give (dev's CPU torch)."""
+def problem_of(loaded: LoadedRelease, wheelhouse: Path | None, ca_bundle: Path | None, setting: IndexSetting,
+               stand_ins: tuple[StandIn, ...] | None = None, *, index_as_of: str | None = "manifest") -> Problem:
+    """The resolve a derived release asks for. `index_as_of`: the manifest's day unless given (None: today)."""
     derived = loaded.derived
     if stand_ins is None:  # a base release: what it builds from source, at the version its image lists
         stand_ins = tuple(StandIn(p.name, p.version) for p in derived.provided)
-    indexes = (PYPI, *(() if wheelhouse else derived.index_urls))
+    if index_as_of == "manifest":
+        index_as_of = day_end(loaded.release.derive.index_as_of)
     return Problem(base=derived.base, team=loaded.release.release,
                    requirements=tuple(r.text for r in derived.requirements),
                    kept=derived.kept_pins(), released=tuple(sorted(derived.overrides)), stand_ins=stand_ins,
-                   protected=derived.protected, targets=targets_of(loaded), indexes=indexes,
-                   find_links=(wheelhouse,) if wheelhouse else (), ca_bundle=ca_bundle,
-                   index_as_of=_day_end(loaded.release.derive.index_as_of))
+                   protected=derived.protected, targets=targets_of(loaded),
+                   indexes=tuple(release_indexes(loaded.release, setting, wheelhouse=wheelhouse is not None)),
+                   find_links=(wheelhouse,) if wheelhouse else (), ca_bundle=ca_bundle, index_as_of=index_as_of)
 
 
-def _day_end(day) -> str | None:
-    return f"{day.isoformat()}T23:59:59Z" if day else None
-
-
-def resolve_release(project: Project, name: str, wheelhouse: str | None = None, as_json: bool = False,
-                    out=sys.stdout) -> dict:
-    house, ca_bundle = machine_inputs(wheelhouse)
+def derived_release(project: Project, name: str) -> tuple[LoadedRelease, tuple[StandIn, ...] | None]:
+    """A derived release loaded for a resolve, an image base's pins read from the image first."""
     loaded = load_release(project, name)
     if loaded.derived is None:
         raise UserError(f"{name} is not a derived release (manifests/derived/{name}.yaml); `ngcbuild fit "
                         "--requirements FILE` checks a requirement set against our releases")
-    stand_ins = None
-    if loaded.derived.base_image is not None:
-        from ngcbuild.derive.image_base import read_inventory, write_base_pins
+    if loaded.derived.base_image is None:
+        return loaded, None
+    from ngcbuild.derive.image_base import read_inventory, write_base_pins
 
-        image = loaded.derived.base_image
-        inventory = read_inventory(image, loaded.release.python.version)
-        write_base_pins(base_pins_path(project.constraints, name), project.root, image, inventory)
-        loaded = load_release(project, name)  # now with the base's pins
-        stand_ins = inventory.stand_ins
+    image = loaded.derived.base_image
+    inventory = read_inventory(image, loaded.release.python.version)
+    write_base_pins(base_pins_path(project.constraints, name), project.root, image, inventory)
+    return load_release(project, name), inventory.stand_ins  # now with the base's pins
+
+
+def resolve_release(project: Project, name: str, setting: IndexSetting, wheelhouse: str | None = None,
+                    as_json: bool = False, out=sys.stdout) -> dict:
+    house, ca_bundle = machine_inputs(wheelhouse)
+    loaded, stand_ins = derived_release(project, name)
     derived = loaded.derived
-    outcome = resolve(problem_of(loaded, house, ca_bundle, stand_ins))
+    outcome = resolve(problem_of(loaded, house, ca_bundle, setting, stand_ins))
     manifest = shown_path(loaded.path)
     if not outcome.fits:
         where = f"Python {outcome.target.python} on {outcome.target.platform}"
@@ -97,6 +101,8 @@ def resolve_release(project: Project, name: str, wheelhouse: str | None = None, 
         moved = ", ".join(summary["moved"]) or "nothing"
         out.write(f"{name}: locked {len(summary['added']) + len(summary['moved'])} distributions on {derived.base} "
                   f"into {shown_path(derived.lock_path)}\n  added: {added}\n  moved by override: {moved}\n")
+        if setting.index_from != "default":  # the machine's setting, never its credentials
+            out.write(f"  index: {setting.described()}\n")
     return summary
 
 
@@ -114,7 +120,12 @@ def lock_of(loaded: LoadedRelease, outcome: Outcome) -> str:
              f"pinned with every hash its index gives. Written by `{command}`;",
              f"do not edit: change {shown_path(loaded.path)} or {shown_path(derived.requirements_path)} "
              "and resolve again."]
-    return lock_text(derived.inputs, header, entries, intro)
+    return lock_text(derived.inputs, header, entries, intro, requirements=requirements_name(loaded))
+
+
+def requirements_name(loaded: LoadedRelease) -> str:
+    """The team's requirements file as the lock names it (a "-r" requirer): its path in the project."""
+    return str(loaded.release.derive.requirements)
 
 
 def lock_summary(loaded: LoadedRelease, outcome: Outcome) -> dict:

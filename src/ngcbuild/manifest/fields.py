@@ -114,6 +114,10 @@ BuildOption = _pattern_type("option", r"--[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9._,;
                             "an option such as --cpp_ext or --with-cuda=/usr/local/cuda")
 # Prose for release notes only (never reaches a Dockerfile or a shell): one line, any printable text.
 Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text", longest=4000)
+# Why a policy departs from the default (an override, a hold, a requirement of bump): prose with at least
+# one character that is not a space; a blank reason is no reason anyone can review.
+Reason = _pattern_type("reason", r" *[^\x00-\x20\x7f][^\x00-\x1f\x7f]*",
+                       "a reason: one line of printable text, not blank", longest=4000)
 # An advisory's id as PyPI's advisory data and OSV name them (PYSEC-2017-94, GHSA-cq27-v7xp-c356,
 # CVE-2013-7459): an upper-case prefix, then dash-separated words. Never option-like (--x).
 AdvisoryId = _pattern_type("advisory", r"[A-Z][A-Z0-9]*(-[A-Za-z0-9]+)+",

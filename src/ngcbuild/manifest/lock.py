@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.markers import InvalidMarker, Marker
@@ -27,6 +27,8 @@ from ngcbuild.manifest.constraints import parse_pin
 MAX_BYTES = 5_000_000
 INPUTS_KEY = "inputs-sha256"
 _HASH_LINE = re.compile(r"--hash=sha256:([0-9a-f]{64})( \\)?")
+_VIA = re.compile(r"# via (\S.*)")
+_INLINE_VIA = re.compile(r"(.*?\S)\s+# via (\S.*)")
 _KEYED = re.compile(r"# ([a-z][a-z0-9-]*): (.*)")
 
 
@@ -37,6 +39,10 @@ class LockedPin:
     hashes: tuple[str, ...]
     marker: str | None = None
     url: str | None = None
+    # Who asked for it, as the resolver said: "-r" (a requirement of the resolve) or a distribution's
+    # canonical name. The lock's check follows these from the team's requirements (derive/lock_check.py).
+    via: tuple[str, ...] = ()
+    line: int = field(default=0, compare=False)  # where its entry begins in the file it was read from
 
     @property
     def key(self) -> str:
@@ -48,9 +54,12 @@ class LockedPin:
         head = f"{self.name} @ {self.url}" if self.url else f"{self.name}=={self.version}"
         return f"{head} ; {self.marker}" if self.marker else head
 
-    def text(self) -> str:
+    def text(self, requirements: str = "") -> str:
+        """The entry as the lock writes it; `requirements` names the file a "-r" requirer stands for."""
         lines = [self.requirement] + [f"--hash=sha256:{h}" for h in self.hashes]
-        return " \\\n    ".join(lines) + "\n"
+        ordered = sorted(set(self.via), key=lambda who: (who != "-r", who))
+        via = [f"-r {requirements}" if who == "-r" else who for who in ordered]
+        return " \\\n    ".join(lines) + "\n" + (f"    # via {', '.join(via)}\n" if via else "")
 
 
 @dataclass(frozen=True)
@@ -69,12 +78,14 @@ def lock_path(constraints_dir: Path, release: str) -> Path:
     return constraints_dir / f"{release}.lock"
 
 
-def lock_text(inputs: str, header: list[tuple[str, str]], pins: list[LockedPin], intro: list[str]) -> str:
-    """The lock file: the introduction, the keyed header (inputs digest first), the entries by name."""
+def lock_text(inputs: str, header: list[tuple[str, str]], pins: list[LockedPin], intro: list[str],
+              requirements: str = "") -> str:
+    """The lock file: the introduction, the keyed header (inputs digest first), the entries by name,
+    each with who asked for it (`requirements`: the team's file, for a requirement of its own)."""
     lines = [f"# {line}" for line in intro]
     lines.append(f"# {INPUTS_KEY}: {inputs}")
     lines += [f"# {key}: {value}" for key, value in header]
-    body = "".join(p.text() for p in sorted(pins, key=lambda p: (p.key, p.marker or "")))
+    body = "".join(p.text(requirements) for p in sorted(pins, key=lambda p: (p.key, p.marker or "")))
     return "\n".join(lines) + "\n" + body
 
 
@@ -106,7 +117,8 @@ _AGAIN = "; resolve again to rewrite it (ngcbuild resolve)"
 
 def parse_entries(path: Path, text: str) -> list[LockedPin]:
     """The entries of a requirements file as a resolver writes it: NAME==VERSION [; marker], each
-    followed by its --hash lines (comment lines skipped)."""
+    followed by its --hash lines and `# via A, B` (after them, or on the entry's line without hashes);
+    other comment lines skipped."""
     pins: list[LockedPin] = []
     current: dict | None = None
     for number, line in enumerate(text.splitlines(), start=1):
@@ -120,10 +132,19 @@ def parse_entries(path: Path, text: str) -> list[LockedPin]:
                 pins.append(_pin(current))
                 current = None
             continue
+        via = _VIA.fullmatch(line.strip())
+        if via and pins and line.startswith(" "):
+            pins[-1] = replace(pins[-1], via=_via_names(via[1]))
+            continue
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         body, continued = (line[:-2], True) if line.endswith(" \\") else (line, False)
+        inline = _INLINE_VIA.fullmatch(body)
+        body = inline[1] if inline else body
         entry = _entry(path, where, body, _AGAIN)
+        entry["line"] = number
+        if inline:
+            entry["via"] = _via_names(inline[2])
         if continued:
             current = entry
         else:
@@ -134,7 +155,19 @@ def parse_entries(path: Path, text: str) -> list[LockedPin]:
 
 
 def _pin(entry: dict) -> LockedPin:
-    return LockedPin(**{**entry, "hashes": tuple(entry["hashes"])})
+    return LockedPin(**{**entry, "hashes": tuple(entry["hashes"]), "via": tuple(entry.get("via", ()))})
+
+
+def _via_names(text: str) -> tuple[str, ...]:
+    """`-r FILE, accelerate, -c FILE` -> ("-r", "accelerate", "-c"): a requirements file is "-r", whatever its name."""
+    names = []
+    for item in text.split(","):
+        item = item.strip()
+        if item.startswith(("-r", "-c")):
+            names.append(item[:2])
+        elif item:
+            names.append(canonicalize_name(item))
+    return tuple(dict.fromkeys(names))
 
 
 def _entry(path: Path, where: str, body: str, again: str) -> dict:

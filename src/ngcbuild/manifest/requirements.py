@@ -3,8 +3,9 @@ file (core/files.read_text: inside the project, bounded, never a FIFO or device,
 
 What pip would take and a derived release must not: options (`-r`, `-c`, `-e`, `--index-url`...: the
 indexes are the base release's, the file is the whole set), local paths, a URL without a pinned hash,
-a VCS reference that is not a full commit, and credentials in a URL (refused, never shown). Each
-refusal names the file, the line and what was expected (exit 2).
+a VCS reference that is not a full commit, credentials in a URL and `${NAME}`, which the resolver would
+expand from its environment (each refused, never shown). Each refusal names the file, the line and
+what was expected (exit 2).
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ def parse_requirements(path: Path, text: str) -> tuple[TeamRequirement, ...]:
                                              f"(at most {MAX_LINE} characters)")
         if body.endswith("\\"):
             raise ManifestError(path, where, "continues on the next line; expected one requirement per line")
+        if "${" in body:  # the resolver would expand it from its environment: a secret could reach a URL
+            raise ManifestError(path, where, "holds ${...}, which the resolver would expand from its environment; "
+                                             "expected the requirement itself (the line is not shown)")
         if body.startswith("-"):
             raise ManifestError(path, where, _option_problem(body))
         if body.startswith((".", "/", "~")) or body.endswith((".whl", ".tar.gz", ".zip")) and "@" not in body:

@@ -48,7 +48,8 @@ from ngcbuild.core.references import ReferenceProblem, parse_index_url, shown_ur
 from ngcbuild.core.text import safe
 from ngcbuild.core.workers import Workers
 
-PYPI = "https://pypi.org/pypi"
+# PyPI's JSON API (advisory data); its simple index, where pins are read, is resolver/indexes.PYPI_SIMPLE
+PYPI_JSON_API = "https://pypi.org/pypi"
 MIRROR_ENV = "NGCBUILD_PYPI_MIRROR"
 MAX_ANSWER = 32 * 1024 * 1024  # numpy's project JSON is about 4 MB
 MAX_INDEX_PAGE = 16 * 1024 * 1024  # a project's file list on an index (torch's: a few MB)
@@ -254,14 +255,14 @@ def mirror_setting(option: str | None, environ=os.environ) -> str:
             return parse_index_url(value)
         except ReferenceProblem as exc:
             raise UserError(f"{where}: {exc}") from None
-    return PYPI
+    return PYPI_JSON_API
 
 
 @dataclass
 class PypiAdvisories:
     """Asks PyPI's JSON API (or a mirror's) for each distribution (see the module's docstring)."""
 
-    base: str = PYPI
+    base: str = PYPI_JSON_API
     indexes: tuple[str, ...] = ()  # the release's own indexes (PEP 691), where PyPI does not know one
     deadline_s: float = DEADLINE_S
     request_deadline_s: float = REQUEST_DEADLINE_S
@@ -322,7 +323,7 @@ class PypiAdvisories:
 
     def not_on_pypi(self, name: str, version: str) -> Finding:
         """A distribution PyPI does not know: which of the release's indexes serves it, if any."""
-        where = "PyPI's mirror" if self.base != PYPI else "PyPI"
+        where = "PyPI's mirror" if self.base != PYPI_JSON_API else "PyPI"
         serving, unread = [], []
         for index in self.indexes:
             status, body, why = self._get(f"{index.rstrip('/')}/{canonicalize_name(name)}/", MAX_INDEX_PAGE,
@@ -392,5 +393,5 @@ def _version_key(text: str):
         return (1, Version("0"), text)
 
 
-__all__ = ["PYPI", "PER_VERSION", "PROJECT_JSON", "CHECKED", "NOT_CHECKED", "Advisory", "Finding",
+__all__ = ["PYPI_JSON_API", "PER_VERSION", "PROJECT_JSON", "CHECKED", "NOT_CHECKED", "Advisory", "Finding",
            "PypiAdvisories", "TIMEOUT_S"]

@@ -35,7 +35,7 @@ from ngcbuild.core.references import shown_url
 from ngcbuild.core.text import safe
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.model import SecuritySpec
-from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PYPI, Finding, PypiAdvisories, mirror_setting
+from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PYPI_JSON_API, Finding, PypiAdvisories, mirror_setting
 from ngcbuild.workspace.record import read_record, write_record
 from ngcbuild.workspace.release_dir import AUDIT, SBOM, ReleaseDir
 from ngcbuild.workspace.sections import AuditEntry, utc_timestamp
@@ -159,7 +159,8 @@ def judge(findings: list[Finding], policy: SecuritySpec, today: date) -> dict:
 
 
 def report(release: str, image: str | None, sbom_path: str, sbom_sha256: str, findings: list[Finding],
-           others: list[dict], judged: dict, now: str, base: str = PYPI, indexes: tuple[str, ...] = ()) -> dict:
+           others: list[dict], judged: dict, now: str, base: str = PYPI_JSON_API,
+           indexes: tuple[str, ...] = ()) -> dict:
     """The JSON report (build/R/audit.json)."""
     distributions = []
     for finding in findings:

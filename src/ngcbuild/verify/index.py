@@ -6,6 +6,7 @@ serves each wheel's metadata as a file of its own (PEP 658/714 `core-metadata`).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from dataclasses import dataclass
 from html.parser import HTMLParser
@@ -33,6 +34,7 @@ class IndexFile:
     metadata: bool
     metadata_sha256: str | None
     size: int | None = None  # as the index gives it (PEP 700), where it does
+    upload_time: str | None = None  # ISO 8601 in UTC, as the index gives it (PEP 700), where it does
 
 
 class NotAProjectPage(OperationError):
@@ -72,7 +74,8 @@ def parse_page(body: bytes, index: str, page_url: str, name: str) -> list[IndexF
             yanked=entry.get("yanked") not in (None, False),
             metadata=served is True or isinstance(served, dict),
             metadata_sha256=_hex(served.get("sha256")) if isinstance(served, dict) else None,
-            size=entry["size"] if type(entry.get("size")) is int and entry["size"] >= 0 else None)
+            size=entry["size"] if type(entry.get("size")) is int and entry["size"] >= 0 else None,
+            upload_time=_upload_time(entry.get("upload-time")))
     return list(found.values())
 
 
@@ -127,6 +130,14 @@ class _Anchors(HTMLParser):
         if tag == "a" and self._open is not None:
             self.found.append((self._open, "".join(self._text)))
             self._open = None
+
+
+def _upload_time(value) -> str | None:
+    """PEP 700's upload-time (2026-01-01T00:00:00.123456Z), to the second, or None when it is not one."""
+    if isinstance(value, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?Z",
+                                               value):
+        return value[:19] + "Z"
+    return None
 
 
 def _hex(value) -> str | None:

@@ -30,12 +30,15 @@ from ngcbuild.verify.parallel import Work
 from ngcbuild.verify.pins import choose_pins, pip_rows
 from ngcbuild.verify.prediction import prediction_row
 from ngcbuild.verify.report import FAILED, NOT_VERIFIED, VERIFIED, Row
-from ngcbuild.verify.sources import Sources, release_indexes
+from ngcbuild.verify.sources import Sources
 from ngcbuild.verify.target import Target
 from ngcbuild.verify.web import Web
 
 
-def verify_release(loaded: LoadedRelease, web: Web, base: str | None = None) -> list[Row]:
+def verify_release(loaded: LoadedRelease, web: Web, indexes: list[str], base: str | None = None,
+                   index_as_of: str | None = None) -> list[Row]:
+    """`indexes`: the release's (resolver/indexes.release_indexes, with the user's index setting);
+    `index_as_of`: read them as they were then (a derived release's derive.index_as_of)."""
     release = loaded.release
     if release.os.glibc is None:
         raise ManifestError(loaded.path, "os.glibc",
@@ -53,7 +56,7 @@ def verify_release(loaded: LoadedRelease, web: Web, base: str | None = None) -> 
     # an interrupted run's workers may still be writing there as it is removed: never an error of its own
     with tempfile.TemporaryDirectory(prefix="ngcbuild-verify-", ignore_cleanup_errors=True) as scratch:
         try:
-            rows += _python_rows(loaded, targets, web, work, Path(scratch))
+            rows += _python_rows(loaded, targets, indexes, web, work, Path(scratch), index_as_of)
         finally:
             work.cancel()  # nothing of this run outlives it: no worker takes more, no build process is left
     for target in targets:
@@ -64,12 +67,13 @@ def verify_release(loaded: LoadedRelease, web: Web, base: str | None = None) -> 
     return rows
 
 
-def _python_rows(loaded: LoadedRelease, targets: list[Target], web: Web, work: Work, scratch: Path) -> list[Row]:
+def _python_rows(loaded: LoadedRelease, targets: list[Target], indexes: list[str], web: Web, work: Work,
+                 scratch: Path, index_as_of: str | None = None) -> list[Row]:
     """The pip, wheel-tags, closure and pip-check rows of every platform, from one read of the indexes."""
     if loaded.constraints is None or not loaded.constraints.pins:
         return []
     release, pins = loaded.release, loaded.constraints.pins
-    sources = Sources(release_indexes(release), web, work, scratch)
+    sources = Sources(indexes, web, work, scratch, index_as_of)
     sources.read_listings([pin.key for pin in pins])
     files = [sources.choose(pin.name, f"=={pin.version}", target) for target in targets for pin in pins]
     sources.read_metadata([file for file in files if file is not None])

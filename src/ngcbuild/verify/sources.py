@@ -1,6 +1,8 @@
 """What one verify run reads about Python distributions, read once and shared by every platform and
 check: the release's indexes (which this machine reaches), each project's files on them, and each
-chosen file's metadata (a wheel's without downloading it, a source archive's built, never installed)."""
+chosen file's metadata (a wheel's without downloading it, a source archive's built, never installed).
+The indexes are given by the caller: the one list of a release's indexes is resolver/indexes.py's,
+which bump's resolver reads too (resolver/whole_set.py describes what uv chose with this reader)."""
 
 from __future__ import annotations
 
@@ -18,13 +20,6 @@ from ngcbuild.verify.sdist import SdistReader
 from ngcbuild.verify.target import Target
 from ngcbuild.verify.web import Web
 
-PYPI = "https://pypi.org/simple"
-
-
-def release_indexes(release) -> list[str]:
-    """The indexes a release's pins come from: PyPI first, then the manifest's extra ones."""
-    return [PYPI, *release.pip.extra_index_urls]
-
 
 @dataclass(frozen=True)
 class Listing:
@@ -35,9 +30,12 @@ class Listing:
 
 
 class Sources:
-    def __init__(self, indexes: list[str], web: Web, work: Work, scratch: Path):
+    def __init__(self, indexes: list[str], web: Web, work: Work, scratch: Path, index_as_of: str | None = None):
+        """`index_as_of` (YYYY-MM-DDTHH:MM:SSZ): the indexes as they were then (a derived release's
+        derive.index_as_of, as the resolver reads them): a file uploaded later is not listed."""
         self.web, self.work = web, work
         self.indexes = indexes
+        self.index_as_of = index_as_of
         self.unreachable = {index: why for index in indexes if (why := web.unreachable(index))}
         self.reachable = [index for index in indexes if index not in self.unreachable]
         self.pages = Pages(web)
@@ -49,7 +47,8 @@ class Sources:
         files, failures = [], []
         for index in self.reachable:
             try:
-                files += self.pages.files(index, name)
+                files += [f for f in self.pages.files(index, name)
+                          if not (self.index_as_of and f.upload_time and f.upload_time > self.index_as_of)]
             except OperationError as exc:  # it answered 500 or garbage: said, never taken for "no files"
                 failures.append(f"{shown_url(index)} ({exc})")
         return Listing(files, failures)

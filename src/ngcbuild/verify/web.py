@@ -30,7 +30,10 @@ class HttpStatus(OperationError):
 class Web:
     """HTTP(S) reads for verify, each whole within its deadline and size cap."""
 
-    def __init__(self, environ=os.environ, deadline_s: float = DEADLINE_S):
+    def __init__(self, environ=os.environ, deadline_s: float = DEADLINE_S, run_deadline=None):
+        # the deadline of the whole run a caller may give (resolver/deadline.py: remaining(), passed()):
+        # no read outlives it
+        self.run_deadline = run_deadline
         self.bundle = next((environ[k] for k in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
                             if environ.get(k) and Path(environ[k]).is_file()), None)
         self.deadline_s = deadline_s
@@ -52,8 +55,13 @@ class Web:
     def fetch(self, url: str, *, limit: int, headers: dict | None = None, method: str = "GET",
               deadline_s: float | None = None, probe: bool = False) -> Answer:
         """One request, its answer whole (any status): HttpFailure when it cannot be had in time or size."""
-        answer = fetch(self._session(probe), method, url, limit=limit, headers=headers,
-                       deadline_s=min(deadline_s or self.deadline_s, self.deadline_s))
+        seconds = min(deadline_s or self.deadline_s, self.deadline_s)
+        if self.run_deadline is not None:
+            left = self.run_deadline.remaining()
+            if left <= 0:
+                raise self.run_deadline.passed(f"no answer from {shown_url(urlsplit(url).netloc.rpartition('@')[2])}")
+            seconds = min(seconds, left)
+        answer = fetch(self._session(probe), method, url, limit=limit, headers=headers, deadline_s=seconds)
         with self._lock:
             self.fetched += len(answer.body)
             self.requests += 1

@@ -2,34 +2,22 @@
 each platform it builds), uv resolves the requirements with the base's pins as constraints, the
 overridden pins released, and the distributions no index serves standing in as metadata-only wheels
 (stand_ins.py). When that fails, each requirement is tried alone to name its conflict, and again with
-the pins it collides with released to find the override that would accept it.
+the pins it collides with released to find the override that would accept it. What `resolve`,
+`fit` and a team's `bump` ask.
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
-from ngcbuild.derive import conflicts
-from ngcbuild.derive.stand_ins import write_stand_in
-from ngcbuild.derive.uv import compile_requirements
 from ngcbuild.manifest.constraints import Pin
-from ngcbuild.manifest.lock import LockedPin, parse_entries
+from ngcbuild.manifest.lock import LockedPin
+from ngcbuild.resolver import conflicts
+from ngcbuild.resolver.deadline import Deadline
+from ngcbuild.resolver.stand_ins import StandIn
+from ngcbuild.resolver.uv import Uv
 from ngcbuild.verify.target import Target
-
-
-@dataclass(frozen=True)
-class StandIn:
-    name: str
-    version: str
-    requires: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return canonicalize_name(self.name)
 
 
 @dataclass(frozen=True)
@@ -67,50 +55,35 @@ class Outcome:
         return not self.conflicts
 
 
-def resolve(problem: Problem, explain: bool = True) -> Outcome:
+def resolve(problem: Problem, explain: bool = True, deadline: Deadline | None = None) -> Outcome:
     """Every target resolved, or the conflicts of the first target that failed (named one by one
     when `explain`; otherwise uv's explanation as one entry)."""
     outcome = Outcome()
-    with tempfile.TemporaryDirectory(prefix="ngcbuild-resolve-") as scratch:
-        scratch = Path(scratch)
-        find_links = [*problem.find_links, _stand_ins(problem, scratch / "stand-ins")]
+    kept = {p.key for p in problem.kept}
+    stand_ins = tuple(s for s in problem.stand_ins if s.key in kept)
+    with Uv(list(problem.indexes), find_links=problem.find_links, stand_ins=stand_ins, ca_bundle=problem.ca_bundle,
+            index_as_of=problem.index_as_of, deadline=deadline) as uv:
         for target in problem.targets:
-            run = _compile(problem, [*problem.requirements, *problem.base_names], problem.kept, target, scratch,
-                           find_links, hashes=True)
+            run = uv.compile([*problem.requirements, *problem.base_names], _lines(problem.kept), target, hashes=True)
             if run.ok:
-                outcome.resolved[target.platform] = list(parse_entries(scratch / "resolved.txt", run.output))
+                outcome.resolved[target.platform] = list(run.pins)
                 continue
             outcome.target = target
-            outcome.conflicts = _explain(problem, target, scratch, find_links, run.message) if explain \
+            outcome.conflicts = _explain(problem, uv, target, run.message) if explain \
                 else [_together(problem, run.message)]
             return outcome
     return outcome
 
 
-def _stand_ins(problem: Problem, folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    kept = {p.key for p in problem.kept}
-    for stand_in in problem.stand_ins:
-        if stand_in.key in kept:
-            write_stand_in(folder, stand_in.name, stand_in.version, list(stand_in.requires))
-    return folder
+def _lines(pins: tuple[Pin, ...]) -> list[str]:
+    return [str(p) for p in sorted(pins, key=lambda p: p.key)]
 
 
-def _compile(problem: Problem, requirements: list[str], kept: tuple[Pin, ...], target: Target, scratch: Path,
-             find_links: list[Path], hashes: bool):
-    (scratch / "requirements.in").write_text("".join(f"{r}\n" for r in requirements))
-    (scratch / "constraints.txt").write_text("".join(f"{p}\n" for p in sorted(kept, key=lambda p: p.key)))
-    return compile_requirements(scratch / "requirements.in", scratch / "constraints.txt", target,
-                                list(problem.indexes), find_links, scratch, ca_bundle=problem.ca_bundle,
-                                index_as_of=problem.index_as_of, hashes=hashes)
-
-
-def _explain(problem: Problem, target: Target, scratch: Path, find_links: list[Path], whole: str):
+def _explain(problem: Problem, uv: Uv, target: Target, whole: str) -> list[conflicts.Conflict]:
     """One conflict per requirement that fails alone; the override that accepts each."""
     found = []
     for requirement in problem.requirements:
-        alone = _compile(problem, [requirement, *problem.base_names], problem.kept, target, scratch, find_links,
-                         hashes=False)
+        alone = uv.compile([requirement, *problem.base_names], _lines(problem.kept), target)
         if alone.ok:
             continue
         message = conflicts.explanation(alone.message)
@@ -119,10 +92,9 @@ def _explain(problem: Problem, target: Target, scratch: Path, find_links: list[P
         if collided:
             names = {p.key for p in collided}
             freed = tuple(p for p in problem.kept if p.key not in names)
-            trial = _compile(problem, [requirement, *problem.base_names], freed, target, scratch, find_links,
-                             hashes=False)
+            trial = uv.compile([requirement, *problem.base_names], _lines(freed), target)
             if trial.ok:
-                versions = {p.key: p.version for p in parse_entries(scratch / "resolved.txt", trial.output)}
+                versions = {p.key: p.version for p in trial.pins}
                 accepted = {name: versions.get(name, "(not needed)") for name in sorted(names)}
         found.append(conflicts.Conflict(
             requirement, collided, conflicts.chain(message, problem.base, collided, requirement, problem.team), message,
