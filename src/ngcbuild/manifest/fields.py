@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.core.redact import mask
 from ngcbuild.core.references import CREDENTIALS_HELP, ImageRef, ReferenceProblem
 
 # Every pattern of this module, by type name: tests/unit/test_linear_patterns.py feeds each long
@@ -43,8 +44,9 @@ def _pattern_type(name: str, pattern: str, expected: str, longest: int = 1000):
 
 
 def _shown(value: str, limit: int = 80) -> str:
-    """The offending value for a message: repr (so newlines and quotes show), and never huge."""
-    text = repr(value)
+    """The offending value for a message: repr (so newlines and quotes show), never huge, its credentials
+    masked (core/redact.mask: an index URL with a password in it is refused without showing it)."""
+    text = repr(mask(value) if isinstance(value, str) else value)
     return text if len(text) <= limit else text[:limit] + f"... ({len(value)} characters)"
 
 
