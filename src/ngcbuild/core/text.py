@@ -4,6 +4,11 @@
 
 from __future__ import annotations
 
-from ngcbuild.core.redact import MAX_SHOWN, redact as safe
+from ngcbuild.core import redact
 
-__all__ = ["MAX_SHOWN", "safe"]
+MAX_SHOWN = redact.MAX_SHOWN
+
+
+def safe(value, limit: int = MAX_SHOWN) -> str:
+    """`core.redact.redact(value, limit)`."""
+    return redact.redact(value, limit)
