@@ -209,4 +209,12 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ngcbuild.core import console
+    from ngcbuild.core.interrupts import Interrupted, install, leave
+
+    install()
+    console.install()
+    try:
+        sys.exit(main())
+    except Interrupted as exc:
+        leave(exc)
