@@ -153,7 +153,7 @@ def test_a_distribution_pypi_does_not_know_is_looked_for_in_the_release_indexes(
     ({"https://pypi.org/pypi/x/1.0/json": (HttpFailure("https://pypi.org/pypi/x/1.0/json: cannot be reached"), b"")},
      "could not be asked (cannot be reached)"),
     ({"https://pypi.org/pypi/x/1.0/json": (503, b"busy")}, "could not be asked (HTTP 503)"),
-    ({"https://pypi.org/pypi/x/1.0/json": (200, b"not json")}, "could not be read (not JSON)"),
+    ({"https://pypi.org/pypi/x/1.0/json": (200, b"not json")}, "could not be read (not valid JSON"),
     ({"https://pypi.org/pypi/x/1.0/json": (200, b'{"vulnerabilities": [{"id": "A-1"}]}')}, "no `info` object"),
     ({"https://pypi.org/pypi/x/1.0/json": (AnswerTooLarge("x: over"), b"")}, "over the"),
     ({"https://pypi.org/pypi/x/json": (HttpFailure("https://pypi.org/pypi/x/json: no whole answer within 120s"), b"")},

@@ -4,8 +4,10 @@ The handlers are installed by the package's first instruction (ngcbuild/__init__
 is one of our commands (`ngcbuild`, `python -m ngcbuild`, `invoke`, `python -m ngcbuild.smoke.host`:
 `install_if_a_command`), and again first thing by each entry point (cli/__init__.py, tasks.py): a
 signal in the first milliseconds, while the commands import what they need, is one line too. A
-program that only imports ngcbuild (a test run, a user's script) keeps its own handlers. The exception is not a KeyboardInterrupt, so invoke's own program, which
-turns a KeyboardInterrupt into a silent exit 1, lets it through to our one place (`run_guarded`);
+program that only imports ngcbuild (a test run, a user's script) keeps its own handlers. An interrupt
+that comes before a command's own handling (a console script still importing) is one line too
+(`sys.excepthook`). The exception is not a KeyboardInterrupt, so invoke's own program, which turns a
+KeyboardInterrupt into a silent exit 1, lets it through to our one place (`run_guarded`);
 cleanup code catches BaseException and so still removes what a command half wrote.
 
 A second signal while that cleanup runs does not cut it short (it is noted, not raised): a user who
