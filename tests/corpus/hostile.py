@@ -62,6 +62,7 @@ class HostileCase:
     serve: Callable[[ScratchProject, Path], tuple[dict, list]] | None = None
     cwd: str = ""  # the folder of the project the command runs in (a subfolder: keygen's)
     time_bound: int = TIME_BOUND_S
+    process: bool = False  # run as a fresh interpreter: the case tests its start (zygote.py)
 
 
 def dev_project(project: ScratchProject) -> None:
@@ -1113,8 +1114,11 @@ def attestation_cases(add) -> None:
         add(HostileCase(name, klass, argv, setup, mentions=mentions, absent=(SECRET,), extra_env=env, **extra))
 
 
-def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome, ScratchProject, Path]:
-    """Set `case` up under `root` and run its command the way a user would."""
+def run_case(case: HostileCase, root: Path, engine_socket: str,
+             zygotes=None) -> tuple[Outcome, ScratchProject, Path]:
+    """Set `case` up under `root` and run its command the way a user would: forked from one of
+    `zygotes` (zygote.py: the imports done once) unless the case tests the interpreter's own start, else
+    as a fresh process."""
     outside = root / "outside"
     outside.mkdir(parents=True)
     project_dir = root / "project"
@@ -1142,31 +1146,51 @@ def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome
                 "NGCBUILD_PYPI_MIRROR"):
         if var not in case.extra_env:
             env.pop(var, None)  # the test run's own, if any, are no part of the case
-    command = [*PY, "-m", case.program, *argv]
-    cwd = project.root / case.cwd
+    steps = [str(project.root / case.cwd)]
     if case.extra_env.get("_NGCBUILD_DEEP"):
-        project, cwd, command = _deepen(project, command, int(case.extra_env["_NGCBUILD_DEEP"]))
+        project, steps = _deepen(project, int(case.extra_env["_NGCBUILD_DEEP"]))
     try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=case.time_bound, env=env,
-                              stdin=subprocess.DEVNULL)
-        outcome = Outcome(done.returncode, done.stdout, done.stderr)
-    except subprocess.TimeoutExpired as exc:
-        outcome = Outcome(None, _text(exc.stdout), _text(exc.stderr))
+        if zygotes is not None and not needs_a_process(case):
+            status, out, err = zygotes.run(case.program, argv, steps, env, root, case.time_bound)
+            outcome = Outcome(status, out, err)
+        else:
+            outcome = _in_a_process(case, argv, steps, env)
     finally:
         for server in servers:
             server.close()
     return outcome, project, outside
 
 
+def needs_a_process(case: HostileCase) -> bool:
+    """Whether the case tests what only a fresh interpreter shows: its own start (locale, encodings,
+    PYTHON* variables), closed descriptors, signals."""
+    return case.process or any(k.startswith(("PYTHON", "LC_", "LANG")) for k in case.extra_env)
+
+
+def _in_a_process(case: HostileCase, argv: list[str], steps: list[str], env: dict) -> Outcome:
+    command = [*PY, "-m", case.program, *argv]
+    cwd = steps[0]
+    if len(steps) > 1:  # a path too long for one chdir: a shell enters it one step at a time
+        cwd = steps[0]
+        command = ["bash", "-c", " && ".join(f"cd {_quote(s)}" for s in steps[1:]) + " && exec "
+                   + " ".join(_quote(a) for a in command)]
+    try:
+        done = subprocess.run(command, cwd=cwd, capture_output=True, timeout=case.time_bound, env=env,
+                              stdin=subprocess.DEVNULL)
+        return Outcome(done.returncode, _text(done.stdout), _text(done.stderr))
+    except subprocess.TimeoutExpired as exc:
+        return Outcome(None, _text(exc.stdout), _text(exc.stderr))
+
+
 def _text(data) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
-def _deepen(project: ScratchProject, command: list[str], total: int):
+def _deepen(project: ScratchProject, total: int):
     """Move the project under a path of `total` characters: 1 stands for 4040, just short of PATH_MAX
     (4096), so that invoke still finds tasks.py but the files deeper in the project (templates,
     build/R/...) have paths too long to open; over 4096, the project's own path is too long.
-    The command runs through a shell that enters the path one step at a time."""
+    The command enters the path one step at a time (the steps returned)."""
     base = project.root.parent
     wanted = (4040 if total == 1 else total) - len(str(base)) - len("/project")
     segments = [("d" * 200)] * (wanted // 201)
@@ -1181,11 +1205,9 @@ def _deepen(project: ScratchProject, command: list[str], total: int):
         os.rename(project.root, "project", dst_dir_fd=fd)
     finally:
         os.close(fd)
-    steps = " && ".join([f"cd {s}" for s in segments] + ["cd project"])
-    shell = f"{steps} && exec " + " ".join(_quote(a) for a in command)
     deep = ScratchProject.__new__(ScratchProject)
     deep.root = base.joinpath(*segments, "project")
-    return deep, base, ["bash", "-c", shell]
+    return deep, [str(base), *segments, "project"]
 
 
 def _quote(arg: str) -> str:

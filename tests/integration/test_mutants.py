@@ -61,7 +61,9 @@ def test_an_interrupted_mutate_stops_its_workers_and_leaves_nothing(dev_build, e
 
     def left_by(pid: int) -> int:
         """Containers and images of any run of process `pid` (its run id is dev-PID-TIME)."""
-        mine = (lambda item: (item.get("Labels") or {}).get("io.ngcbuild.mutant", "").startswith(f"dev-{pid}-"))
+        def mine(item) -> bool:
+            return (item.get("Labels") or {}).get("io.ngcbuild.mutant", "").startswith(f"dev-{pid}-")
+
         labelled = {"label": "io.ngcbuild.mutant"}
         return (sum(map(mine, engine.containers(all=True, filters=labelled)))
                 + sum(map(mine, engine.images(all=True, filters=labelled))))
