@@ -17,7 +17,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from ngcbuild.manifest.fields import PackageName, Prose, Requirement, VersionSpecifier
+from ngcbuild.manifest.fields import PackageName, Reason, Requirement, VersionSpecifier
 
 MAX_HOLDS = 200  # as with security.allow: a longer list is no policy anyone reviews
 
@@ -30,7 +30,7 @@ class Held(_Strict):
     """A distribution kept to `versions` (a PEP 440 specifier set) for `reason`."""
 
     versions: VersionSpecifier
-    reason: Prose
+    reason: Reason
 
 
 class CudaPolicy(_Strict):
@@ -47,7 +47,7 @@ class BumpPolicy(_Strict):
     # live on PyTorch's own index); none: the public version (PyPI's).
     leader_local: Annotated[str, Field(pattern=r"^[a-z0-9]{1,20}$")] | None = None
     cuda: CudaPolicy | None = None
-    require: dict[Requirement, Prose] = Field(default_factory=dict, max_length=50)
+    require: dict[Requirement, Reason] = Field(default_factory=dict, max_length=50)
     hold: dict[PackageName, Held] = Field(default_factory=dict, max_length=MAX_HOLDS)
     # How many of the leader's newest admitted versions are tried, newest first, before bump gives up
     # (each try is one resolution of the whole set per platform).

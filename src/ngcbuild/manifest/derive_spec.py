@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic_core import PydanticCustomError
 
 from ngcbuild.manifest.constraints import parse_pin
-from ngcbuild.manifest.fields import Day, PackageName, Prose
+from ngcbuild.manifest.fields import Day, PackageName, Reason
 
 # a file of the project, named relative to its root: no .., no absolute path, no option-like start
 _PROJECT_FILE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*")
@@ -52,7 +52,7 @@ class Override(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     replaces: ExactPin
-    reason: Prose = Field(min_length=1)
+    reason: Reason
     # A distribution the base protects (its pip.protected, or a component built from source) moves
     # only under an override that says so.
     protected: bool = False

@@ -115,6 +115,21 @@ BuildOption = _pattern_type("option", r"--[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9._,;
                             "an option such as --cpp_ext or --with-cuda=/usr/local/cuda")
 # Prose for release notes only (never reaches a Dockerfile or a shell): one line, any printable text.
 Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text", longest=4000)
+
+# Words a policy gives for itself (why an advisory is allowed, a pin held, a tolerated library, the
+# evidence for what the base carries): a reason that is blank or a placeholder explains nothing.
+_PLACEHOLDERS = {"todo", "tbd", "fixme", "xxx", "n/a", "na", "none", "reason", "why", "because", "-", "?", "..."}
+
+
+def _check_reason(value: str) -> str:
+    words = value.strip()
+    if len(words) < 3 or not any(c.isalpha() for c in words) or words.casefold().strip(".!") in _PLACEHOLDERS:
+        raise PydanticCustomError("ngcbuild_reason", "{value} says nothing; expected words saying why",
+                                  {"value": _shown(value)})
+    return value
+
+
+Reason = Annotated[Prose, AfterValidator(_check_reason)]
 # An advisory's id as PyPI's advisory data and OSV name them (PYSEC-2017-94, GHSA-cq27-v7xp-c356,
 # CVE-2013-7459): an upper-case prefix, then dash-separated words. Never option-like (--x).
 AdvisoryId = _pattern_type("advisory", r"[A-Z][A-Z0-9]*(-[A-Za-z0-9]+)+",
