@@ -666,9 +666,9 @@ def audit_cases(add) -> None:
     entry = "  allow:\n    - {id: PYSEC-2017-94, reason: no caller, expires: %s}\n"
     for name, text, mention in [
         ("security-allow-not-a-list", "  allow: PYSEC-2017-94\n", "security.allow"),
-        ("security-allow-option-id", "  allow:\n    - {id: '--index-url=http://evil', reason: r, expires: 2027-01-01}\n",
+        ("security-allow-option-id", "  allow:\n    - {id: '--index-url=http://evil', reason: no caller reaches it, expires: 2027-01-01}\n",
          "advisory id"),
-        ("security-allow-id-newline", "  allow:\n    - {id: \"PYSEC-1\\n--x\", reason: r, expires: 2027-01-01}\n",
+        ("security-allow-id-newline", "  allow:\n    - {id: \"PYSEC-1\\n--x\", reason: no caller reaches it, expires: 2027-01-01}\n",
          "security.allow.0.id"),
         ("security-allow-month-13", entry % "2026-13-45", "not a date"),
         ("security-allow-feb-30-quoted", entry % "'2026-02-30'", "not a date"),
@@ -676,10 +676,10 @@ def audit_cases(add) -> None:
         ("security-allow-a-number", entry % "20261231", "not a date"),
         ("security-allow-a-word", entry % "never", "not a date"),
         ("security-allow-no-reason", "  allow:\n    - {id: PYSEC-2017-94, expires: 2027-01-01}\n", "reason"),
-        ("security-allow-unknown-key", "  allow:\n    - {id: PYSEC-1, reason: r, expires: 2027-01-01, severity: low}\n",
+        ("security-allow-unknown-key", "  allow:\n    - {id: PYSEC-1, reason: no caller reaches it, expires: 2027-01-01, severity: low}\n",
          "unknown key"),
-        ("security-allow-twice", "  allow:\n" + "    - {id: PYSEC-1, reason: r, expires: 2027-01-01}\n" * 2, "twice"),
-        ("security-allow-huge-list", "  allow:\n" + "".join(f"    - {{id: PYSEC-{i}, reason: r, expires: 2027-01-01}}\n"
+        ("security-allow-twice", "  allow:\n" + "    - {id: PYSEC-1, reason: no caller reaches it, expires: 2027-01-01}\n" * 2, "twice"),
+        ("security-allow-huge-list", "  allow:\n" + "".join(f"    - {{id: PYSEC-{i}, reason: no caller reaches it, expires: 2027-01-01}}\n"
                                                               for i in range(1, 2001)), "security.allow"),
         ("security-allow-reason-over-long", "  allow:\n    - {id: PYSEC-1, reason: " + "x" * 5000
          + ", expires: 2027-01-01}\n", "reason"),
