@@ -9,11 +9,13 @@ The classes are the rows of RELIABILITY.md's "Hostile input" table.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
+import stat
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -21,6 +23,8 @@ from ..conftest import REPO, ScratchProject
 
 # A secret that lives outside the project: no message may ever show it.
 SECRET = "s3cr3t-T0KEN-4f9a"
+# the secret as a message or a file could carry it: itself, and base64 of a login with it (a Docker config)
+SECRET_FORMS = (SECRET, *(base64.b64encode(f"{user}:{SECRET}".encode()).decode()[:-4] for user in ("u", "ci-bot")))
 TIME_BOUND_S = 30
 MAX_MESSAGE = 1000  # characters of a one-line error: short excerpts only
 EVIL = "1" + "a" * 40 + "!"  # the catastrophic-backtracking version of the issue
@@ -31,6 +35,7 @@ class Outcome:
     exit_status: int | None  # None: it hung (killed at the time bound)
     stdout: str
     stderr: str
+    written: tuple = ()  # the files the command wrote or changed (HostileCase.scan_outputs)
 
     @property
     def hung(self) -> bool:
@@ -38,7 +43,8 @@ class Outcome:
 
     @property
     def traceback(self) -> bool:
-        return "Traceback" in self.stdout + self.stderr
+        # "Exception ignored": what the interpreter prints for an error in its last flush (a pipe closed)
+        return "Traceback" in self.stdout + self.stderr or "Exception ignored" in self.stderr
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,12 @@ class HostileCase:
     cwd: str = ""  # the folder of the project the command runs in (a subfolder: keygen's)
     time_bound: int = TIME_BOUND_S
     process: bool = False  # run as a fresh interpreter: the case tests its start (zygote.py)
+    # where the command's standard output goes: "captured" (a pipe read to the end), "closed" (`>&-`) or
+    # "head1" (a pipe whose reader takes one byte and goes away: `| head -c1`)
+    stdout: str = "captured"
+    # every file the command wrote or changed in the project (build/, keys/...) is searched for the secret
+    # as well as its messages (the tasks' outputs walked with credential-bearing inputs)
+    scan_outputs: bool = False
 
 
 def dev_project(project: ScratchProject) -> None:
@@ -519,6 +531,9 @@ def cases() -> list[HostileCase]:
     from .trust import trust_cases  # the trust chain's cases (issue 32): registries, indexes, keys
 
     trust_cases(add)
+    from .every_task import every_task_cases  # every task's outputs, secrets and printing (issue 43)
+
+    every_task_cases(add)
     return c
 
 
@@ -1147,33 +1162,53 @@ def run_case(case: HostileCase, root: Path, engine_socket: str,
         if var not in case.extra_env:
             env.pop(var, None)  # the test run's own, if any, are no part of the case
     steps = [str(project.root / case.cwd)]
+    before = _files(project.root) if case.scan_outputs else {}
     if case.extra_env.get("_NGCBUILD_DEEP"):
         project, steps = _deepen(project, int(case.extra_env["_NGCBUILD_DEEP"]))
     try:
         if zygotes is not None and not needs_a_process(case):
-            status, out, err = zygotes.run(case.program, argv, steps, env, root, case.time_bound)
+            status, out, err = zygotes.run(case.program, argv, steps, env, root, case.time_bound, case.stdout)
             outcome = Outcome(status, out, err)
         else:
             outcome = _in_a_process(case, argv, steps, env)
     finally:
         for server in servers:
             server.close()
+    if case.scan_outputs:
+        outcome = replace(outcome, written=tuple(path for path, seen in _files(project.root).items()
+                                                 if before.get(path) != seen))
     return outcome, project, outside
+
+
+def _files(root: Path) -> dict[Path, tuple[int, int]]:
+    """Every regular file under `root` (links not followed) with its size and time of change."""
+    found = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode):
+                found[path] = (info.st_size, info.st_mtime_ns)
+    return found
 
 
 def needs_a_process(case: HostileCase) -> bool:
     """Whether the case tests what only a fresh interpreter shows: its own start (locale, encodings,
     PYTHON* variables), closed descriptors, signals."""
-    return case.process or any(k.startswith(("PYTHON", "LC_", "LANG")) for k in case.extra_env)
+    emulated = ("PYTHONUTF8", "PYTHONIOENCODING", "LC_ALL", "LANG")  # what the zygote sets up as the interpreter would
+    return case.process or any(k.startswith(("PYTHON", "LC_")) and k not in emulated for k in case.extra_env)
 
 
 def _in_a_process(case: HostileCase, argv: list[str], steps: list[str], env: dict) -> Outcome:
     command = [*PY, "-m", case.program, *argv]
     cwd = steps[0]
-    if len(steps) > 1:  # a path too long for one chdir: a shell enters it one step at a time
-        cwd = steps[0]
-        command = ["bash", "-c", " && ".join(f"cd {_quote(s)}" for s in steps[1:]) + " && exec "
-                   + " ".join(_quote(a) for a in command)]
+    if len(steps) > 1 or case.stdout != "captured":
+        # through a shell: a path too long for one chdir entered one step at a time; stdout closed or
+        # piped into `head -c1` (the command's own status kept)
+        run = " ".join(_quote(a) for a in command)
+        run = {"captured": f"exec {run}", "closed": f"exec {run} >&-",
+               "head1": f"set -o pipefail; {run} | head -c1 >/dev/null; exit ${{PIPESTATUS[0]}}"}[case.stdout]
+        command = ["bash", "-c", " && ".join([*(f"cd {_quote(s)}" for s in steps[1:]), run])]
     try:
         done = subprocess.run(command, cwd=cwd, capture_output=True, timeout=case.time_bound, env=env,
                               stdin=subprocess.DEVNULL)
@@ -1225,8 +1260,15 @@ def judge(case: HostileCase, outcome: Outcome, project: ScratchProject, outside:
         problems.append("traceback: " + text.strip().splitlines()[-1][:200])
     if outcome.exit_status != case.exit_status:
         problems.append(f"exit {outcome.exit_status}, expected {case.exit_status}: {message[-200:]!r}")
-    if SECRET in text:
+    if any(form in text for form in SECRET_FORMS):
         problems.append("secret echoed")
+    for path in outcome.written:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if any(form.encode() in data for form in SECRET_FORMS):
+            problems.append(f"secret echoed in {path.relative_to(project.root)}")
     for fragment in case.mentions:
         if fragment not in message:
             problems.append(f"message lacks {fragment!r}: {message[-200:]!r}")

@@ -3,12 +3,14 @@ command: `python -m invoke ARGS` (or `-m ngcbuild`) as a user runs it, without p
 start and the imports (about a second of CPU) for each of the hostile corpus's hundreds of commands.
 
 The child is what a fresh process would be at the moment the interpreter hands over to the module:
-its own descriptors 0, 1 and 2 (/dev/null and two files), its folder, its environment, its argv, the
-default signal handlers, a process group of its own (killed whole at the time bound); then the module
-runs as `python -m` runs it (runpy, `__main__`), and the child exits with what it raised. Only what a
-case tests about the interpreter's own start (its locale and encodings, PYTHON* variables, closed
-descriptors, signals in the first milliseconds) needs a real process: those cases say so
-(`HostileCase.process`) and run as before.
+its own descriptors 0, 1 and 2 (/dev/null and two files; descriptor 1 closed for `>&-`, or a pipe the
+zygote reads one byte of and closes for `| head -c1`), its folder, its environment and locale (LC_ALL:
+an ASCII locale gives ASCII streams, as the interpreter would choose them), its argv, the default signal
+handlers, a process group of its own (killed whole at the time bound); then the module runs as
+`python -m` runs it (runpy, `__main__`), and the child exits with what it raised. What a case tests of
+the interpreter's own start (PYTHON* variables other than PYTHONUTF8 and PYTHONIOENCODING, signals in
+the first milliseconds) needs a real process: those cases say so (`HostileCase.process`), and a few
+cases of each kind the zygote stands in for run so as well (tests/corpus/every_task.py).
 
 The protocol is one JSON line each way on the zygote's stdin and stdout.
 """
@@ -31,16 +33,17 @@ PRELOAD = ("invoke", "invoke.main", "invoke.program", "ngcbuild", "ngcbuild.cli"
            "requests", "yaml", "jinja2", "pydantic", "cryptography.hazmat.primitives.asymmetric.ed25519")
 
 SERVE = r"""
-import importlib, json, os, select, signal, sys
+import importlib, json, os, select, signal, sys, time
 for name in json.loads(sys.argv[1]):
     try:
         importlib.import_module(name)
     except ImportError:
         pass
 requests_in, answers = sys.stdin.buffer, sys.stdout.buffer
+STDOUT = (sys.stdout.encoding, sys.stdout.errors)  # what the interpreter chose for a pipe, in this environment
 
 
-def child(request):
+def child(request, pipe):
     os.setpgid(0, 0)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
@@ -53,17 +56,33 @@ def child(request):
         os.dup2(out, fd)
         os.close(out)
     os.close(null)
+    if pipe:  # | head -c1: the reader is the zygote, which takes one byte and closes its end
+        os.dup2(pipe[1], 1)
+        os.close(pipe[0])
+        os.close(pipe[1])
     import io
-    unbuffered = bool(request["env"].get("PYTHONUNBUFFERED"))
-    def stream(fd, errors):
-        raw = io.FileIO(fd, "w", closefd=False)
-        return io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw), encoding="utf-8", errors=errors,
-                                write_through=unbuffered)
-    sys.stdout = sys.__stdout__ = stream(1, "strict")
-    sys.stderr = sys.__stderr__ = stream(2, "backslashreplace")
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    import locale
     os.environ.clear()
     os.environ.update(request["env"])
+    encoding, errors = STDOUT
+    if "LC_ALL" in request["env"]:
+        # the locale the interpreter would start in: an ASCII one (C or POSIX with UTF-8 mode off) gives
+        # ASCII streams, and ASCII to every text the process decodes or encodes by the locale
+        locale.setlocale(locale.LC_ALL, "")
+        if request["env"].get("PYTHONUTF8") == "0" and locale.setlocale(locale.LC_CTYPE) in ("C", "POSIX"):
+            encoding, errors = "ascii", "surrogateescape"
+    unbuffered = bool(request["env"].get("PYTHONUNBUFFERED"))
+    def stream(fd, encoding, errors):
+        raw = io.FileIO(fd, "w", closefd=False)
+        return io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw), encoding=encoding, errors=errors,
+                                write_through=unbuffered)
+    sys.stdout = sys.__stdout__ = stream(1, encoding, errors)
+    if request["mode"] == "closed":  # >&-: the interpreter finds no descriptor 1 and has no sys.stdout
+        os.close(1)
+        sys.stdout = sys.__stdout__ = None
+    sys.stderr = sys.__stderr__ = stream(2, encoding, "backslashreplace")
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+                                                 encoding=encoding, errors=errors)
     for step in request["cwd"]:
         os.chdir(step)
     sys.path[0] = ""
@@ -93,14 +112,27 @@ def child(request):
 for line in requests_in:
     request = json.loads(line)
     answers.flush()
+    pipe = os.pipe() if request["mode"] == "head1" else None
     pid = os.fork()
     if pid == 0:
         try:
-            child(request)
+            child(request, pipe)
         finally:
             os._exit(70)
     watch = os.pidfd_open(pid)
-    ready, _, _ = select.select([watch], [], [], request["timeout"])
+    ends = time.monotonic() + request["timeout"]
+    if pipe:
+        os.close(pipe[1])
+        while True:  # one byte, or the end of the command, whichever comes first; then the reader goes
+            ready, _, _ = select.select([pipe[0], watch], [], [], max(0.0, ends - time.monotonic()))
+            if not ready or pipe[0] in ready:
+                if pipe[0] in ready:
+                    os.read(pipe[0], 1)
+                break
+            if watch in ready:
+                break
+        os.close(pipe[0])
+    ready, _, _ = select.select([watch], [], [], max(0.0, ends - time.monotonic()))
     hung = not ready
     if hung:
         try:
@@ -122,10 +154,12 @@ class Zygote:
                                         stdout=subprocess.PIPE, env=env, cwd="/")
 
     def run(self, module: str, argv: list[str], cwd: list[str], env: dict, capture: Path,
-            timeout: float) -> tuple[int | None, str, str]:
+            timeout: float, mode: str = "captured") -> tuple[int | None, str, str]:
+        """`python -m MODULE ARGV` in the folder the steps of `cwd` lead to, with `env`; its output in
+        files under `capture`, its stdout as `mode` says (captured, closed, head1: see hostile.py)."""
         out, err = capture / "stdout", capture / "stderr"
         request = {"module": module, "argv": argv, "cwd": cwd, "env": env, "stdout": str(out), "stderr": str(err),
-                   "timeout": timeout}
+                   "timeout": timeout, "mode": mode}
         self.process.stdin.write((json.dumps(request) + "\n").encode())
         self.process.stdin.flush()
         answer = self.process.stdout.readline()

@@ -132,3 +132,17 @@ def test_a_streaming_request_can_read_under_the_same_deadline(server):
                     pass
             call.check()
     assert time.monotonic() - started < 5
+
+
+def test_the_backoff_between_retries_stops_at_the_deadline():
+    """Nothing listens: each attempt fails at once, and the backoff between them (2, 4, 8 s) would make
+    14 s of a 1 s deadline; the retries are cut at the deadline instead."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(HttpFailure, match="127.0.0.1"):
+        fetch(new_session(), "GET", f"http://127.0.0.1:{port}/x", limit=10, deadline_s=1)
+    assert time.monotonic() - started < 4

@@ -59,8 +59,11 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
 
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
           threshold=None, host=False, expect_from_env=False, python=None, engine=None) -> None:
+    from ngcbuild.core.references import image_ref
     from ngcbuild.smoke.perf import DEFAULT_THRESHOLD
 
+    if image is not None:  # an image reference (credentials refused, never shown) before the engine is asked
+        image = str(image_ref(image, "--image"))
     _select_engine(engine)
     threshold = DEFAULT_THRESHOLD if threshold is None else _fraction(threshold)
     if host:  # --image and --baseline need Docker: the task table refuses them with --host
@@ -233,8 +236,11 @@ def publish(release: str, registry: str, records=None) -> dict:
 
 
 def sbom(release: str, image=None) -> dict:
+    from ngcbuild.core.references import image_ref
     from ngcbuild.supply.sbom import write_sbom
 
+    if image is not None:
+        image = str(image_ref(image, "--image"))
     return write_sbom(project(), release, image=image, out=sys.stdout)
 
 

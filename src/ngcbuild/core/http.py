@@ -46,6 +46,21 @@ def retry_policy(attempts: int = ATTEMPTS, backoff_s: float = BACKOFF_S):
                 return None
             return None if seconds is None else min(seconds, MAX_RETRY_AFTER_S)
 
+        def sleep(self, response=None):
+            """The backoff (or Retry-After) before the next attempt, never past the current call's
+            deadline (Deadline): a request whose deadline fell makes its last attempts at once, and they
+            fail at once (its sockets are shut as they open)."""
+            import time
+
+            call = getattr(_calls, "current", None)
+            wait = self.get_retry_after(response) if response is not None and self.respect_retry_after_header \
+                else None
+            wait = self.get_backoff_time() if wait is None else wait
+            if call is not None:
+                wait = min(wait, max(0.0, call.ends - time.monotonic()))
+            if wait > 0:
+                time.sleep(wait)
+
     return BoundedRetry(total=attempts - 1, connect=attempts - 1, read=attempts - 1, status=attempts - 1,
                          other=0, redirect=5, backoff_factor=backoff_s, status_forcelist=RETRY_STATUS,
                          allowed_methods=frozenset({"GET", "HEAD", "PUT", "POST"}), respect_retry_after_header=True,
@@ -170,7 +185,7 @@ class Deadline:
         cap = deadline_cap()
         self.seconds = min(seconds, cap) if cap else seconds
         self.shown = shown_url(url).split("?")[0]
-        self._call = _Call()
+        self._call = _Call(self.seconds)
         self._timer = threading.Timer(self.seconds, self._call.expire)
         self._timer.daemon = True
 
@@ -253,9 +268,12 @@ def _without_credentials(text: str, url: str) -> str:
 class _Call:
     """The sockets one fetch() has opened or reused, shut when its deadline falls."""
 
-    def __init__(self):
+    def __init__(self, seconds: float):
+        import time
+
         self.sockets: list[socket.socket] = []
         self.expired = False
+        self.ends = time.monotonic() + seconds  # when the deadline falls (a retry's backoff stops there)
         self._lock = threading.Lock()
 
     def watch(self, sock) -> None:
