@@ -532,8 +532,10 @@ def cases() -> list[HostileCase]:
 
     trust_cases(add)
     from .every_task import every_task_cases  # every task's outputs, secrets and printing (issue 43)
+    from .round5 import round5_cases  # issue 43's other classes
 
     every_task_cases(add)
+    round5_cases(add)
     return c
 
 
