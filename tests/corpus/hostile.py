@@ -315,7 +315,7 @@ def cases() -> list[HostileCase]:
         ("bump-as-too-long", ("bump", "--release", "dev", "--as=" + "n" * 40), ("expected a release name",)),
         ("bump-as-itself", ("bump", "--release", "dev", "--as=dev"), ("that is the release being bumped",)),
         ("bump-release-path-like", ("bump", "--release=../x", "--as=next"), ("--release",)),
-        ("bump-check-and-as", ("bump", "--release", "dev", "--check", "--as=next"), ("leave out --as",)),
+        ("bump-check-and-as", ("bump", "--release", "dev", "--check", "--as=next"), ("--as cannot go with --check",)),
         ("bump-no-as", ("bump", "--release", "dev"), ("--as",)),
     ]:
         add(HostileCase(name, "bump and image diff arguments", argv, bumpable, mentions=mentions, after=no_proposal))
