@@ -13,7 +13,7 @@ from urllib.parse import urljoin, urlsplit
 
 from ngcbuild.core.errors import OperationError, excerpt
 from ngcbuild.core.http import HttpFailure
-from ngcbuild.core.jsonload import load_json
+from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.core.references import shown_url
 from ngcbuild.verify.web import PAGE_LIMIT, HttpStatus, Web
 
@@ -46,8 +46,8 @@ def parse_page(body: bytes, index: str, page_url: str, name: str) -> list[IndexF
     where = f"{shown_url(index)}: {name}"
     try:
         data = load_json(body, "the page")
-    except ValueError as exc:
-        raise NotAProjectPage(f"{where}: the answer is not JSON ({excerpt(str(exc), 120)})") from None
+    except JsonRefused as exc:
+        raise NotAProjectPage(f"{where}: the answer is refused ({excerpt(exc.problem, 120)})") from None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, list):
         raise NotAProjectPage(f"{where}: the answer is not a PEP 691 project page (no list of files)")
