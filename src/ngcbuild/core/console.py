@@ -26,13 +26,12 @@ from ngcbuild.core.redact import mask
 
 
 class Stream(io.TextIOBase):
-    """A text stream on one of the process's descriptors that never raises for a reader gone away or a
+    """A text stream over one of the process's streams that never raises for a reader gone away or a
     character its encoding lacks."""
 
-    def __init__(self, stream, fd: int, gone: bool = False):
+    def __init__(self, stream, gone: bool = False):
         super().__init__()
         self._stream = stream
-        self._fd = fd
         self.gone = gone
 
     # --- what print(), logging and our writers call ---
@@ -60,7 +59,11 @@ class Stream(io.TextIOBase):
         """From now on, what is written goes nowhere: the descriptor becomes /dev/null (what the stream
         still buffers is flushed there, quietly)."""
         self.gone = True
-        _fill_with_devnull(self._fd, always=True)
+        try:
+            fd = self._stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            return
+        _fill_with_devnull(fd, always=True)
         try:
             self._stream.flush()
         except (OSError, ValueError):
@@ -69,14 +72,14 @@ class Stream(io.TextIOBase):
     # --- what callers ask a stream ---
 
     def fileno(self) -> int:
-        return self._fd
+        return self._stream.fileno()
 
     def isatty(self) -> bool:
         if self.gone:
             return False
         try:
-            return os.isatty(self._fd)
-        except OSError:
+            return self._stream.isatty()
+        except (OSError, ValueError):
             return False
 
     def writable(self) -> bool:
@@ -110,25 +113,15 @@ def install() -> None:
         current = getattr(sys, name)
         if isinstance(current, Stream):
             continue
-        gone = current is None or _closed_at_start(current, fd)
-        if current is None or gone:  # the interpreter found no descriptor: one on /dev/null now
+        gone = current is None  # the interpreter found no descriptor (`>&-`): one on /dev/null now
+        if gone:
             current = open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
         elif hasattr(current, "reconfigure"):
             try:
                 current.reconfigure(errors="backslashreplace")
             except (OSError, ValueError):
                 pass
-        setattr(sys, name, Stream(current, fd, gone))
-
-
-def _closed_at_start(stream, fd: int) -> bool:
-    try:
-        return stream.fileno() != fd or _devnull_filled.get(fd, False)
-    except (OSError, ValueError, AttributeError):
-        return True
-
-
-_devnull_filled: dict[int, bool] = {}
+        setattr(sys, name, Stream(current, gone))
 
 
 def _fill_with_devnull(fd: int, always: bool = False) -> None:
@@ -148,7 +141,6 @@ def _fill_with_devnull(fd: int, always: bool = False) -> None:
             os.dup2(null, fd, inheritable=True)
         else:
             os.set_inheritable(fd, True)
-        _devnull_filled[fd] = True
     finally:
         if null != fd:
             os.close(null)
