@@ -26,7 +26,8 @@ def _prose(text: str) -> str:
 
 def _option_row(option: Option) -> str:
     return (f"| `{_cell(option.spec)}` | {option.kind}{' (required)' if option.required else ''} | "
-            f"{_cell(option.shown_default or '')} | {_cell(option.help)} |")
+            f"{_cell(option.shown_default or '')} | {_cell(option.help)}"
+            f"{f' ({_cell(option.conditions)})' if option.conditions else ''} |")
 
 
 def _task(task: Task) -> list[str]:

@@ -103,7 +103,7 @@ def derived_cases(add) -> None:
          ("protected", "protected: true")),
         ("override-no-reason", render, setup_all(team, edit(MANIFEST, "      reason: the team's notebooks pin tqdm 4.67\n", "")),
          ("reason",)),
-        ("override-twice", render, setup_all(team, edit(MANIFEST, "  overrides:\n", "  overrides:\n    - replaces: tqdm==4.70.1\n      reason: x\n")),
+        ("override-twice", render, setup_all(team, edit(MANIFEST, "  overrides:\n", "  overrides:\n    - replaces: tqdm==4.70.1\n      reason: the first override of it\n")),
          ("overridden twice",)),
         ("override-not-a-pin", render, setup_all(team, edit(MANIFEST, "tqdm==4.70.1", "tqdm>=4")),
          ("NAME==VERSION",)),

@@ -9,11 +9,13 @@ The classes are the rows of RELIABILITY.md's "Hostile input" table.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
+import stat
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -21,6 +23,8 @@ from ..conftest import REPO, ScratchProject
 
 # A secret that lives outside the project: no message may ever show it.
 SECRET = "s3cr3t-T0KEN-4f9a"
+# the secret as a message or a file could carry it: itself, and base64 of a login with it (a Docker config)
+SECRET_FORMS = (SECRET, *(base64.b64encode(f"{user}:{SECRET}".encode()).decode()[:-4] for user in ("u", "ci-bot")))
 TIME_BOUND_S = 30
 MAX_MESSAGE = 1000  # characters of a one-line error: short excerpts only
 EVIL = "1" + "a" * 40 + "!"  # the catastrophic-backtracking version of the issue
@@ -31,6 +35,7 @@ class Outcome:
     exit_status: int | None  # None: it hung (killed at the time bound)
     stdout: str
     stderr: str
+    written: tuple = ()  # the files the command wrote or changed (HostileCase.scan_outputs)
 
     @property
     def hung(self) -> bool:
@@ -38,7 +43,8 @@ class Outcome:
 
     @property
     def traceback(self) -> bool:
-        return "Traceback" in self.stdout + self.stderr
+        # "Exception ignored": what the interpreter prints for an error in its last flush (a pipe closed)
+        return "Traceback" in self.stdout + self.stderr or "Exception ignored" in self.stderr
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,13 @@ class HostileCase:
     serve: Callable[[ScratchProject, Path], tuple[dict, list]] | None = None
     cwd: str = ""  # the folder of the project the command runs in (a subfolder: keygen's)
     time_bound: int = TIME_BOUND_S
+    process: bool = False  # run as a fresh interpreter: the case tests its start (zygote.py)
+    # where the command's standard output goes: "captured" (a pipe read to the end), "closed" (`>&-`) or
+    # "head1" (a pipe whose reader takes one byte and goes away: `| head -c1`)
+    stdout: str = "captured"
+    # every file the command wrote or changed in the project (build/, keys/...) is searched for the secret
+    # as well as its messages (the tasks' outputs walked with credential-bearing inputs)
+    scan_outputs: bool = False
 
 
 def dev_project(project: ScratchProject) -> None:
@@ -302,7 +315,7 @@ def cases() -> list[HostileCase]:
         ("bump-as-too-long", ("bump", "--release", "dev", "--as=" + "n" * 40), ("expected a release name",)),
         ("bump-as-itself", ("bump", "--release", "dev", "--as=dev"), ("that is the release being bumped",)),
         ("bump-release-path-like", ("bump", "--release=../x", "--as=next"), ("--release",)),
-        ("bump-check-and-as", ("bump", "--release", "dev", "--check", "--as=next"), ("leave out --as",)),
+        ("bump-check-and-as", ("bump", "--release", "dev", "--check", "--as=next"), ("--as cannot go with --check",)),
         ("bump-no-as", ("bump", "--release", "dev"), ("--as",)),
     ]:
         add(HostileCase(name, "bump and image diff arguments", argv, bumpable, mentions=mentions, after=no_proposal))
@@ -519,6 +532,11 @@ def cases() -> list[HostileCase]:
     from .trust import trust_cases  # the trust chain's cases (issue 32): registries, indexes, keys
 
     trust_cases(add)
+    from .every_task import every_task_cases  # every task's outputs, secrets and printing (issue 43)
+    from .round5 import round5_cases  # issue 43's other classes
+
+    every_task_cases(add)
+    round5_cases(add)
     return c
 
 
@@ -666,9 +684,9 @@ def audit_cases(add) -> None:
     entry = "  allow:\n    - {id: PYSEC-2017-94, reason: no caller, expires: %s}\n"
     for name, text, mention in [
         ("security-allow-not-a-list", "  allow: PYSEC-2017-94\n", "security.allow"),
-        ("security-allow-option-id", "  allow:\n    - {id: '--index-url=http://evil', reason: r, expires: 2027-01-01}\n",
+        ("security-allow-option-id", "  allow:\n    - {id: '--index-url=http://evil', reason: no caller reaches it, expires: 2027-01-01}\n",
          "advisory id"),
-        ("security-allow-id-newline", "  allow:\n    - {id: \"PYSEC-1\\n--x\", reason: r, expires: 2027-01-01}\n",
+        ("security-allow-id-newline", "  allow:\n    - {id: \"PYSEC-1\\n--x\", reason: no caller reaches it, expires: 2027-01-01}\n",
          "security.allow.0.id"),
         ("security-allow-month-13", entry % "2026-13-45", "not a date"),
         ("security-allow-feb-30-quoted", entry % "'2026-02-30'", "not a date"),
@@ -676,10 +694,10 @@ def audit_cases(add) -> None:
         ("security-allow-a-number", entry % "20261231", "not a date"),
         ("security-allow-a-word", entry % "never", "not a date"),
         ("security-allow-no-reason", "  allow:\n    - {id: PYSEC-2017-94, expires: 2027-01-01}\n", "reason"),
-        ("security-allow-unknown-key", "  allow:\n    - {id: PYSEC-1, reason: r, expires: 2027-01-01, severity: low}\n",
+        ("security-allow-unknown-key", "  allow:\n    - {id: PYSEC-1, reason: no caller reaches it, expires: 2027-01-01, severity: low}\n",
          "unknown key"),
-        ("security-allow-twice", "  allow:\n" + "    - {id: PYSEC-1, reason: r, expires: 2027-01-01}\n" * 2, "twice"),
-        ("security-allow-huge-list", "  allow:\n" + "".join(f"    - {{id: PYSEC-{i}, reason: r, expires: 2027-01-01}}\n"
+        ("security-allow-twice", "  allow:\n" + "    - {id: PYSEC-1, reason: no caller reaches it, expires: 2027-01-01}\n" * 2, "twice"),
+        ("security-allow-huge-list", "  allow:\n" + "".join(f"    - {{id: PYSEC-{i}, reason: no caller reaches it, expires: 2027-01-01}}\n"
                                                               for i in range(1, 2001)), "security.allow"),
         ("security-allow-reason-over-long", "  allow:\n    - {id: PYSEC-1, reason: " + "x" * 5000
          + ", expires: 2027-01-01}\n", "reason"),
@@ -1114,8 +1132,11 @@ def attestation_cases(add) -> None:
         add(HostileCase(name, klass, argv, setup, mentions=mentions, absent=(SECRET,), extra_env=env, **extra))
 
 
-def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome, ScratchProject, Path]:
-    """Set `case` up under `root` and run its command the way a user would."""
+def run_case(case: HostileCase, root: Path, engine_socket: str,
+             zygotes=None) -> tuple[Outcome, ScratchProject, Path]:
+    """Set `case` up under `root` and run its command the way a user would: forked from one of
+    `zygotes` (zygote.py: the imports done once) unless the case tests the interpreter's own start, else
+    as a fresh process."""
     outside = root / "outside"
     outside.mkdir(parents=True)
     project_dir = root / "project"
@@ -1144,31 +1165,71 @@ def run_case(case: HostileCase, root: Path, engine_socket: str) -> tuple[Outcome
                 "NGCBUILD_RESOLVER_DEADLINE_S"):
         if var not in case.extra_env:
             env.pop(var, None)  # the test run's own, if any, are no part of the case
-    command = [*PY, "-m", case.program, *argv]
-    cwd = project.root / case.cwd
+    steps = [str(project.root / case.cwd)]
+    before = _files(project.root) if case.scan_outputs else {}
     if case.extra_env.get("_NGCBUILD_DEEP"):
-        project, cwd, command = _deepen(project, command, int(case.extra_env["_NGCBUILD_DEEP"]))
+        project, steps = _deepen(project, int(case.extra_env["_NGCBUILD_DEEP"]))
     try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=case.time_bound, env=env,
-                              stdin=subprocess.DEVNULL)
-        outcome = Outcome(done.returncode, done.stdout, done.stderr)
-    except subprocess.TimeoutExpired as exc:
-        outcome = Outcome(None, _text(exc.stdout), _text(exc.stderr))
+        if zygotes is not None and not needs_a_process(case):
+            status, out, err = zygotes.run(case.program, argv, steps, env, root, case.time_bound, case.stdout)
+            outcome = Outcome(status, out, err)
+        else:
+            outcome = _in_a_process(case, argv, steps, env)
     finally:
         for server in servers:
             server.close()
+    if case.scan_outputs:
+        outcome = replace(outcome, written=tuple(path for path, seen in _files(project.root).items()
+                                                 if before.get(path) != seen))
     return outcome, project, outside
+
+
+def _files(root: Path) -> dict[Path, tuple[int, int]]:
+    """Every regular file under `root` (links not followed) with its size and time of change."""
+    found = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = Path(folder) / name
+            info = path.lstat()
+            if stat.S_ISREG(info.st_mode):
+                found[path] = (info.st_size, info.st_mtime_ns)
+    return found
+
+
+def needs_a_process(case: HostileCase) -> bool:
+    """Whether the case tests what only a fresh interpreter shows: its own start (locale, encodings,
+    PYTHON* variables), closed descriptors, signals."""
+    emulated = ("PYTHONUTF8", "PYTHONIOENCODING", "LC_ALL", "LANG")  # what the zygote sets up as the interpreter would
+    return case.process or any(k.startswith(("PYTHON", "LC_")) and k not in emulated for k in case.extra_env)
+
+
+def _in_a_process(case: HostileCase, argv: list[str], steps: list[str], env: dict) -> Outcome:
+    command = [*PY, "-m", case.program, *argv]
+    cwd = steps[0]
+    if len(steps) > 1 or case.stdout != "captured":
+        # through a shell: a path too long for one chdir entered one step at a time; stdout closed or
+        # piped into `head -c1` (the command's own status kept)
+        run = " ".join(_quote(a) for a in command)
+        run = {"captured": f"exec {run}", "closed": f"exec {run} >&-",
+               "head1": f"set -o pipefail; {run} | head -c1 >/dev/null; exit ${{PIPESTATUS[0]}}"}[case.stdout]
+        command = ["bash", "-c", " && ".join([*(f"cd {_quote(s)}" for s in steps[1:]), run])]
+    try:
+        done = subprocess.run(command, cwd=cwd, capture_output=True, timeout=case.time_bound, env=env,
+                              stdin=subprocess.DEVNULL)
+        return Outcome(done.returncode, _text(done.stdout), _text(done.stderr))
+    except subprocess.TimeoutExpired as exc:
+        return Outcome(None, _text(exc.stdout), _text(exc.stderr))
 
 
 def _text(data) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
 
 
-def _deepen(project: ScratchProject, command: list[str], total: int):
+def _deepen(project: ScratchProject, total: int):
     """Move the project under a path of `total` characters: 1 stands for 4040, just short of PATH_MAX
     (4096), so that invoke still finds tasks.py but the files deeper in the project (templates,
     build/R/...) have paths too long to open; over 4096, the project's own path is too long.
-    The command runs through a shell that enters the path one step at a time."""
+    The command enters the path one step at a time (the steps returned)."""
     base = project.root.parent
     wanted = (4040 if total == 1 else total) - len(str(base)) - len("/project")
     segments = [("d" * 200)] * (wanted // 201)
@@ -1183,11 +1244,9 @@ def _deepen(project: ScratchProject, command: list[str], total: int):
         os.rename(project.root, "project", dst_dir_fd=fd)
     finally:
         os.close(fd)
-    steps = " && ".join([f"cd {s}" for s in segments] + ["cd project"])
-    shell = f"{steps} && exec " + " ".join(_quote(a) for a in command)
     deep = ScratchProject.__new__(ScratchProject)
     deep.root = base.joinpath(*segments, "project")
-    return deep, base, ["bash", "-c", shell]
+    return deep, [str(base), *segments, "project"]
 
 
 def _quote(arg: str) -> str:
@@ -1205,8 +1264,15 @@ def judge(case: HostileCase, outcome: Outcome, project: ScratchProject, outside:
         problems.append("traceback: " + text.strip().splitlines()[-1][:200])
     if outcome.exit_status != case.exit_status:
         problems.append(f"exit {outcome.exit_status}, expected {case.exit_status}: {message[-200:]!r}")
-    if SECRET in text:
+    if any(form in text for form in SECRET_FORMS):
         problems.append("secret echoed")
+    for path in outcome.written:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if any(form.encode() in data for form in SECRET_FORMS):
+            problems.append(f"secret echoed in {path.relative_to(project.root)}")
     for fragment in case.mentions:
         if fragment not in message:
             problems.append(f"message lacks {fragment!r}: {message[-200:]!r}")

@@ -110,6 +110,8 @@ CASES = [
     Case("project-page-of-the-wrong-shape", lambda f: (f.add(*wheel("demo", "1.0")),
                                                         setattr(f.misbehaviour, "page_body", b'{"files": {"a": 1}}')),
          "not a PEP 691 project page"),
+    Case("project-page-nested-deep", lambda f: (f.add(*wheel("demo", "1.0")), setattr(
+        f.misbehaviour, "page_body", b'{"files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")), "nested deeper than"),
     Case("source-archive-bomb", lambda f: f.add(*_bomb()), "bytes unpacked"),
     Case("source-archive-links-out", lambda f: f.add("demo-1.0.tar.gz", _tar_of(
         _member("demo-1.0/PKG-INFO", 10), _member("demo-1.0/setup.py", link="../../../etc/passwd"))),

@@ -153,7 +153,7 @@ def test_a_distribution_pypi_does_not_know_is_looked_for_in_the_release_indexes(
     ({"https://pypi.org/pypi/x/1.0/json": (HttpFailure("https://pypi.org/pypi/x/1.0/json: cannot be reached"), b"")},
      "could not be asked (cannot be reached)"),
     ({"https://pypi.org/pypi/x/1.0/json": (503, b"busy")}, "could not be asked (HTTP 503)"),
-    ({"https://pypi.org/pypi/x/1.0/json": (200, b"not json")}, "could not be read (not JSON)"),
+    ({"https://pypi.org/pypi/x/1.0/json": (200, b"not json")}, "could not be read (not valid JSON"),
     ({"https://pypi.org/pypi/x/1.0/json": (200, b'{"vulnerabilities": [{"id": "A-1"}]}')}, "no `info` object"),
     ({"https://pypi.org/pypi/x/1.0/json": (AnswerTooLarge("x: over"), b"")}, "over the"),
     ({"https://pypi.org/pypi/x/json": (HttpFailure("https://pypi.org/pypi/x/json: no whole answer within 120s"), b"")},
@@ -210,12 +210,12 @@ def test_allowing_each_advisory_by_id_or_alias_passes():
 
 
 def test_an_expired_exception_fails_used_or_not():
-    used = judge([pycrypto()], policy(("PYSEC-2017-94", "r", "2026-11-23"), ("PYSEC-2018-97", "r", "2027-01-01")), TODAY)
+    used = judge([pycrypto()], policy(("PYSEC-2017-94", "no caller reaches it", "2026-11-23"), ("PYSEC-2018-97", "no caller reaches it", "2027-01-01")), TODAY)
     assert used["verdict"] == FAILED
     assert used["problems"] == ["security.allow PYSEC-2017-94 expired on 2026-11-23: renew it with a reason, or "
                                 "update the distribution and remove it"]
     assert used["fates"][("pycrypto", "PYSEC-2017-94")] == "allowed until 2026-11-23: EXPIRED"
-    unused = judge([clean()], policy(("GHSA-aaaa-bbbb-cccc", "r", "2020-01-01")), TODAY)
+    unused = judge([clean()], policy(("GHSA-aaaa-bbbb-cccc", "kept for a pin since dropped", "2020-01-01")), TODAY)
     assert unused["verdict"] == FAILED and unused["allow"][0]["status"] == "expired"
 
 
@@ -244,7 +244,7 @@ def test_too_little_checked_is_the_verdict_not_checked(findings, min_checked, ve
 
 def test_the_report_says_per_distribution_who_checked_it_or_why_not():
     findings = [pycrypto(), clean(), unchecked()]
-    judged = judge(findings, policy(("PYSEC-2017-94", "r", "2027-01-01")), TODAY)
+    judged = judge(findings, policy(("PYSEC-2017-94", "no caller reaches it", "2027-01-01")), TODAY)
     others = [{"kind": "deb", "name": "libc6", "version": "2.36-9", "reason": "a Debian package"}]
     data = report("dev", "sha256:" + "a" * 64, "build/dev/sbom.cdx.json", "0" * 64, findings, others, judged, "now")
     assert data["verdict"] == FAILED  # PYSEC-2018-97 is not allowed
@@ -252,7 +252,7 @@ def test_the_report_says_per_distribution_who_checked_it_or_why_not():
                               "not_checked": 1, "advisories": 2, "not_allowed": 1, "allowed": 1,
                               "other_components_not_checked": {"deb": 1}}
     by_name = {d["name"]: d for d in data["distributions"]}
-    assert [a["policy"] for a in by_name["pycrypto"]["advisories"]] == ["allowed until 2027-01-01: r", "not allowed"]
+    assert [a["policy"] for a in by_name["pycrypto"]["advisories"]] == ["allowed until 2027-01-01: no caller reaches it", "not allowed"]
     assert by_name["numpy"] == {"name": "numpy", "version": "2.4.6", "status": NOT_CHECKED,
                                 "reason": unchecked().reason}
     shown = table(data)
@@ -318,7 +318,7 @@ def written_report(tmp_path: Path, data) -> Path:
 
 def a_report() -> dict:
     findings = [pycrypto(), clean(), unchecked()]
-    judged = judge(findings, policy(("PYSEC-2017-94", "r", "2027-01-01")), TODAY)
+    judged = judge(findings, policy(("PYSEC-2017-94", "no caller reaches it", "2027-01-01")), TODAY)
     return report("dev", "sha256:" + "a" * 64, "build/dev/sbom.cdx.json", "0" * 64, findings,
                   [{"kind": "deb", "name": "libc6", "version": "2.36", "reason": "a Debian package"}], judged, "then")
 
@@ -327,7 +327,7 @@ def test_the_notes_read_what_the_audit_wrote(tmp_path):
     found = read_report(written_report(tmp_path, a_report()), tmp_path)
     assert found.verdict == FAILED and found.checked == 2 and found.python_distributions == 3
     assert [(a.distribution, a.id, a.policy) for a in found.advisories] == [
-        ("pycrypto 2.6.1", "PYSEC-2017-94", "allowed until 2027-01-01: r"), ("pycrypto 2.6.1", "PYSEC-2018-97", "not allowed")]
+        ("pycrypto 2.6.1", "PYSEC-2017-94", "allowed until 2027-01-01: no caller reaches it"), ("pycrypto 2.6.1", "PYSEC-2018-97", "not allowed")]
     assert found.not_checked == (("numpy 2.4.6", unchecked().reason),) and found.other_not_checked == (("deb", 1),)
     assert read_report(tmp_path / "build" / "cuda-dev", tmp_path) is None
 

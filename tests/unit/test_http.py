@@ -8,7 +8,17 @@ import time
 
 import pytest
 
-from ngcbuild.core.http import AnswerTooLarge, AnswerTooSlow, HttpFailure, fetch, new_session, retry_policy
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.http import (
+    AnswerTooLarge,
+    AnswerTooSlow,
+    Deadline,
+    HttpFailure,
+    deadline_cap,
+    fetch,
+    new_session,
+    retry_policy,
+)
 
 
 class Misbehaving(http.server.BaseHTTPRequestHandler):
@@ -90,3 +100,49 @@ def test_no_message_shows_the_credentials_of_the_url(server):
         fetch(new_session(retry_policy(attempts=1)), "GET", "http://user:s3cr3t@127.0.0.1:9/x", limit=10,
               deadline_s=20)
     assert "s3cr3t" not in str(caught.value)
+
+
+def test_the_deadline_variable_caps_every_request(server, monkeypatch):
+    monkeypatch.setenv("NGCBUILD_HTTP_DEADLINE_S", "1")
+    started = time.monotonic()
+    with pytest.raises(AnswerTooSlow, match="no whole answer within 1s"):
+        fetch(new_session(), "GET", server + "/body", limit=1 << 20, deadline_s=600)
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "3601", "ten", "\u0663", " 5"])
+def test_a_deadline_variable_that_is_not_seconds_is_refused(value):
+    with pytest.raises(UserError, match="NGCBUILD_HTTP_DEADLINE_S"):
+        deadline_cap({"NGCBUILD_HTTP_DEADLINE_S": value})
+    assert deadline_cap({}) is None and deadline_cap({"NGCBUILD_HTTP_DEADLINE_S": "30"}) == 30
+
+
+def test_a_streaming_request_can_read_under_the_same_deadline(server):
+    """What a chunked upload or download does: its own request on a session of new_session(), under
+    Deadline; the trickled answer is cut when the deadline falls."""
+    session = new_session()
+    started = time.monotonic()
+    with pytest.raises(AnswerTooSlow, match="127.0.0.1"):
+        with Deadline(server + "/body", 1) as call:
+            with session.get(server + "/body", stream=True, timeout=call.timeouts) as response:
+                try:
+                    for _ in response.iter_content(1):
+                        pass
+                except Exception:  # the socket shut at the deadline
+                    pass
+            call.check()
+    assert time.monotonic() - started < 5
+
+
+def test_the_backoff_between_retries_stops_at_the_deadline():
+    """Nothing listens: each attempt fails at once, and the backoff between them (2, 4, 8 s) would make
+    14 s of a 1 s deadline; the retries are cut at the deadline instead."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(HttpFailure, match="127.0.0.1"):
+        fetch(new_session(), "GET", f"http://127.0.0.1:{port}/x", limit=10, deadline_s=1)
+    assert time.monotonic() - started < 4

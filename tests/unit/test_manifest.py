@@ -265,15 +265,15 @@ BASE_TENSORRT = """\
 
 @pytest.mark.parametrize("met, constraints_extra, expected", [
     # the component that stands in must be one the base image carries
-    ("{distribution: numpy, requires: numpy-libs, component: pytorch, evidence: e}", "",
+    ("{distribution: numpy, requires: numpy-libs, component: pytorch, evidence: its METADATA says so}", "",
      "pip.met_by_base.0.component: 'pytorch' is not a component the base image carries"),
-    ("{distribution: numpy, requires: numpy-libs, component: nothere, evidence: e}", "",
+    ("{distribution: numpy, requires: numpy-libs, component: nothere, evidence: its METADATA says so}", "",
      "pip.met_by_base.0.component: 'nothere' is not a component"),
     # the distribution that requires it is one the image installs
-    ("{distribution: not-pinned, requires: x-libs, component: tensorrt, evidence: e}", "",
+    ("{distribution: not-pinned, requires: x-libs, component: tensorrt, evidence: its METADATA says so}", "",
      "pip.met_by_base.0.distribution: 'not-pinned' is not pinned"),
     # a requirement the image meets itself needs no tolerance
-    ("{distribution: numpy, requires: x-libs, component: tensorrt, evidence: e}", "x-libs==1.0\n",
+    ("{distribution: numpy, requires: x-libs, component: tensorrt, evidence: its METADATA says so}", "x-libs==1.0\n",
      "pip.met_by_base.0.requires: 'x-libs' is pinned"),
 ])
 def test_a_requirement_met_by_the_base_names_what_stands_in_for_it(scratch, met, constraints_extra, expected):
@@ -288,7 +288,7 @@ def test_a_requirement_met_by_the_base_loads_and_is_tolerated_on_every_platform(
     from ngcbuild.render.plan import plan_image
 
     text = GOOD.replace("  constraint_file: true\n", "  constraint_file: true\n  met_by_base: [{distribution: numpy, "
-                        "requires: numpy_libs.x, component: tensorrt, evidence: e}]\n") + BASE_TENSORRT
+                        "requires: numpy_libs.x, component: tensorrt, evidence: its METADATA says so}]\n") + BASE_TENSORRT
     loaded = load(scratch, text)
     tolerated = plan_image(loaded, Catalog.load(Project.at(scratch.root))).pip_check_tolerated
     line = "numpy [^ ]+ requires numpy-libs-x, which is not installed[.]"  # pip's canonical names

@@ -88,7 +88,7 @@ def test_with_the_libraries_pinned_the_prediction_and_pip_check_pass(scratch, in
 
 def test_a_tolerance_no_predicted_line_needs_is_an_error(scratch, index, monkeypatch, tmp_path):
     tolerance = ("  wrong_wheel_tags:\n    - distribution: tensorrt-cu13-bindings\n      platforms: [linux/amd64]\n"
-                 "      tag: py3-none-manylinux2014_sbsa\n      evidence: none\n")
+                 "      tag: py3-none-manylinux2014_sbsa\n      evidence: its WHEEL file says so\n")
     rows = _rows(scratch, index, monkeypatch, tmp_path, PINS + f"tensorrt-cu13-libs=={TRT}\n", MANIFEST + tolerance)
     check = rows[("pip-check", "pip check")]
     assert check.status == report.FAILED, check

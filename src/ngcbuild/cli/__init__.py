@@ -9,12 +9,14 @@ import sys
 
 from invoke import Program
 
+from ngcbuild.core import console
 from ngcbuild.core.interrupts import Interrupted, install, leave
 
 
 def main(argv=None, namespace=None, binary: str = "ngcbuild") -> None:
     """`ngcbuild ARGS`: the product's tasks, or `namespace` (a checkout's, with its own tools)."""
     install()
+    console.install()
     try:
         _run(argv, namespace, binary)
     except Interrupted as exc:
@@ -41,11 +43,11 @@ def take_over_from_invoke(namespace=None) -> None:
     """Called by tasks.py, which invoke's own program imports: run the same command through our
     program instead, so that `invoke TASK` and `ngcbuild TASK` behave alike (usage errors, help,
     interrupts). Importing tasks.py for any other reason (a test, a tool) changes nothing."""
-    install()
     frame = sys._getframe(1)
     while frame is not None:
         caller = frame.f_locals.get("self")
         if isinstance(caller, Program) and type(caller).__module__.startswith("invoke"):
+            install()
             main(sys.argv, namespace, binary="invoke")
             raise SystemExit(0)
         frame = frame.f_back

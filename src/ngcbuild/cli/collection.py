@@ -41,6 +41,9 @@ class DeclaredTask(InvokeTask):
             if missing:
                 raise Exit(f"ngcbuild: {declared.name}: missing {', '.join(missing)} "
                            f"(see `ngcbuild {declared.name} --help`)", code=2)
+            refused = declared.refusal(kwargs)
+            if refused:
+                raise Exit(f"ngcbuild: {refused}", code=2)
             return guarded(declared.run)(*args, **kwargs)
 
         body.__name__ = declared.name.replace("-", "_")

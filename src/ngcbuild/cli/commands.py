@@ -59,17 +59,16 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
 
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
           threshold=None, host=False, expect_from_env=False, python=None, engine=None) -> None:
+    from ngcbuild.core.references import image_ref
     from ngcbuild.smoke.perf import DEFAULT_THRESHOLD
 
+    if image is not None:  # an image reference (credentials refused, never shown) before the engine is asked
+        image = str(image_ref(image, "--image"))
     _select_engine(engine)
     threshold = DEFAULT_THRESHOLD if threshold is None else _fraction(threshold)
-    if host:
-        if image or baseline:
-            raise UserError("--image and --baseline need Docker; host mode runs the checks with the host's Python")
+    if host:  # --image and --baseline need Docker: the task table refuses them with --host
         _smoke_host(project(), release, expect_from_env, require_gpu, perf, python)
         return
-    if expect_from_env or python:
-        raise UserError("--expect-from-env and --python belong to host mode: add --host")
     if not release:
         raise UserError("--release: which release's image to test (or --host --expect-from-env on a GPU host)")
     if _derived(release):
@@ -237,8 +236,11 @@ def publish(release: str, registry: str, records=None) -> dict:
 
 
 def sbom(release: str, image=None) -> dict:
+    from ngcbuild.core.references import image_ref
     from ngcbuild.supply.sbom import write_sbom
 
+    if image is not None:
+        image = str(image_ref(image, "--image"))
     return write_sbom(project(), release, image=image, out=sys.stdout)
 
 
@@ -361,25 +363,18 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
              jobs=None, as_name=None) -> None:
     from ngcbuild.workflow.rehearse import rehearse_bump, rehearse_ci, rehearse_release
 
-    if as_name is not None and workflow != "bump":
-        raise UserError("--as belongs to --workflow bump (the name of the proposed release)")
+    # which options go with which workflow: the task table (each option's `needs`)
     if workflow == "bump":
-        if staging or registry or secret_file or require_gpu or jobs:
-            raise UserError("--workflow bump takes --releases and --as only (it pushes nothing and needs no secret)")
         if release is None or as_name is None:
             raise UserError("rehearse --workflow bump: missing --releases or --as (see `ngcbuild rehearse --help`)")
         rehearse_bump(project(), release, as_name, out=sys.stdout)
     elif workflow == "ci":
-        if release or staging or registry or secret_file or require_gpu:
-            raise UserError("--workflow ci takes --job only (its jobs need no registry and no secret)")
         rehearse_ci(project(), list(jobs or []), out=sys.stdout)
     elif workflow == "release":
         missing = [flag for flag, value in (("--releases", release), ("--staging-registry", staging),
                                             ("--release-registry", registry)) if value is None]
         if missing:
             raise UserError(f"rehearse: missing {', '.join(missing)} (see `ngcbuild rehearse --help`)")
-        if jobs:
-            raise UserError("--job belongs to --workflow ci; release.yml runs every job")
         rehearse_release(project(), release, staging, registry, secret_file, require_gpu, out=sys.stdout)
     else:
         raise UserError(f"--workflow {excerpt(workflow)}: expected release, ci or bump")

@@ -32,6 +32,12 @@ class Option:
     repeatable: bool = False  # each use adds one value to a list
     positional: bool = False
     dest: str | None = None  # the function's keyword, where it is not the name (`from` is `from_`)
+    # What the option means something only with: other options by name (`perf`: --baseline only with
+    # --perf), or an option's value (`workflow=ci`, `workflow=release|bump`, its default counting); and
+    # what it means nothing with (`host`). Given otherwise, it is refused before the task runs (one
+    # line, exit 2), not silently ignored.
+    needs: tuple[str, ...] = ()
+    excludes: tuple[str, ...] = ()
 
     @property
     def keyword(self) -> str:
@@ -68,6 +74,15 @@ class Option:
             return None
         return None if self.default is None else str(self.default)
 
+    def given(self, value) -> bool:
+        """Whether `value` (what the parser filled in for this option) means the user gave it: a switch
+        turned the other way, a list not empty, a value other than the default."""
+        if self.switch:
+            return bool(value) != bool(self.default)
+        if self.repeatable:
+            return bool(value)
+        return value is not None and value != self.default
+
     @property
     def kind(self) -> str:
         """The option's type, as the reference names it."""
@@ -77,16 +92,31 @@ class Option:
             return "switch"
         return "list" if self.repeatable else "value"
 
+    @property
+    def conditions(self) -> str:
+        """`needs` and `excludes` in words: "only with --perf; not with --host" ("" for none)."""
+        parts = (["only with " + " and ".join(_condition_words(n) for n in self.needs)] if self.needs else []) + \
+            (["not with " + " or ".join(_condition_words(n) for n in self.excludes)] if self.excludes else [])
+        return "; ".join(parts)
+
     def help_line(self) -> str:
         """The one line of help: what it is, then its default or that it is required."""
         extras = []
         if self.required:
             extras.append("required")
+        if self.conditions:
+            extras.append(self.conditions)
         if self.repeatable:
             extras.append("repeatable")
         if self.shown_default:
             extras.append(f"default: {self.shown_default}")
         return self.help + (f" ({'; '.join(extras)})" if extras else "")
+
+
+def _condition_words(condition: str) -> str:
+    """`perf` is --perf; `workflow=release|bump` is --workflow release or bump."""
+    name, equals, values = condition.partition("=")
+    return f"--{name} {values.replace('|', ' or ')}" if equals else f"--{name}"
 
 
 @dataclass(frozen=True)
@@ -127,6 +157,22 @@ class Task:
     def old_spelling(self, flag: str) -> Renamed | None:
         return next((r for r in self.renamed if r.old == flag), None)
 
+    def refusal(self, given: dict) -> str | None:
+        """Why the options `given` (keyword -> value, as the parser filled them) cannot go together: the
+        first option given without what it `needs`, or with what it `excludes`; None when they can."""
+        options = {o.name: o for o in self.options}
+        for option in self.options:
+            if not option.given(given.get(option.keyword)):
+                continue
+            for condition in option.needs:
+                if not _holds(condition, options, given):
+                    return (f"{self.name} {option.flag} means something only with {_condition_words(condition)} "
+                            f"(see `ngcbuild {self.name} --help`)")
+            for condition in option.excludes:
+                if _holds(condition, options, given):
+                    return f"{self.name} {option.flag} cannot go with {_condition_words(condition)}"
+        return None
+
 
 def check_table(tasks: tuple[Task, ...], stages: tuple[Stage, ...]) -> None:
     """A mistake in the table stops the program at once, naming it (a test imports every table)."""
@@ -149,6 +195,24 @@ def check_table(tasks: tuple[Task, ...], stages: tuple[Stage, ...]) -> None:
                 raise ValueError(f"{where} --{option.name}: {option.keyword!r} cannot be a keyword argument")
             if option.switch and option.repeatable:
                 raise ValueError(f"{where} --{option.name}: a switch cannot repeat")
+        for option in task.options:
+            for condition in (*option.needs, *option.excludes):
+                name, equals, values = condition.partition("=")
+                other = next((o for o in task.options if o.name == name), None)
+                if other is None or other is option or (equals and (other.switch or not values)):
+                    raise ValueError(f"{where} --{option.name}: {condition!r} names no other option of the task "
+                                     "(or a value of a switch)")
         for old in task.renamed:
             if old.old.lstrip("-") in flags:
                 raise ValueError(f"{where}: {old.old} is both an option and an old spelling")
+
+
+def _holds(condition: str, options: dict, given: dict) -> bool:
+    """`perf`: --perf was given; `workflow=release|bump`: --workflow's value (its default when not
+    given) is one of those."""
+    name, equals, values = condition.partition("=")
+    option = options[name]
+    value = given.get(option.keyword)
+    if not equals:
+        return option.given(value)
+    return str(value if value is not None else option.default) in values.split("|")

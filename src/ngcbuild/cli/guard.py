@@ -21,6 +21,7 @@ def guarded(function):
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         try:
+            _settings_checked()
             return function(*args, **kwargs)
         except NgcbuildError as exc:
             raise Exit(f"ngcbuild: {exc}", code=exc.exit_code) from None
@@ -40,6 +41,15 @@ def guarded(function):
             raise Exit(f"ngcbuild: {message}", code=1) from None
 
     return wrapper
+
+
+def _settings_checked() -> None:
+    """The settings of the environment that every command obeys, checked before it starts (a bad one is
+    one line and exit 2 here, not a failure half way through on a worker thread)."""
+    if any(name.startswith("NGCBUILD_HTTP_") for name in os.environ):  # core/http is imported only then
+        from ngcbuild.core.http import deadline_cap
+
+        deadline_cap()
 
 
 def _engine_failure(exc: Exception) -> str | None:

@@ -54,6 +54,7 @@ EXTRA_INDEX_URL = Option("extra-index-url", "one more index to read after the re
                          default_text="$UV_EXTRA_INDEX_URL, else $PIP_EXTRA_INDEX_URL")
 OLD_BASE = Renamed("--base", "--base-image")
 CHANGED_TASK = "its own task: `ngcbuild changed [--since REF] [--releases NAMES]`"
+RELEASE_YML, RELEASE_OR_BUMP = "workflow=release", "workflow=release|bump"  # rehearse's options by workflow
 
 TASKS = (
     # --- check
@@ -62,7 +63,7 @@ TASKS = (
              Option("release", "the release to bump: manifests/R.yaml, with its policy under bump:", value="R",
                     required=True),
              Option("as", "name of the proposal: manifests/NAME.yaml, constraints/NAME.txt, build/NAME/bump.md",
-                    value="NAME", dest="as_name", default_text="none: required unless --check"),
+                    value="NAME", dest="as_name", default_text="none: required unless --check", excludes=("check",)),
              Option("check", "write nothing; exit 0 when R is current, 1 when a newer set exists, 3 when it could not "
                     "check", value=None),
              Option("base-release", "a derived R: re-resolve its lock on this release (its base's proposal) instead "
@@ -125,7 +126,7 @@ TASKS = (
         BASE_IMAGE,
         PLATFORM,
         Option("force-platform", "build --platform even when the manifest's build.platforms does not list it",
-               value=None),
+               value=None, needs=("platform",)),
         Option("force", "build even when an image of the same context exists, here or in the registry", value=None),
         Option("label", "extra image label, e.g. the CI run, for cleanup by label", value="KEY=VALUE", repeatable=True,
                dest="labels"),
@@ -145,19 +146,19 @@ TASKS = (
              Option("release", "release whose image to test (with --host: whose manifest to check against)",
                     value="R"),
              Option("require-gpu", "turn every no-GPU skip into a failure (GPU runners)", value=None),
-             IMAGE,
+             Option("image", IMAGE.help, value=IMAGE.value, default_text=IMAGE.default_text, excludes=("host",)),
              Option("perf", "also run the performance smoke; figures in build/R/perf.json", value=None),
              Option("baseline", "with --perf: run it in this release's image (or image REF) too; report regressions",
-                    value="R|REF"),
+                    value="R|REF", needs=("perf",), excludes=("host",)),
              Option("threshold", "with --baseline: a figure worse by more than this fraction plus both runs' "
                     "spread is a regression; one noisier than it is reported, not gated", value="F",
-                    default_text="0.05"),
+                    default_text="0.05", needs=("baseline",)),
              Option("host", "run the checks with the host's Python, no Docker (a GPU machine); in build/host/",
                     value=None),
              Option("expect-from-env", "with --host: expect the host's PyTorch, CUDA, cuDNN and NCCL, not a manifest's",
-                    value=None),
+                    value=None, needs=("host",)),
              Option("python", "with --host: the interpreter whose PyTorch to check", value="PY",
-                    default_text="this one"),
+                    default_text="this one", needs=("host",)),
              ENGINE,
          ), writes=("build/R/smoke-junit.xml", "record.json: smoke", "build/R/perf.json with --perf"),
          guide="smoke.md"),
@@ -245,17 +246,19 @@ TASKS = (
              Option("workflow", "release (release.yml), ci (ci.yml's --job jobs) or bump (bump.yml)", value="NAME",
                     default="release"),
              Option("releases", "release.yml: the releases to build, by name (the dispatch input), e.g. dev; "
-                    "bump.yml: the release to bump", value="NAMES", dest="release"),
+                    "bump.yml: the release to bump", value="NAMES", dest="release", needs=(RELEASE_OR_BUMP,)),
              Option("staging-registry", "release.yml: the registry the build jobs push to", value=REGISTRY,
-                    dest="staging"),
+                    dest="staging", needs=(RELEASE_YML,)),
              Option("release-registry", "release.yml: the registry the publish job promotes to", value=REGISTRY,
-                    dest="registry"),
-             Option("secret-file", "release.yml: KEY=VALUE lines for act's secrets", value="FILE"),
+                    dest="registry", needs=(RELEASE_YML,)),
+             Option("secret-file", "release.yml: KEY=VALUE lines for act's secrets", value="FILE",
+                    needs=(RELEASE_YML,)),
              Option("require-gpu", "release.yml: keep smoke's --require-gpu (a rehearsal host has no GPU)",
-                    value=None),
-             Option("job", "ci.yml: a job to run: lint, unit", value="NAME", repeatable=True, dest="jobs"),
+                    value=None, needs=(RELEASE_YML,)),
+             Option("job", "ci.yml: a job to run: lint, unit", value="NAME", repeatable=True, dest="jobs",
+                    needs=("workflow=ci",)),
              Option("as", "bump.yml: the name of the proposed release (the dispatch input)", value="NAME",
-                    dest="as_name"),
+                    dest="as_name", needs=("workflow=bump",)),
          ), writes=("build/rehearse/RUN/",), guide="ci.md",
          renamed=(Renamed("--release", "--releases"), Renamed("--staging", "--staging-registry"),
                   Renamed("--registry", "--release-registry"))),

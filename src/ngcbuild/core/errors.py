@@ -32,8 +32,11 @@ def shown_path(path) -> str:
 
 
 def excerpt(value, limit: int = 80) -> str:
-    """A value for a message: repr (control characters, quotes and newlines escaped), never long."""
-    text = repr(value)
+    """A value for a message: repr (control characters, quotes and newlines escaped), never long, its
+    credentials masked (core/redact.mask)."""
+    from ngcbuild.core.redact import mask
+
+    text = repr(mask(value) if isinstance(value, str) else value)
     if len(text) <= limit:
         return text
     size = f" ({len(value)} characters)" if isinstance(value, (str, bytes)) else ""

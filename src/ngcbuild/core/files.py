@@ -58,16 +58,15 @@ def read_bytes(path: Path, limit: int, what: str, missing: str, *, within: Path)
 
 
 def parse_json(path: Path, text: str, error, hint: str):
-    """`text` (read from `path`) as JSON; invalid or too deeply nested JSON raises `error(path, "",
-    problem + hint)`: ManifestError for a user's file, RecordDamaged for our own record."""
-    import json
+    """`text` (read from `path`) as JSON (core/jsonload.load_json: bounded in depth); invalid or too deeply
+    nested JSON raises `error(path, "", problem + hint)`: ManifestError for a user's file, RecordDamaged
+    for our own record."""
+    from ngcbuild.core.jsonload import JsonRefused, load_json
 
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(path, "", f"not valid JSON ({exc.msg} at line {exc.lineno}); {hint}") from None
-    except RecursionError:
-        raise error(path, "", f"nested too deeply; {hint}") from None
+        return load_json(text, shown_path(path))
+    except JsonRefused as exc:
+        raise error(path, "", f"{exc.problem}; {hint}") from None
 
 
 def nesting(value, limit: int, depth: int = 0) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ngcbuild.core.errors import OperationError, excerpt
+from ngcbuild.core.errors import OperationError, UserError, excerpt
 from ngcbuild.core.references import shown_url
 
 if TYPE_CHECKING:
@@ -45,6 +45,21 @@ def retry_policy(attempts: int = ATTEMPTS, backoff_s: float = BACKOFF_S):
             except InvalidHeader:  # a date that cannot be read: our own backoff instead
                 return None
             return None if seconds is None else min(seconds, MAX_RETRY_AFTER_S)
+
+        def sleep(self, response=None):
+            """The backoff (or Retry-After) before the next attempt, never past the current call's
+            deadline (Deadline): a request whose deadline fell makes its last attempts at once, and they
+            fail at once (its sockets are shut as they open)."""
+            import time
+
+            call = getattr(_calls, "current", None)
+            wait = self.get_retry_after(response) if response is not None and self.respect_retry_after_header \
+                else None
+            wait = self.get_backoff_time() if wait is None else wait
+            if call is not None:
+                wait = min(wait, max(0.0, call.ends - time.monotonic()))
+            if wait > 0:
+                time.sleep(wait)
 
     return BoundedRetry(total=attempts - 1, connect=attempts - 1, read=attempts - 1, status=attempts - 1,
                          other=0, redirect=5, backoff_factor=backoff_s, status_forcelist=RETRY_STATUS,
@@ -114,38 +129,91 @@ def fetch(session: requests.Session, method: str, url: str, *, limit: int, deadl
     name the URL with any credentials in it masked."""
     import requests
 
-    shown = shown_url(url).split("?")[0]
-    call = _Call()
-    timer = threading.Timer(deadline_s, call.expire)
-    timer.daemon = True
-    _calls.current = call
-    timer.start()
-    try:
+    with Deadline(url, deadline_s) as call:
         try:
             response = session.request(method, url, headers=headers, data=data, auth=auth, params=params,
-                                       timeout=(min(TIMEOUT_S, deadline_s), min(TIMEOUT_S, deadline_s)),
+                                       timeout=(min(TIMEOUT_S, call.seconds), min(TIMEOUT_S, call.seconds)),
                                        stream=True)
         except requests.RequestException as exc:
-            if call.expired:  # the same words wherever the deadline found it: headers and body are one answer
-                raise AnswerTooSlow(f"{shown}: no whole answer within {deadline_s:g}s") from None
+            call.check()  # the same words wherever the deadline found it: headers and body are one answer
             cause = _innermost(exc)
             why = excerpt(_without_credentials(str(cause), url), 200)
-            raise HttpFailure(f"{shown}: cannot be reached after {_attempts(session, url)} attempt(s) "
+            raise HttpFailure(f"{call.shown}: cannot be reached after {_attempts(session, url)} attempt(s) "
                               f"({type(cause).__name__}: {why})") from None
         try:
             declared = response.headers.get("Content-Length", "")
             if declared.isdigit() and int(declared) > limit:
-                raise AnswerTooLarge(f"{shown}: the answer is {declared} bytes, over the {limit} read")
-            body = _read_whole(response, limit, call, shown, deadline_s)
+                raise AnswerTooLarge(f"{call.shown}: the answer is {declared} bytes, over the {limit} read")
+            body = _read_whole(response, limit, call)
             return Answer(response.status_code, response.headers, body, response.url)
         finally:
             response.close()
-    finally:
-        timer.cancel()
-        _calls.current = None
 
 
-def _read_whole(response, limit: int, call: _Call, shown: str, deadline_s: float) -> bytes:
+DEADLINE_VARIABLE = "NGCBUILD_HTTP_DEADLINE_S"
+MAX_DEADLINE_S = 3600
+
+
+def deadline_cap(environ=None) -> float | None:
+    """$NGCBUILD_HTTP_DEADLINE_S: the most seconds any one request may take, whatever its own deadline
+    (None: each its own); UserError for a value that is not a number of seconds from 1 to 3600."""
+    import os
+
+    text = (os.environ if environ is None else environ).get(DEADLINE_VARIABLE, "")
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_DEADLINE_S):
+        raise UserError(f"{DEADLINE_VARIABLE}={excerpt(text)}: expected a whole number of seconds from 1 to "
+                        f"{MAX_DEADLINE_S}")
+    return float(text)
+
+
+class Deadline:
+    """One overall deadline for everything a block does on this thread's connections, made through
+    new_session(): when it falls, every socket the block opened or reused is shut, so that a blocked
+    read returns at once. fetch() reads under one; a streaming request (a blob upload whose body is
+    sent in chunks) can too:
+
+        with Deadline(url, BLOB_DEADLINE_S) as call:
+            response = session.put(url, data=chunks(), timeout=call.timeouts)
+            ...
+            call.check()  # AnswerTooSlow, naming the URL, when the deadline fell
+
+    `seconds` is the deadline as given, or less under $NGCBUILD_HTTP_DEADLINE_S."""
+
+    def __init__(self, url: str, seconds: float):
+        cap = deadline_cap()
+        self.seconds = min(seconds, cap) if cap else seconds
+        self.shown = shown_url(url).split("?")[0]
+        self._call = _Call(self.seconds)
+        self._timer = threading.Timer(self.seconds, self._call.expire)
+        self._timer.daemon = True
+
+    @property
+    def expired(self) -> bool:
+        return self._call.expired
+
+    @property
+    def timeouts(self) -> tuple[float, float]:
+        """(connect, read) timeouts for requests: the per-socket wait, never past the deadline."""
+        return (min(TIMEOUT_S, self.seconds), min(TIMEOUT_S, self.seconds))
+
+    def check(self) -> None:
+        if self._call.expired:
+            raise AnswerTooSlow(f"{self.shown}: no whole answer within {self.seconds:g}s") from None
+
+    def __enter__(self) -> Deadline:
+        self._previous = getattr(_calls, "current", None)
+        _calls.current = self._call
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+        _calls.current = self._previous
+
+
+def _read_whole(response, limit: int, call: Deadline) -> bytes:
     chunks, size = [], 0
     try:
         while True:
@@ -155,17 +223,15 @@ def _read_whole(response, limit: int, call: _Call, shown: str, deadline_s: float
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
-                raise AnswerTooLarge(f"{shown}: the answer is over the {limit} bytes read")
+                raise AnswerTooLarge(f"{call.shown}: the answer is over the {limit} bytes read")
             if call.expired:
                 break
     except AnswerTooLarge:
         raise
     except Exception as exc:  # the connection broke (or was shut at the deadline) while reading
-        if call.expired:
-            raise AnswerTooSlow(f"{shown}: no whole answer within {deadline_s:g}s") from None
-        raise HttpFailure(f"{shown}: the answer broke off ({type(exc).__name__})") from None
-    if call.expired:
-        raise AnswerTooSlow(f"{shown}: no whole answer within {deadline_s:g}s")
+        call.check()
+        raise HttpFailure(f"{call.shown}: the answer broke off ({type(exc).__name__})") from None
+    call.check()
     return b"".join(chunks)
 
 
@@ -202,9 +268,12 @@ def _without_credentials(text: str, url: str) -> str:
 class _Call:
     """The sockets one fetch() has opened or reused, shut when its deadline falls."""
 
-    def __init__(self):
+    def __init__(self, seconds: float):
+        import time
+
         self.sockets: list[socket.socket] = []
         self.expired = False
+        self.ends = time.monotonic() + seconds  # when the deadline falls (a retry's backoff stops there)
         self._lock = threading.Lock()
 
     def watch(self, sock) -> None:

@@ -1,8 +1,13 @@
 """Ctrl-C and SIGTERM: one exception that every command turns into one line and exit 130 or 143.
 
-The handlers are installed first thing by each entry point (`ngcbuild`, `python -m ngcbuild`,
-tasks.py for `invoke`). The exception is not a KeyboardInterrupt, so invoke's own program, which
-turns a KeyboardInterrupt into a silent exit 1, lets it through to our one place (`run_guarded`);
+The handlers are installed by the package's first instruction (ngcbuild/__init__.py) when the process
+is one of our commands (`ngcbuild`, `python -m ngcbuild`, `invoke`, `python -m ngcbuild.smoke.host`:
+`install_if_a_command`), and again first thing by each entry point (cli/__init__.py, tasks.py): a
+signal in the first milliseconds, while the commands import what they need, is one line too. A
+program that only imports ngcbuild (a test run, a user's script) keeps its own handlers. An interrupt
+that comes before a command's own handling (a console script still importing) is one line too
+(`sys.excepthook`). The exception is not a KeyboardInterrupt, so invoke's own program, which turns a
+KeyboardInterrupt into a silent exit 1, lets it through to our one place (`run_guarded`);
 cleanup code catches BaseException and so still removes what a command half wrote.
 
 A second signal while that cleanup runs does not cut it short (it is noted, not raised): a user who
@@ -48,6 +53,62 @@ def interrupted() -> bool:
 def install() -> None:
     for signum in _CODES:
         signal.signal(signum, _raise)
+    if sys.excepthook is not _uncaught:
+        _previous_hook[:] = [sys.excepthook]
+        sys.excepthook = _uncaught
+
+
+_previous_hook: list = []
+
+
+def _uncaught(kind, exc, tb) -> None:
+    """An interrupt that no command caught (it came while a console script was still importing the
+    command, before `main` runs): one line and its status, not a traceback."""
+    if not isinstance(exc, Interrupted):
+        (_previous_hook[0] if _previous_hook else sys.__excepthook__)(kind, exc, tb)
+        return
+    import os
+
+    try:
+        sys.stderr.write(exc.message + "\n")
+        sys.stderr.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(exc.exit_code)
+
+
+COMMANDS = ("ngcbuild", "invoke", "inv")  # the programs (console scripts, `python -m`) that are ours to run
+_VALUED_OPTIONS = ("-X", "-W", "--check-hash-based-pycs")  # the interpreter's options that take a value
+
+
+def install_if_a_command() -> None:
+    """install(), when this process runs one of our commands (ngcbuild's package or invoke, as a console
+    script or with `python -m`); nothing for a program that only imports ngcbuild."""
+    if _command_of(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]) is not None:
+        install()
+
+
+def _command_of(argv: list) -> str | None:
+    """What `argv` (the interpreter's own, sys.orig_argv) runs when it is ours: the module of `-m` or
+    the script's name; None for anything else (`-c`, pytest, a user's script)."""
+    words = iter(argv[1:])
+    for word in words:
+        if word in _VALUED_OPTIONS:
+            next(words, None)
+        elif word == "-m":
+            module = next(words, "")
+            return module if module.split(".")[0] in ("ngcbuild", "invoke") else None
+        elif word.startswith("-m"):
+            module = word[2:]
+            return module if module.split(".")[0] in ("ngcbuild", "invoke") else None
+        elif word == "-c" or word.startswith("-c"):
+            return None
+        elif not word.startswith("-") or word == "-":
+            name = word.replace("\\", "/").rsplit("/", 1)[-1]
+            return name if name in COMMANDS else None
+    return None
 
 
 def leave(exc: BaseException) -> None:

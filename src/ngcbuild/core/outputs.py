@@ -79,7 +79,8 @@ class UnsafeOutput(UserError):
     it must stay in. Exit 2: something the user (or someone else) put there, nothing was written."""
 
 
-def write_file(path: Path, data: bytes | str, *, within: Path, mode: int | None = None) -> Path:
+def write_file(path: Path, data: bytes | str, *, within: Path, mode: int | None = None,
+               verbatim: bool = False) -> Path:
     """The one writer of every file ngcbuild makes: whole or not at all, never through a link.
 
     `path` must stay inside `within` (the project, or build/R/) once every folder on the way is
@@ -89,10 +90,17 @@ def write_file(path: Path, data: bytes | str, *, within: Path, mode: int | None 
     (O_EXCL, mode 0600 from the start), is flushed to the disk and renamed over the name, so a reader,
     a Ctrl-C or a crash sees the old file or the new one. The file's mode is `mode`, or what the
     umask gives a new file (0644 under the usual 022): a private key is never readable by others,
-    not even for an instant."""
+    not even for an instant.
+
+    Text (a str: a page, a report, a record, a table) is masked by core/redact.mask as a last net, so
+    that no credential a value carried reaches a file; `verbatim` writes it as given (a credentials file
+    made for a tool). Bytes are written as they are (a signed document's bytes are what was signed)."""
     import tempfile
 
-    data = data.encode("utf-8") if isinstance(data, str) else data
+    if isinstance(data, str):
+        from ngcbuild.core.redact import mask
+
+        data = (data if verbatim else mask(data)).encode("utf-8")
     path = Path(path)
     with storing(path):
         _refuse_outside(path, path.parent, within)  # before a folder is made through a link

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from ngcbuild.core.errors import UserError, excerpt
+from ngcbuild.core.redact import redact
 
 _DOMAIN_COMPONENT = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 _PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
@@ -155,38 +156,9 @@ def parse_index_url(value: str) -> str:
 
 
 def shown_url(url: str) -> str:
-    """A URL for a message: any user:password@ replaced by ***@, the value of every query parameter that
-    may carry a secret (a token, a signature, a key, a password: pre-signed storage URLs and token
-    services put them there) replaced by ***, and control characters escaped (core/text.safe). An index
-    or engine address may carry credentials; no message may show them."""
-    from ngcbuild.core.text import safe
-
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        scheme, rest = "", url
-    rest, hash_, fragment = rest.partition("#")
-    rest, question, query = rest.partition("?")
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
-        authority = "***@" + authority.rpartition("@")[2]
-    if question:
-        query = "&".join(_masked_parameter(part) for part in query.split("&"))
-    if hash_:
-        fragment = "***"
-    return safe(f"{scheme}{sep}{authority}{slash}{path}{question}{query}{hash_}{fragment}", 400)
-
-
-# names of query parameters whose values are secrets (case-insensitive, anywhere in the name):
-# token, access_token, X-Amz-Signature, X-Amz-Credential, sig, se (Azure's expiry is harmless but its
-# `sig` is not), password, secret, key, auth, session, code (an OAuth code)
-_SECRET_PARAMETER = re.compile(r"token|sig|secret|pass|key|auth|cred|session|code|jwt", re.IGNORECASE)
-
-
-def _masked_parameter(part: str) -> str:
-    name, equals, _ = part.partition("=")
-    if equals and _SECRET_PARAMETER.search(name):
-        return f"{name}=***"
-    return part
+    """A URL for a message: `core.redact.redact` (its user:password@ and the values of its secret-bearing
+    query parameters masked, control characters escaped), at most 400 characters."""
+    return redact(url, 400)
 
 
 def host_address(host: str) -> str:

@@ -67,6 +67,10 @@ class Workers:
         """No job starts from now on; the ones running go on until they return."""
         self._stop.set()
 
+    def stopping(self) -> bool:
+        """Whether stop() was called: a long job checks it between its steps, and starts no new one."""
+        return self._stop.is_set()
+
     def wait(self, seconds: float) -> bool:
         """Wait at most `seconds` for the running jobs to return; whether they all did."""
         ends = time.monotonic() + seconds

@@ -19,6 +19,7 @@ import markdown
 
 from ngcbuild.core.outputs import make_dir, storing
 from ngcbuild.core.project import Project
+from ngcbuild.core.redact import mask
 from ngcbuild.core.templating import environment
 from ngcbuild.docs.diff import render_diff
 from ngcbuild.docs.guide import guide_pages
@@ -72,7 +73,7 @@ def build_site(project: Project, out: Path | None = None) -> Site:
         root = "../" if "/" in rel else ""
         html = page.render(title=title, body=to_html(body_markdown, anchors), root=root, releases=names,
                            current=current, related=related, guide=bool(guide), in_guide=rel.startswith("guide/"))
-        files[rel] = html.encode("utf-8")
+        files[rel] = mask(html).encode("utf-8")  # a last net: no credential reaches a page
 
     matrix = render_matrix(project, series, link="releases/{}.html")
     write("index.html", "Support matrix", matrix)

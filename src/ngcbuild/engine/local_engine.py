@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 from ngcbuild.core.errors import EngineUnavailable, OperationError, excerpt
+from ngcbuild.core.jsonload import load_json
 from ngcbuild.engine.address import HOW_TO_FIX, PING_TIMEOUT_S, engine_address, unreachable_reason
 
 # Inspecting, listing and tagging images take milliseconds; a minute means the engine is stuck.
@@ -136,12 +137,12 @@ class LocalEngine:
         body = response.body
         if response.status >= 400:
             try:
-                message = json.loads(body).get("message", "")
+                message = load_json(body).get("message", "")
             except (ValueError, AttributeError):
                 message = body[:200].decode("utf-8", "replace")
             raise EngineReplied(response.status, message)
         try:
-            return json.loads(body) if body.strip() else None
+            return load_json(body) if body.strip() else None
         except ValueError:
             raise EngineUnavailable(f"the Docker engine at {self.where} answered {method} {path} with something "
                                     "that is not JSON: this is not a Docker engine") from None

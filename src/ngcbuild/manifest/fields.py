@@ -14,6 +14,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BeforeValidator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.core.redact import mask
 from ngcbuild.core.references import CREDENTIALS_HELP, ImageRef, ReferenceProblem
 
 # Every pattern of this module, by type name: tests/unit/test_linear_patterns.py feeds each long
@@ -43,8 +44,9 @@ def _pattern_type(name: str, pattern: str, expected: str, longest: int = 1000):
 
 
 def _shown(value: str, limit: int = 80) -> str:
-    """The offending value for a message: repr (so newlines and quotes show), and never huge."""
-    text = repr(value)
+    """The offending value for a message: repr (so newlines and quotes show), never huge, its credentials
+    masked (core/redact.mask: an index URL with a password in it is refused without showing it)."""
+    text = repr(mask(value) if isinstance(value, str) else value)
     return text if len(text) <= limit else text[:limit] + f"... ({len(value)} characters)"
 
 
@@ -114,10 +116,21 @@ BuildOption = _pattern_type("option", r"--[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9._,;
                             "an option such as --cpp_ext or --with-cuda=/usr/local/cuda")
 # Prose for release notes only (never reaches a Dockerfile or a shell): one line, any printable text.
 Prose = _pattern_type("prose", r"[^\x00-\x1f\x7f]*", "one line of printable text", longest=4000)
-# Why a policy departs from the default (an override, a hold, a requirement of bump): prose with at least
-# one character that is not a space; a blank reason is no reason anyone can review.
-Reason = _pattern_type("reason", r" *[^\x00-\x20\x7f][^\x00-\x1f\x7f]*",
-                       "a reason: one line of printable text, not blank", longest=4000)
+
+# Words a policy gives for itself (why an advisory is allowed, a pin held, a tolerated library, the
+# evidence for what the base carries): a reason that is blank or a placeholder explains nothing.
+_PLACEHOLDERS = {"todo", "tbd", "fixme", "xxx", "n/a", "na", "none", "reason", "why", "because", "-", "?", "..."}
+
+
+def _check_reason(value: str) -> str:
+    words = value.strip()
+    if len(words) < 3 or not any(c.isalpha() for c in words) or words.casefold().strip(".!") in _PLACEHOLDERS:
+        raise PydanticCustomError("ngcbuild_reason", "{value} says nothing; expected words saying why",
+                                  {"value": _shown(value)})
+    return value
+
+
+Reason = Annotated[Prose, AfterValidator(_check_reason)]
 # An advisory's id as PyPI's advisory data and OSV name them (PYSEC-2017-94, GHSA-cq27-v7xp-c356,
 # CVE-2013-7459): an upper-case prefix, then dash-separated words. Never option-like (--x).
 AdvisoryId = _pattern_type("advisory", r"[A-Z][A-Z0-9]*(-[A-Za-z0-9]+)+",

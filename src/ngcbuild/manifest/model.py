@@ -8,9 +8,10 @@ constraint file, what is bundled) are fields here, never `if release >= ...` in 
 from __future__ import annotations
 
 import re
+from datetime import date, timedelta
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from ngcbuild.manifest.bump_policy import BumpPolicy
@@ -33,6 +34,7 @@ from ngcbuild.manifest.fields import (
     MajorMinor,
     PackageName,
     Prose,
+    Reason,
     RepoPath,
     SafeValue,
     TaggedImage,
@@ -202,7 +204,7 @@ class WrongWheelTag(Strict):
     platforms: list[Literal["linux/amd64", "linux/arm64"]] = Field(min_length=1)
     # What the wheel's WHEEL file says (Tag:), and where that was read.
     tag: Text
-    evidence: Text
+    evidence: Reason
 
 
 class MetByBase(Strict):
@@ -214,7 +216,7 @@ class MetByBase(Strict):
     requires: PackageName
     # The component the base image carries (install: base) that stands in for the requirement.
     component: ComponentName
-    evidence: Text
+    evidence: Reason
 
 
 class PipSpec(Strict):
@@ -267,7 +269,7 @@ class Component(Strict):
     # NVIDIA's own statement where we chose another value (notes.conflicts says why): the notes' tables
     # and the matrix show both, never the chosen value alone.
     nvidia_states: Version | None = None
-    reason: Text | None = None  # why install: none
+    reason: Reason | None = None  # why install: none
     # Features NVIDIA's notes credit to it that the pinned build lacks, each with our finding (APEX at a 2025
     # commit has no apex.amp): the notes print NVIDIA's text with the finding beside it.
     lacks: dict[Capability, Prose] = Field(default_factory=dict)
@@ -372,7 +374,7 @@ class StackSpec(Strict):
 
     # Libraries that `ldd` may report "not found" for a library of the stack, each with why: provided
     # at run time (the driver's libcuda), or needed only by an optional plugin (an MPI bootstrap).
-    unresolved_ok: dict[PackageName, Text] = Field(default_factory=dict)
+    unresolved_ok: dict[PackageName, Reason] = Field(default_factory=dict)
     # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
     # algebra; a source build without MKL or OpenBLAS has none), MPI (torch.distributed's backend), MKL
     # (torch.backends.mkl: NGC's amd64 builds link it) and NVSHMEM (torch's symmetric memory backend).
@@ -512,14 +514,29 @@ class Notes(Strict):
     not_in_image: list[FactItem] = Field(default_factory=list)
 
 
+MAX_EXCEPTION_DAYS = 730  # how far ahead an allowed advisory may expire: reviewed at least every two years
+
+
 class AllowedAdvisory(Strict):
     """A known advisory the release ships with on purpose: why, and until when (`invoke audit`)."""
 
     id: AdvisoryId  # the advisory's id or one of its aliases (CVE-..., GHSA-...)
-    reason: Prose
+    reason: Reason
     # The last day the exception holds: from the day after, the audit fails until it is renewed or the
-    # distribution is fixed (an exception nobody looks at again is not a policy).
+    # distribution is fixed (an exception nobody looks at again is not a policy), at most
+    # MAX_EXCEPTION_DAYS after the day the manifest is read (9999-12-31 is no expiry).
     expires: Day
+
+    @field_validator("expires")
+    @classmethod
+    def _within_the_horizon(cls, expires: date) -> date:
+        latest = date.today() + timedelta(days=MAX_EXCEPTION_DAYS)
+        if expires > latest:
+            raise PydanticCustomError("ngcbuild_horizon", "{day} is more than {days} days ahead; an exception expires "
+                                      "by {latest} at the latest (renew it then, with a reason)",
+                                      {"day": expires.isoformat(), "days": MAX_EXCEPTION_DAYS,
+                                       "latest": latest.isoformat()})
+        return expires
 
 
 def _min_checked(value):

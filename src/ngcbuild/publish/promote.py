@@ -188,4 +188,4 @@ def auth_file(path: Path, host: str, credentials: Credentials | None) -> Path:
         auths[host] = {"identitytoken": credentials.identity_token}
     elif credentials is not None:
         auths[host] = {"auth": base64.b64encode(f"{credentials.username}:{credentials.password}".encode()).decode()}
-    return write_file(path, json.dumps({"auths": auths}), within=path.parent, mode=0o600)
+    return write_file(path, json.dumps({"auths": auths}), within=path.parent, mode=0o600, verbatim=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 import shutil
@@ -30,6 +29,7 @@ from urllib.parse import urlsplit
 
 from ngcbuild.core.errors import ManifestError, OperationError, UserError
 from ngcbuild.core.files import exists, read_text
+from ngcbuild.core.jsonload import load_json
 from ngcbuild.core.references import ReferenceProblem, parse_host
 from ngcbuild.core.text import safe
 
@@ -109,8 +109,8 @@ class DockerConfig:
             return cls(path, {}, {}, None)
         text = read_text(path, CONFIG_LIMIT, "a Docker config (JSON)", "no Docker config", within=Path("/"))
         try:
-            data = json.loads(text)
-        except (ValueError, RecursionError):
+            data = load_json(text, "a Docker config")
+        except ValueError:
             raise ManifestError(path, "", "not valid JSON; expected a Docker config (`docker login` writes it)"
                                 ) from None
         if not isinstance(data, dict):
@@ -193,11 +193,11 @@ def run_helper(name: str, server: str, path: Path) -> Credentials | None:
         raise OperationError(f"the credential helper docker-credential-{name} failed (exit {returncode}): "
                              f"{safe(said.splitlines()[0] if said else 'no message', 120)}")
     try:
-        answer = json.loads(text)
+        answer = load_json(text, "a credential helper's answer")
         user, secret = answer["Username"], answer["Secret"]
         if not isinstance(user, str) or not isinstance(secret, str):
             raise TypeError
-    except (ValueError, KeyError, TypeError, RecursionError):
+    except (ValueError, KeyError, TypeError):
         raise OperationError(f"the credential helper docker-credential-{name} answered something that is not "
                              "its JSON (Username, Secret); the answer is not shown") from None
     source = f"the credential helper docker-credential-{name}"

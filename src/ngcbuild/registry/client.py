@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.http import Answer, AnswerTooLarge, HttpFailure, fetch, new_session
+from ngcbuild.core.jsonload import load_json
 from ngcbuild.core.references import ImageRef, ReferenceProblem, host_address, shown_url
 from ngcbuild.core.text import safe
 from ngcbuild.registry.auth import LOGIN_HELP, Challenge, Credentials, keychain, realm_may_get_credentials
@@ -157,8 +157,8 @@ class Manifest:
 
     def _document(self) -> dict:
         try:
-            document = json.loads(self.body)
-        except (ValueError, RecursionError):
+            document = load_json(self.body, self.where)
+        except ValueError:
             raise ShapeError(f"{self.where}: not a JSON manifest") from None
         if not isinstance(document, dict):
             raise ShapeError(f"{self.where}: not a manifest (a JSON object)")
@@ -203,8 +203,8 @@ class Manifest:
 def media_type_of(body: bytes, declared: str) -> str:
     """The body's own mediaType when it states one (a header could call an image a list), else `declared`."""
     try:
-        stated = json.loads(body).get("mediaType")
-    except (ValueError, AttributeError, RecursionError):
+        stated = load_json(body).get("mediaType")
+    except (ValueError, AttributeError):
         return declared
     return stated if isinstance(stated, str) and stated else declared
 
@@ -438,9 +438,9 @@ class Registry:
 def read_token(body: bytes, where: str) -> str:
     """A token service's answer: {"token": ...} or {"access_token": ...}, a printable ASCII word."""
     try:
-        document = json.loads(body)
+        document = load_json(body, where)
         token = document.get("token") or document.get("access_token")
-    except (ValueError, AttributeError, RecursionError):
+    except (ValueError, AttributeError):
         raise RegistryError(f"{where} answered something that is not a token (not JSON with a token)") from None
     if not isinstance(token, str) or not _TOKEN.fullmatch(token):
         raise RegistryError(f"{where} answered something that is not a token (its token is "
@@ -458,9 +458,9 @@ def _error_codes(body: bytes) -> str:
     """The registry's error codes (MANIFEST_UNKNOWN, DENIED...) from its error body: never the body
     itself, whose text is the registry's to choose (escape sequences, pages of HTML, a secret)."""
     try:
-        errors = json.loads(body).get("errors")
+        errors = load_json(body).get("errors")
         codes = [e.get("code") for e in errors[:3] if isinstance(e, dict)]
-    except (ValueError, AttributeError, TypeError, RecursionError):
+    except (ValueError, AttributeError, TypeError):
         return ""
     codes = [c for c in codes if isinstance(c, str) and _ERROR_CODE.fullmatch(c)]
     return f" ({', '.join(codes)})" if codes else ""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ngcbuild.core.errors import NgcbuildError, shown_path
 from ngcbuild.core.files import nesting, read_bytes, read_text
+from ngcbuild.core.jsonload import load_json
 from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
@@ -167,13 +168,11 @@ def _checked(project: Project, name: str, path: Path) -> dict:
     """The stamp's fields, each of the type and form write_stamp gives it, or _Tampered saying why."""
     try:
         text = read_text(path, MAX_STAMP_BYTES, "a render stamp (JSON object)", "no stamp", within=project.build)
-        data = json.loads(text)
+        data = load_json(text, "the stamp")
     except NgcbuildError as exc:
         raise _Tampered(str(exc).split(": ", 1)[-1][:200]) from None
-    except RecursionError:
-        raise _Tampered("nested too deeply") from None
     except ValueError as exc:
-        raise _Tampered(f"not JSON: {str(exc)[:100]}") from None
+        raise _Tampered(getattr(exc, "problem", str(exc))[:200]) from None
     if not isinstance(data, dict) or nesting(data, MAX_NESTING) > MAX_NESTING:
         raise _Tampered("not a JSON object of two levels")
     files = data.get("inputs")

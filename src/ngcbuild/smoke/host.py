@@ -230,7 +230,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from ngcbuild.core import console
+
     install()  # an interrupt is one line and its exit status, never a traceback
+    console.install()  # a closed or broken stdout, any locale: the one way to print
     try:
         sys.exit(main())
     except Interrupted as exc:

@@ -96,7 +96,7 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
         if not hasattr(clients, "client"):  # one connection per worker thread
             clients.client = connect()
         return _try(clients.client, mutant, ref, run_id, expected, facts, loaded.release.python.version,
-                    project.build, args)
+                    project.build, args, stopping=workers.stopping)
 
     outcomes: dict[str, Outcome] = {}
     # daemon workers (core/workers.py): a Ctrl-C is not held up by the mutants being built and tested;
@@ -114,6 +114,9 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
         workers.stop()
         stop_mutant_containers(client, run_id)
         workers.wait(STOP_WAIT_S)
+        # a suite whose container was being made while the first sweep ran: no worker starts one after
+        # stop() (_try asks between its build and its suite), so a second sweep finds the last of them
+        stop_mutant_containers(client, run_id)
         raise
     finally:
         removed = remove_mutant_images(client, run_id)
@@ -152,12 +155,18 @@ def library_distributions(loaded, catalog: Catalog) -> dict[str, str]:
     return found
 
 
+class Stopped(Exception):
+    """The run stopped (an interrupt, another mutant's failure) while this mutant was being planted."""
+
+
 def _try(client, mutant: mutants.Mutant, base: str, run_id: str, expected: dict, facts: dict[str, str],
-         python: str, build_dir: Path, args: list[str]) -> Outcome:
+         python: str, build_dir: Path, args: list[str], stopping=lambda: False) -> Outcome:
     killers = mutant.killers(facts)
     started = time.monotonic()
     ref = build_mutant(client, mutant.dockerfile_text(base, run_id, facts), run_id) if mutant.dockerfile else base
     built = time.monotonic()
+    if stopping():  # no suite starts once the run is stopping: its container would outlive the cleanup
+        raise Stopped(mutant.id)
     expected_json = mutants.expected_bytes(mutants.patched(expected, mutant.expect, facts))
     log = io.StringIO()
     try:

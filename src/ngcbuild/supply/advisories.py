@@ -28,7 +28,6 @@ thousands of times) are merged in time linear in the answer.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from ngcbuild.core.http import TIMEOUT_S, AnswerTooLarge, HttpFailure, fetch, new_session
+from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.core.references import ReferenceProblem, parse_index_url, shown_url
 from ngcbuild.core.text import safe
 from ngcbuild.core.workers import Workers
@@ -180,11 +180,9 @@ class Answer:
 def read_answer(body: bytes) -> Answer:
     """The one reader of a per-version or project JSON answer; ValueError saying what is wrong."""
     try:
-        data = json.loads(body)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-    except ValueError:
-        raise ValueError("not JSON") from None
+        data = load_json(body)
+    except JsonRefused as exc:
+        raise ValueError(exc.problem) from None
     if not isinstance(data, dict) or not isinstance(data.get("info"), dict):
         raise ValueError("no `info` object")
     version = data["info"].get("version")
@@ -221,8 +219,8 @@ def index_versions(body: bytes, name: str) -> set[str]:
     """The versions of `name` a PEP 691 project page lists (from its files' names); ValueError when the
     answer is not one."""
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
+        data = load_json(body)
+    except ValueError:
         raise ValueError("not a PEP 691 project page (JSON)") from None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, list):

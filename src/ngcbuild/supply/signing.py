@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, UserError, excerpt, shown_path
 from ngcbuild.core.files import read_text
+from ngcbuild.core.jsonload import load_json
 from ngcbuild.core.outputs import write_file
 from ngcbuild.core.text import safe
 
@@ -216,12 +217,12 @@ def open_envelope(data: bytes, trusted: list[TrustedKey], where: str) -> tuple[b
     from cryptography.exceptions import InvalidSignature
 
     try:
-        envelope = json.loads(data)
+        envelope = load_json(data, "the envelope")
         payload_type, signatures = envelope["payloadType"], envelope["signatures"]
         payload = base64.b64decode(envelope["payload"], validate=True)
         if not isinstance(signatures, list):
             raise TypeError
-    except (ValueError, KeyError, TypeError, binascii.Error, RecursionError):
+    except (ValueError, KeyError, TypeError, binascii.Error):
         raise AttestationRejected(f"{where}: not a DSSE envelope (JSON with payloadType, payload, signatures)"
                                   ) from None
     if payload_type != PAYLOAD_TYPE:

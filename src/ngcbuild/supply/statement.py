@@ -10,10 +10,10 @@ naming the field, never a traceback.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
+from ngcbuild.core.jsonload import load_json
 from ngcbuild.supply.provenance import PREDICATE_TYPE, STATEMENT_TYPE
 from ngcbuild.supply.signing import AttestationRejected
 
@@ -52,8 +52,8 @@ class Statement:
 def read_statement(payload: bytes, where: str) -> Statement:
     """The statement in a verified envelope's payload, or AttestationRejected saying which field is wrong."""
     try:
-        document = json.loads(payload)
-    except (ValueError, RecursionError):
+        document = load_json(payload, where)
+    except ValueError:
         raise AttestationRejected(f"{where}: the signed payload is not JSON (expected an in-toto statement v1)"
                                   ) from None
     if not isinstance(document, dict) or document.get("_type") != STATEMENT_TYPE:

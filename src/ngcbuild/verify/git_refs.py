@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import date, datetime
 
 from ngcbuild.core.http import HttpFailure
+from ngcbuild.core.jsonload import load_json
 from ngcbuild.verify.report import FAILED, NOT_VERIFIED, VERIFIED, Row
 from ngcbuild.verify.web import HttpStatus, Web
 
@@ -103,7 +103,7 @@ def _commit_date_row(where: str, component, cutoff: date | None, web: Web) -> Ro
 def _commit(body: bytes) -> tuple[str, date]:
     """GitHub's answer for one commit, shape-checked: (its full hash, its committer's date)."""
     try:
-        data = json.loads(body)
+        data = load_json(body, "GitHub's answer")
         sha, stamp = data["sha"], data["commit"]["committer"]["date"]
         if not (isinstance(sha, str) and FULL_COMMIT.fullmatch(sha) and isinstance(stamp, str)):
             raise TypeError

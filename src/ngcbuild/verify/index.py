@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 
 from ngcbuild.core.errors import OperationError, excerpt
 from ngcbuild.core.http import HttpFailure
+from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.core.references import shown_url
 from ngcbuild.verify.web import PAGE_LIMIT, HttpStatus, Web
 
@@ -46,9 +47,9 @@ def parse_page(body: bytes, index: str, page_url: str, name: str) -> list[IndexF
     and an address; a duplicate file name counted once)."""
     where = f"{shown_url(index)}: {name}"
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise NotAProjectPage(f"{where}: the answer is not JSON ({excerpt(str(exc), 120)})") from None
+        data = load_json(body, "the page")
+    except JsonRefused as exc:
+        raise NotAProjectPage(f"{where}: the answer is refused ({excerpt(exc.problem, 120)})") from None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, list):
         raise NotAProjectPage(f"{where}: the answer is not a PEP 691 project page (no list of files)")
@@ -128,7 +129,8 @@ class _Anchors(HTMLParser):
 
     def handle_endtag(self, tag):
         if tag == "a" and self._open is not None:
-            self.found.append((self._open, "".join(self._text)))
+            if len(self.found) <= MAX_FILES:  # one past the bound is enough to refuse the page
+                self.found.append((self._open, "".join(self._text)))
             self._open = None
 
 
