@@ -15,6 +15,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
@@ -537,6 +538,11 @@ def cases() -> list[HostileCase]:
 
     every_task_cases(add)
     round5_cases(add)
+    # outcomes are keyed by name: two cases of one name would silently share the first's outcome
+    named = Counter(case.name for case in c)
+    twice = sorted(name for name, count in named.items() if count > 1)
+    if twice:
+        raise ValueError(f"hostile cases named twice: {', '.join(twice)}")
     return c
 
 

@@ -182,7 +182,7 @@ def resolver_cases(add) -> None:
         # an index that never gives a whole answer: one deadline for the run, one line naming the host
         ("index-trickled", (*resolve_y, "--index-url", "http://INDEX/simple"), team_y, index(einops, trickle_s=0.2),
          {"NGCBUILD_RESOLVER_DEADLINE_S": "5"}, 1, ("127.0.0.1", "deadline"), (), no_lock_written, 40),
-        ("index-endless", (*resolve_y, "--index-url", "http://INDEX/simple"), team_y, index(einops, endless_pages=True),
+        ("resolve-index-endless", (*resolve_y, "--index-url", "http://INDEX/simple"), team_y, index(einops, endless_pages=True),
          {"NGCBUILD_RESOLVER_DEADLINE_S": "5"}, 1, ("127.0.0.1", "deadline"), (), no_lock_written, 40),
         ("index-nested-json", (*resolve_y, "--index-url", "http://INDEX/simple"), team_y,
          index(einops, page_body=b'{"files": ' + b"[" * 100000 + b"]" * 100000 + b"}"), {}, 1,
