@@ -192,10 +192,11 @@ def send(handler, status: int, body: bytes = b"", headers: dict | None = None) -
         handler.wfile.write(body)
 
 
-def endless(handler, chunk: bytes = b"x" * 65536, seconds: float = 60, pause_s: float = 0.0) -> None:
+def endless(handler, chunk: bytes = b"x" * 65536, seconds: float = 60, pause_s: float = 0.0,
+            content_type: str = "application/json") -> None:
     """Headers at once, then a body that never ends (no length declared), for at most `seconds`."""
     handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Type", content_type)
     handler.end_headers()
     ends = time.monotonic() + seconds
     while time.monotonic() < ends:
@@ -361,7 +362,8 @@ class FakeIndex:
             handler.wfile.write(b'{"files": [')
             return
         if bad.endless_pages:  # paced: a client that keeps reading holds a few megabytes, not gigabytes
-            return endless(handler, chunk=b" " * 16384, pause_s=0.05)
+            # the simple API's own type: a client that checks the type first must still meet the endless body
+            return endless(handler, chunk=b" " * 16384, pause_s=0.05, content_type=JSON_PAGE)
         if bad.page_body is not None:
             found = (bad.page_body, JSON_PAGE)
         else:

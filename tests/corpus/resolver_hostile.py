@@ -201,7 +201,7 @@ def resolver_cases(add) -> None:
         ("bump-hold-blank-reason", ("bump", "--check", "--release", "tiny"),
          setup_all(tiny, edit("manifests/tiny.yaml", f"  leader: {LEADER}\n",
                               f"  leader: {LEADER}\n  hold:\n    numpy: {{versions: '<3', reason: '   '}}\n")),
-         None, {}, 2, ("bump.hold.numpy.reason", "not blank"), (), nothing_built, 30),
+         None, {}, 2, ("bump.hold.numpy.reason", "says nothing"), (), nothing_built, 30),
         ("bump-derived-with-as", ("bump", "--release", "team-y", "--as", "team-z"), team_y, None, {}, 2,
          ("--as", "derived release"), (), nothing_built, 30),
         ("bump-base-release-of-ours", ("bump", "--check", "--release", "tiny", "--base-release", "dev"), tiny, None,
@@ -245,7 +245,7 @@ def resolver_cases(add) -> None:
          ("einops>=0.8", "has no entry", "resolve would lock it")),
         ("override-blank-reason", setup_all(team, fresh_lock(GOOD_BODY),
                                             edit(MANIFEST, "reason: the team's notebooks pin tqdm 4.67", "reason: '   '")),
-         ("derive.overrides.0.reason", "not blank")),
+         ("derive.overrides.0.reason", "says nothing")),
     ]:
         add(HostileCase(name, klass, render, setup, mentions=mentions, absent=(SECRET,), after=nothing_built))
 
