@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import docker
 import pytest
 
 from ngcbuild.core.references import host_address
@@ -67,7 +68,13 @@ def staging(engine, registry):
         if RUN_LABEL in (image.get("Labels") or {}) and all(n.startswith(name + "/") for n in names):
             # a run's image that a later run pulled back as its layer cache (the final stage's cache
             # image): every name it has is the rehearsal's, and a rehearsal does not prune
-            engine.remove_image(image["Id"], force=True, noprune=True)
+            try:
+                engine.remove_image(image["Id"], force=True, noprune=True)
+            except docker.errors.APIError as exc:
+                if exc.status_code != 409:  # 409: a later build's layers were cut from it (its children)
+                    raise
+                for each in names:  # its names taken off; the layers go with the children that hold them
+                    engine.remove_image(each, noprune=True)
             continue
         for tag in tags:  # other images: only the rehearsal's tags taken off (the last one removes it)
             if tag.startswith(name + "/"):
