@@ -360,7 +360,7 @@ def bump(release: str, as_name=None, check=False, base_release=None, index_url=N
 
 
 def rehearse(workflow="release", release=None, staging=None, registry=None, secret_file=None, require_gpu=False,
-             jobs=None, as_name=None) -> None:
+             jobs=None, as_name=None, unit_tests=None) -> None:
     from ngcbuild.workflow.rehearse import rehearse_bump, rehearse_ci, rehearse_release
 
     # which options go with which workflow: the task table (each option's `needs`)
@@ -369,7 +369,7 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
             raise UserError("rehearse --workflow bump: missing --releases or --as (see `ngcbuild rehearse --help`)")
         rehearse_bump(project(), release, as_name, out=sys.stdout)
     elif workflow == "ci":
-        rehearse_ci(project(), list(jobs or []), out=sys.stdout)
+        rehearse_ci(project(), list(jobs or []), out=sys.stdout, unit_tests=unit_tests)
     elif workflow == "release":
         missing = [flag for flag, value in (("--releases", release), ("--staging-registry", staging),
                                             ("--release-registry", registry)) if value is None]

@@ -257,6 +257,8 @@ TASKS = (
                     value=None, needs=(RELEASE_YML,)),
              Option("job", "ci.yml: a job to run: lint, unit", value="NAME", repeatable=True, dest="jobs",
                     needs=("workflow=ci",)),
+             Option("unit-tests", "ci.yml: the unit job runs only the tests `pytest -k EXPR` selects", value="EXPR",
+                    default_text="every unit test", needs=("workflow=ci",)),
              Option("as", "bump.yml: the name of the proposed release (the dispatch input)", value="NAME",
                     dest="as_name", needs=("workflow=bump",)),
          ), writes=("build/rehearse/RUN/",), guide="ci.md",

@@ -202,10 +202,18 @@ def rehearse_release(project: Project, releases: str, staging: str, registry: st
     return label
 
 
-def rehearse_ci(project: Project, jobs: list[str], out) -> None:
-    """ci.yml's jobs named (those this host can run: lint, unit), each as on a push to main."""
+UNIT_TESTS_VARIABLE = "NGCBUILD_UNIT_TESTS"  # ci.yml's unit job runs `invoke test --unit -k` this, when set
+_PYTEST_K = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ ().\[\]-]{0,199}")
+
+
+def rehearse_ci(project: Project, jobs: list[str], out, unit_tests: str | None = None) -> None:
+    """ci.yml's jobs named (those this host can run: lint, unit), each as on a push to main; the unit job
+    on the tests `pytest -k unit_tests` selects, when given (the whole suite runs once elsewhere)."""
     if not jobs:
         raise UserError("--job: which ci.yml job(s) to rehearse (lint, unit)")
+    if unit_tests is not None and (not _PYTEST_K.fullmatch(unit_tests) or "unit" not in jobs):
+        raise UserError(f"--unit-tests {excerpt(unit_tests)}: expected a pytest -k expression (names, and/or/not, "
+                        "parentheses; at most 200 characters) with --job unit")
     import yaml
 
     path = project.root / ".github" / "workflows" / WORKFLOWS["ci"]
@@ -219,7 +227,8 @@ def rehearse_ci(project: Project, jobs: list[str], out) -> None:
     run_dir = _run_dir(project, run_id, {"ref": "refs/heads/main"})
     for job in jobs:
         print(f"rehearse: ci.yml job {job} as on a push to main (run {run_id})", file=out)
-        command = act_command(project, WORKFLOWS["ci"], "push", run_dir, job=job, run_id=run_id)
+        variables = {UNIT_TESTS_VARIABLE: unit_tests} if job == "unit" and unit_tests else None
+        command = act_command(project, WORKFLOWS["ci"], "push", run_dir, job=job, run_id=run_id, variables=variables)
         _run_and_clean(project, command, run_dir, out, f"ci.yml job {job}", run_id)
     print(f"rehearse: ci.yml passed: {', '.join(jobs)}", file=out)
 
