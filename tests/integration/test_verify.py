@@ -135,7 +135,8 @@ def test_the_removed_20_02_base_is_refused_with_the_way_out(reports):
     code, report, _ = reports["20.02"]
     assert code == 1
     base = _rows(report, "base")[0]
-    assert base["status"] == "failed" and "--base" in base["reason"] and "key" in base["reason"]
+    # the mirror need not carry the rotated key: base.apt_keys installs the new one before any apt step
+    assert base["status"] == "failed" and "--base" in base["reason"] and "same layers" in base["reason"]
 
 
 @pytest.mark.parametrize("release", ["20.02", "20.12", "25.12"])
@@ -164,5 +165,7 @@ def test_the_ngc_releases_pass_apart_from_what_cannot_be_reached(reports, releas
         assert code == 0 and not _rows(report, status="failed"), stderr
     for row in _rows(report, status="not verified"):
         # NVIDIA's index, GitHub, registries, conda channels, a source archive to build: not reachable or not
-        # read from here, each saying so
-        assert any(why in row["reason"] for why in ("unreachable", "verify does not", "not conda channel")), row
+        # read from here, each saying so; a module's version where only the build or the wheel's metadata tells
+        assert any(why in row["reason"] for why in (
+            "unreachable", "verify does not", "not conda channel", "known after the build",
+            "no wheel of its distribution on a reachable index", "holds no literal __version__")), row
