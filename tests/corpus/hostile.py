@@ -515,6 +515,9 @@ def cases() -> list[HostileCase]:
     chain_path_inherit_cases(add)
     audit_cases(add)
     derived_cases(add)
+    from .record_hostile import record_value_cases  # build/R/record.json's values: their forms
+
+    record_value_cases(add)
     from .trust import trust_cases  # the trust chain's cases (issue 32): registries, indexes, keys
 
     trust_cases(add)
