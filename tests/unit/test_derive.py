@@ -14,7 +14,7 @@ from ngcbuild.core.errors import ManifestError, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.derive import conflicts
 from ngcbuild.derive.lockfile import lock_entries
-from ngcbuild.derive.render import render_derived
+from ngcbuild.render.derived import render_derived
 from ngcbuild.derive.stand_ins import write_stand_in
 from ngcbuild.derive.uv import python_platform
 from ngcbuild.manifest.constraints import Pin
@@ -181,13 +181,49 @@ def test_build_refuses_a_stale_lock_naming_the_command(team_project):
         render_derived(team_project, loaded)
 
 
-def test_a_derived_release_is_no_release_of_the_series_and_plain_render_refuses_it(team_project):
+def test_a_derived_release_is_no_release_of_the_series_and_the_one_render_entry_renders_it(team_project):
     from ngcbuild.manifest.loader import release_names
     from ngcbuild.render.context import render_files
 
     assert "team-vision" not in release_names(team_project)
-    with pytest.raises(UserError, match="derived release"):
-        render_files(team_project, load_release(team_project, "team-vision"))
+    loaded = load_release(team_project, "team-vision")
+    rendered = render_files(team_project, loaded)
+    assert rendered.files == render_derived(team_project, loaded).files
+    assert rendered.from_record == ("dev", "sha256:" + "1" * 64) and "torch" in rendered.base_stack
+    # FROM the image a build's record names (what smoke and attest render again): no base record read
+    (team_project.build / "dev" / "record.json").unlink()
+    again = render_files(team_project, loaded, base="sha256:" + "1" * 64)
+    assert again.files == rendered.files and again.from_record is None
+    pinned = render_files(team_project, loaded, base="127.0.0.1:5000/nvidia/pytorch@sha256:" + "2" * 64)
+    assert b"FROM 127.0.0.1:5000/nvidia/pytorch@sha256:" + b"2" * 64 in pinned.files["Dockerfile"]
+    for moving, says in [("127.0.0.1:5000/nvidia/pytorch:dev-py3", "by digest"),
+                         ("sha256:" + "2" * 64 + "\nRUN x", "the tag must be")]:
+        with pytest.raises(UserError, match=f"--base-image: .*{says}"):
+            render_files(team_project, loaded, base=moving)
+    with pytest.raises(UserError, match="has no build record here; build it first"):
+        render_files(team_project, loaded)
+
+
+def test_a_base_record_holding_what_is_no_digest_reaches_no_dockerfile(team_project):
+    """build/dev/record.json may be another job's artifact: its values are checked as it is read."""
+    record = team_project.build / "dev" / "record.json"
+    bad = "sha256:" + "1" * 64 + '"\nRUN curl evil.example'
+    record.write_text(json.dumps({"image_id": "sha256:" + "1" * 64, "pushed": {
+        "127.0.0.1:5000/nvidia/pytorch:dev-py3": {"digest": bad}}}))
+    with pytest.raises(ManifestError, match=r"build/dev/record.json: pushed.*digest: expected sha256:<64 hex digits>"):
+        render_derived(team_project, load_release(team_project, "team-vision"))
+    record.write_text(json.dumps({"image_id": "sha256:" + "1" * 64, "pushed": {
+        "127.0.0.1:5000/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "3" * 64, "at": "2026-01-01T00:00:00Z"},
+        "127.0.0.1:5011/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "4" * 64, "at": "2026-01-02T00:00:00Z"}}}))
+    dockerfile = render_derived(team_project, load_release(team_project, "team-vision")).files["Dockerfile"].decode()
+    assert dockerfile.count("FROM 127.0.0.1:5011/nvidia/pytorch@sha256:" + "4" * 64) == 2  # the latest push
+
+
+def test_a_derived_release_on_a_derived_release_is_refused_in_one_line(team_project):
+    (team_project.manifests / "derived" / "team-y.yaml").write_text(
+        "extends: derived/team-vision\nsummary: x\nderive:\n  requirements: requirements/team-vision.txt\n")
+    with pytest.raises(ManifestError, match="team-y.yaml: extends: derived/team-vision is itself a derived release"):
+        load_release(team_project, "team-y")
 
 
 def test_the_derived_checks_are_collected_for_a_derived_release_and_only_there(team_project, tmp_path):
@@ -215,12 +251,15 @@ def test_the_derived_checks_are_collected_for_a_derived_release_and_only_there(t
 
 
 def test_notes_and_diff_say_what_a_derived_release_adds():
-    from ngcbuild.derive.notes import changes, notes_text
+    from ngcbuild.docs.derived_notes import changes, notes_text
+    from ngcbuild.docs.diff import diff_text
 
     project = Project.at(REPO)
     found = changes(load_release(project, "dev"), load_release(project, "team-vision"))
     assert "rich" in found["added"] and found["changed"]["tqdm"] == ["4.70.1", "4.67.1"] and not found["removed"]
-    text = notes_text(project, "team-vision")
+    assert json.loads(diff_text(project, "dev", "team-vision", as_json=True)) == found
+    assert "- tqdm 4.70.1 -> 4.67.1" in diff_text(project, "dev", "team-vision")
+    text = notes_text(project, load_release(project, "team-vision"))
     assert "## What it adds to dev" in text and "- rich " in text
     assert "- tqdm 4.70.1 -> 4.67.1: the team's progress reporting" in text and "unchanged\n\ntorch" in text
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from ngcbuild.core.project import Project
+from ngcbuild.docs import derived_notes
 from ngcbuild.docs.diff import diff_releases, drafted_features
 from ngcbuild.docs.facts import (
     Group,
@@ -28,6 +29,7 @@ from ngcbuild.docs.markdown import document_environment
 from ngcbuild.docs.vulnerabilities import Vulnerabilities, read_report
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Pin
+from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.model import DriverRequirements, Example, GpuRequirements, Release
 from ngcbuild.manifest.series import Series
 from ngcbuild.workspace.release_dir import NOTES, ReleaseDir
@@ -170,8 +172,13 @@ def render_notes(series: Series, name: str, project: Project) -> str:
 
 
 def write_notes(project: Project, name: str) -> Path:
-    series = Series.load(project)
-    text = render_notes(series, name, project)
+    """build/R/release-notes.md: NVIDIA's sections for a release of the series; for a derived release
+    (manifests/derived/R.yaml), what it adds to its base (derived_notes.py)."""
+    loaded = load_release(project, name)
+    if loaded.derived is not None:
+        text = derived_notes.notes_text(project, loaded)
+    else:
+        text = render_notes(Series.load(project), name, project)
     return ReleaseDir.at(project.root, name).write(NOTES, text)
 
 

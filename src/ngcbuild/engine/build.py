@@ -56,8 +56,8 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
 
     # bad input stops here, before anything is written: the manifest and everything render checks
     # (an archived release, a missing partial); rendered in memory, written under the lock
-    loaded = load_release(project, name)
-    check_platform_listed(options, loaded.release, f"manifests/{name}.yaml")
+    loaded = load_release(project, name)  # a derived release (manifests/derived/R.yaml) too: render_files knows it
+    check_platform_listed(options, loaded.release, loaded.path.relative_to(project.root).as_posix())
     rendered = render_files(project, loaded, base=options.base)
     with build_lock(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)

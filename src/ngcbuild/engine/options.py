@@ -104,7 +104,7 @@ def checked_ca_bundle(value: str | None, environ) -> Path | None:
 def _checked_base(base: str | None) -> str | None:
     if base is None:
         return None
-    from ngcbuild.render.context import checked_base  # the image reference type of the manifest (pydantic)
+    from ngcbuild.render.image import checked_base  # the image reference type of the manifest (pydantic)
 
     return checked_base(base)
 

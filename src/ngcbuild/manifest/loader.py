@@ -130,6 +130,13 @@ def _load_derived(project: Project, path: Path, release: Release, chain: tuple[P
     if release.status != "buildable":
         raise ManifestError(path, "status", "a derived release is built; expected it buildable")
     own = _read_yaml(project, path)
+    derived_parents = [p for p in chain[:-1] if p.parent.name == DERIVED_DIR]
+    if derived_parents:  # a team image on a team image: refused whole, never merged into a derived of its base
+        other = derived_parents[-1].stem
+        raise ManifestError(path, "extends", f"derived/{other} is itself a derived release; a derived release's base "
+                                             "is one of our releases (manifests/R.yaml), or an image by digest: to "
+                                             f"build on {other}'s image, name it under base.image and base.digest "
+                                             "(resolve then reads its pins from the image)")
     parents = [p for p in chain[:-1] if p.parent == project.manifests.resolve() or p.parent == project.manifests]
     base = None
     if parents:

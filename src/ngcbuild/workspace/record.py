@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, RecordDamaged, UserError, excerpt
 from ngcbuild.core.files import exists, parse_json, read_text
+from ngcbuild.core.references import ImageRef
 from ngcbuild.workspace.locks import release_lock
 from ngcbuild.workspace.release_dir import RECORD, ReleaseDir
 from ngcbuild.workspace.schema import Malformed, Section
@@ -106,6 +107,20 @@ def read_record(directory: Path) -> Record:
 def previous_record(directory: Path) -> Record:
     """The record now in build/R/, or an empty one."""
     return read_record(directory) if record_path(directory).is_file() else Record()
+
+
+def image_by_digest(record: Record) -> str | None:
+    """The record's image named so that it cannot move: `REPOSITORY@sha256:...` of its latest push
+    (a base pushed to staging, then to the registry a team pulls from: the latter), else its image id;
+    None when the record holds no build. What a derived image is built FROM (render/derived.py). Every
+    value comes checked by the reader (sections.py forms): a FROM line gets nothing else."""
+    if record.build.image_id is None:
+        return None
+    pushed = sorted((entry.at or "", ref, entry.digest) for ref, entry in record.pushed.items() if entry.digest)
+    if not pushed:
+        return record.build.image_id
+    _, ref, digest = pushed[-1]
+    return f"{ImageRef.parse(ref).repository}@{digest}"
 
 
 def record_build(directory: Path, build: BuildRecord) -> Record:
