@@ -515,9 +515,10 @@ def cases() -> list[HostileCase]:
     chain_path_inherit_cases(add)
     audit_cases(add)
     derived_cases(add)
-    from .record_hostile import record_value_cases  # build/R/record.json's values: their forms
+    from .record_hostile import document_cases, record_value_cases  # build/R/'s files: their one readers
 
     record_value_cases(add)
+    document_cases(add)
     from .trust import trust_cases  # the trust chain's cases (issue 32): registries, indexes, keys
 
     trust_cases(add)

@@ -1,13 +1,16 @@
-"""Hostile values in build/R/record.json: build/ may be another job's artifact, and what a record says
-reaches Dockerfiles (a derived image's FROM), command lines (docker tag, skopeo) and labels. Each value
-of its type but not of its form (workspace/sections.py) is refused as the record is read: one line
-naming the file and the key, exit 2, nothing built, pushed or written, no credential echoed."""
+"""Hostile files of build/R/: build/ may be another job's artifact. What a record says reaches Dockerfiles
+(a derived image's FROM), command lines (docker tag, skopeo) and labels: each value of its type but not
+of its form (workspace/sections.py) is refused as the record is read, one line naming the file and the
+key, exit 2, nothing built, pushed or written, no credential echoed. The SBOM and the audit report are
+read by their one typed reader each (workspace/sbom.py, workspace/audit_report.py): a document the
+record does not name is refused (exit 2), one not of its shape is damaged (exit 1), never half shown."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
-from .hostile import SECRET, HostileCase, a_key, dev, record, setup_all
+from .hostile import SECRET, HostileCase, a_key, dev, no_file, record, setup_all
 
 D64 = "sha256:" + "0" * 64
 GOOD = {"release": "dev", "platform": "linux/amd64", "image_id": D64, "context_sha256": "0" * 64,
@@ -54,3 +57,72 @@ def record_value_cases(add) -> None:
                         mentions=("build/dev/record.json", "tags.0: expected "), absent=("\nRUN",),
                         after=lambda project, outside: None if not (project.root / "build" / "dev" / "Dockerfile")
                         .exists() else "build/dev/ was rendered"))
+
+
+AN_SBOM = {"bomFormat": "CycloneDX", "components": [
+    {"bom-ref": "pypi:tqdm@4.70.1", "name": "tqdm", "version": "4.70.1", "purl": "pkg:pypi/tqdm@4.70.1"}],
+    "metadata": {"component": {"properties": [{"name": "ngcbuild:image-id", "value": D64}]}}}
+A_REPORT = {"verdict": "passed", "audited_at": "2026-01-01T00:00:00Z", "distributions": [],
+            "counts": {"checked_by": {}, "python_distributions": 0, "checked": 0}}
+
+
+def documents(sbom: dict | str, report: dict | None = None, recorded: bool = True):
+    """build/dev/ with a record, an SBOM (and an audit report), the record naming each by its sha256."""
+    def step(project, outside):
+        directory = project.root / "build" / "dev"
+        directory.mkdir(parents=True, exist_ok=True)
+        text = sbom if isinstance(sbom, str) else json.dumps(sbom)
+        (directory / "sbom.cdx.json").write_text(text)
+        entry = {**GOOD, "sbom": {"sha256": hashlib.sha256(text.encode()).hexdigest() if recorded else "0" * 64,
+                                  "image_id": D64}}
+        if report is not None:
+            body = json.dumps(report)
+            (directory / "audit.json").write_text(body)
+            entry["audit"] = {"sha256": hashlib.sha256(body.encode()).hexdigest(), "sbom_sha256": entry["sbom"]["sha256"]}
+        (directory / "record.json").write_text(json.dumps(entry))
+    return step
+
+
+def with_property(name: str, value: str) -> dict:
+    doc = json.loads(json.dumps(AN_SBOM))
+    doc["metadata"]["component"]["properties"].append({"name": name, "value": value})
+    return doc
+
+
+def document_cases(add) -> None:
+    klass = "build documents"
+    diff = ("diff", "dev", "dev", "--images")
+    for name, step, status, mentions in [
+        ("sbom-not-the-recorded-one-diff", documents(AN_SBOM, recorded=False), 2,
+         ("build/dev/sbom.cdx.json: not the SBOM `invoke sbom` recorded",)),
+        ("sbom-image-id-injection-diff", documents(with_property("ngcbuild:image-id", D64 + "\nRUN x")), 1,
+         ("sbom.cdx.json is damaged", "ngcbuild:image-id: expected sha256:")),
+        ("sbom-platform-option-diff", documents(with_property("ngcbuild:platform", "--privileged")), 1,
+         ("ngcbuild:platform: expected a platform",)),
+        ("sbom-layer-not-numbers-diff", documents(with_property("ngcbuild:layer", "one big RUN x")), 1,
+         ("metadata.component.properties.1", "POSITION SIZE STEP")),
+        ("sbom-purl-injection-diff", documents({**AN_SBOM, "components": [
+            {"name": "x", "version": "1", "purl": "pkg:pypi/x@1%0A--index-url%3Devil"}]}), 1,
+         ("components.0.purl",)),
+        ("sbom-properties-a-string-diff", documents({**AN_SBOM, "metadata": {"component": {"properties": "x"}}}), 1,
+         ("metadata.component.properties",)),
+    ]:
+        add(HostileCase(name, klass, diff, setup_all(dev, step), exit_status=status, mentions=mentions,
+                        absent=("\nRUN",)))
+    notes = ("notes", "--release", "dev")
+    for name, change, mention in [
+        ("audit-counts-checked-a-string", {"counts": {**A_REPORT["counts"], "checked": "2"}}, "counts.checked"),
+        ("audit-distributions-an-object", {"distributions": {"a": 1}}, "distributions"),
+        ("audit-advisory-link-javascript", {"distributions": [{"name": "x", "version": "1", "status": "checked",
+                                                               "advisories": [{"id": "A-1", "aliases": [], "fixed_in": [],
+                                                                               "link": "javascript:alert(1)",
+                                                                               "policy": "p"}]}]},
+         "distributions.0.advisories.0.link"),
+        ("audit-aliases-a-string", {"distributions": [{"name": "x", "version": "1", "status": "checked",
+                                                       "advisories": [{"id": "A-1", "aliases": "CVE-1", "fixed_in": [],
+                                                                       "link": "https://osv.dev/vulnerability/A-1",
+                                                                       "policy": "p"}]}]},
+         "distributions.0.advisories.0.aliases"),
+    ]:
+        add(HostileCase(name, klass, notes, setup_all(dev, documents(AN_SBOM, {**A_REPORT, **change})), exit_status=1,
+                        mentions=("audit.json is damaged", mention), after=no_file("build/dev/release-notes.md")))

@@ -14,13 +14,13 @@ from ngcbuild.core.errors import ManifestError, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.derive import conflicts
 from ngcbuild.derive.lockfile import lock_entries
-from ngcbuild.render.derived import render_derived
 from ngcbuild.derive.stand_ins import write_stand_in
 from ngcbuild.derive.uv import python_platform
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.lock import LockedPin, lock_text, parse_lock
 from ngcbuild.manifest.requirements import parse_requirements
+from ngcbuild.render.derived import render_derived
 from ngcbuild.verify.target import Target
 from tests.conftest import REPO
 

@@ -24,7 +24,7 @@ from ngcbuild.docs.facts import (
 from ngcbuild.docs.markdown import document_environment
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Constraints
-from ngcbuild.manifest.loader import LoadedRelease, load_release
+from ngcbuild.manifest.loader import LoadedRelease, derived_release_names, load_release
 from ngcbuild.manifest.model import Release
 from ngcbuild.manifest.series import Series
 from ngcbuild.manifest.versions import compare
@@ -181,11 +181,10 @@ def render_diff(project: Project, series: Series, old: str, new: str) -> str:
 def diff_text(project: Project, old: str, new: str, as_json: bool = False) -> str:
     """`ngcbuild diff OLD NEW`: Markdown (or JSON) of what changed between two releases of the series; where
     either is a derived release (manifests/derived/R.yaml), the pins each side's image holds, compared."""
-    a, b = load_release(project, old), load_release(project, new)
-    if a.derived is not None or b.derived is not None:
+    if {old, new} & set(derived_release_names(project)):  # not in the series: compared as images' pins
         from ngcbuild.docs.derived_notes import pins_diff_text
 
-        return pins_diff_text(a, b, as_json=as_json)
+        return pins_diff_text(load_release(project, old), load_release(project, new), as_json=as_json)
     series = Series.load(project)
     if as_json:
         return json.dumps(diff_releases(series.get(old), series.get(new), Catalog.load(project)).to_json(),

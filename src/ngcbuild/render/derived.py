@@ -31,8 +31,8 @@ from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import MAX_BYTES
 from ngcbuild.manifest.platforms import MACHINES
 from ngcbuild.render.image import render_image, render_pip_conf
-from ngcbuild.render.rendered import INPUTS_DIR, Rendered
 from ngcbuild.render.plan import PIP_CONSTRAINT_PATH
+from ngcbuild.render.rendered import INPUTS_DIR, Rendered
 from ngcbuild.workspace.record import image_by_digest, previous_record
 from ngcbuild.workspace.release_dir import DOCKERFILE, EXPECTED, RECORD
 

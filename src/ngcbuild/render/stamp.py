@@ -214,8 +214,8 @@ def _checked(project: Project, name: str, path: Path) -> dict:
         raise _Tampered("`names` are of another release")
     source = data.get("from")
     if source is not None and not (isinstance(source, dict) and set(source) == {"release", "image"}
-                                   and isinstance(source["release"], str) and RELEASE_NAME_RE.fullmatch(source["release"])
-                                   and isinstance(source["image"], str) and len(source["image"]) < 1024):
+                                   and all(isinstance(v, str) and len(v) < 1024 for v in source.values())
+                                   and RELEASE_NAME_RE.fullmatch(source["release"])):
         raise _Tampered("`from` is not a base release and its image")
     return {**data, "names": names}
 
