@@ -31,14 +31,14 @@ def render(release: str, base=None) -> None:
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
           platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None,
-          force_platform=False) -> None:
+          force_platform=False, reuse_from=None) -> None:
     from ngcbuild.engine.build import build_release
     from ngcbuild.engine.options import options_from
 
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
                            force=force, labels=labels, cache_from=cache_from, cache_to=cache_to,
-                           force_platform=force_platform)
+                           force_platform=force_platform, reuse_from=reuse_from)
     where = project()
     built = build_release(where, release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
@@ -123,11 +123,11 @@ def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, pyt
     host.run_host(where.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
 
 
-def push(release: str, registry: str, cache=False, engine=None) -> dict:
+def push(release: str, registry: str, cache_to=None, engine=None) -> dict:
     from ngcbuild.publish.push import push_release
 
     _select_engine(engine)
-    return push_release(project(), release, registry, out=sys.stdout, cache=cache)
+    return push_release(project(), release, registry, out=sys.stdout, cache_to=cache_to)
 
 
 def base(release: str = "dev", platform: str | None = None) -> None:

@@ -69,10 +69,11 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
 
 
 def reuse_built(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> Record | None:
-    """The record of an image of this context found locally or (with --registry) in the registry;
-    None when it must be built."""
-    lookup = Registry(options.registry) if options.lookup_registry else None
-    auth = keychain().engine_auth(options.registry) if lookup is not None else None
+    """The record of an image of this context found locally or in the registry --reuse-from names (by
+    default the --registry given); None when it must be built. Found elsewhere, it is tagged for
+    --registry as a build would tag it."""
+    lookup = Registry(options.reuse_from) if options.reuse_from else None
+    auth = keychain().engine_auth(options.reuse_from) if lookup is not None else None
     return reuse(lookup_engine(), names, directory, image_repository(options.registry, names),
                  context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
 
