@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from ..helpers import derived_manifest
 from .hostile import (
     SECRET,
     HostileCase,
@@ -25,14 +26,7 @@ from .hostile import (
 MANIFEST = "manifests/derived/team-x.yaml"
 REQUIREMENTS = "requirements/team-x.txt"
 LOCK = "constraints/team-x.lock"
-DERIVED = """extends: dev
-summary: a team's stack on dev
-derive:
-  requirements: requirements/team-x.txt
-  overrides:
-    - replaces: tqdm==4.70.1
-      reason: the team's notebooks pin tqdm 4.67
-"""
+DERIVED = derived_manifest("team-x", overrides=(("tqdm==4.70.1", "the team's notebooks pin tqdm 4.67"),))
 
 
 BASE_RECORD = ('{"image_id": "sha256:' + "1" * 64 + '", "tags": ["nvcr.io/nvidia/pytorch:dev-py3"], '

@@ -23,6 +23,7 @@ from ngcbuild.registry.auth import Credentials
 from ngcbuild.registry.client import Registry
 
 from ..conftest import REPO, run_command
+from ..helpers import minimal_manifest
 from .conftest import _missing
 from .private import PrivateRegistry
 
@@ -31,19 +32,8 @@ pytestmark = [pytest.mark.engine, pytest.mark.workflow]
 REPOSITORY = "nvidia/pytorch"
 RUN_LABEL = "io.ngcbuild.ci.run"  # release.yml's RUN_LABEL key
 USER = "release-bot"
-BROKEN = """\
-extends: parts/debian-bookworm
-summary: a release whose interpreter pin does not exist (its build fails at step 2)
-python:
-  apt_packages:
-    python3: 0.0.0-does-not-exist
-pip:
-  constraint_file: true
-components:
-  pytorch:
-    version: 2.13.0+cpu
-    install: pip
-"""
+BROKEN = minimal_manifest("a release whose interpreter pin does not exist (its build fails at step 2)",
+                          python3_apt="0.0.0-does-not-exist")
 
 
 @pytest.fixture(scope="module")
