@@ -305,3 +305,24 @@ def test_an_image_base_takes_its_pins_from_what_resolve_read_from_the_image(team
     pins.write_text("tqdm==4.70.1\n")
     with pytest.raises(ManifestError, match="derive.protected.0: 'torch' is not among the pins read from"):
         load_release(team_project, "team-img")
+
+
+def test_the_stamp_of_a_derived_render_holds_while_its_base_names_the_same_image(team_project):
+    """An unchanged derived release is reused without loading it, as any release; a base built or
+    pushed since names another image to build FROM: the stamp then sends build the whole way."""
+    from ngcbuild.render.context import render_release
+    from ngcbuild.render.stamp import current_stamp
+
+    rendered = render_release(team_project, "team-vision")
+    stamp = current_stamp(team_project, "team-vision", None)
+    assert stamp is not None and stamp.context_hash == rendered.context_hash
+    record = team_project.build / "dev" / "record.json"
+    data = json.loads(record.read_text())
+    data["pushed"] = {"127.0.0.1:5000/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "5" * 64}}
+    record.write_text(json.dumps(data))
+    assert current_stamp(team_project, "team-vision", None) is None
+    again = render_release(team_project, "team-vision")
+    assert again.context_hash != rendered.context_hash
+    assert current_stamp(team_project, "team-vision", None).context_hash == again.context_hash
+    record.write_text('{"image_id": "sha256:' + "1" * 64 + '\\nFROM evil"}')  # refused by the full path, not here
+    assert current_stamp(team_project, "team-vision", None) is None
