@@ -326,3 +326,21 @@ def test_the_stamp_of_a_derived_render_holds_while_its_base_names_the_same_image
     assert current_stamp(team_project, "team-vision", None).context_hash == again.context_hash
     record.write_text('{"image_id": "sha256:' + "1" * 64 + '\\nFROM evil"}')  # refused by the full path, not here
     assert current_stamp(team_project, "team-vision", None) is None
+
+
+def test_publish_lists_a_derived_release_of_one_platform_and_says_why_not_of_several(team_project):
+    from ngcbuild.publish.multiarch import PublishRefused, check_publishable
+    from tests.helpers import derived_manifest
+
+    check_publishable(load_release(team_project, "team-vision"))  # dev's one platform: published as dev is
+    (team_project.manifests / "derived" / "team-cuda.yaml").write_text(derived_manifest("team-cuda", "cuda-dev"))
+    (team_project.root / "requirements" / "team-cuda.txt").write_text("einops>=0.8\n")
+    loaded = load_release(team_project, "team-cuda")
+    with pytest.raises(PublishRefused, match=r"team-cuda is a derived release of 2 platforms .*its own context") as caught:
+        check_publishable(loaded)
+    assert "\n" not in str(caught.value)
+    (team_project.manifests / "derived" / "team-cuda.yaml").write_text(
+        derived_manifest("team-cuda", "dev") + "build:\n  platforms: [linux/amd64, linux/arm64]\n")
+    with pytest.raises(ManifestError, match="team-cuda.yaml: build.platforms: dev is built for linux/amd64, not "
+                                            "linux/arm64"):
+        load_release(team_project, "team-cuda")
