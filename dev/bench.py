@@ -380,7 +380,8 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
             log("registry cache: cold build on this engine")
             cold, cold_record = timed("build", "--release", RELEASE, "--no-cache", "--force")
             log("registry cache: push the cache")
-            push, _ = timed("push", "--release", RELEASE, "--registry", registry.address, "--cache")
+            push, _ = timed("push", "--release", RELEASE, "--registry", registry.address, "--cache-to",
+                            registry.address)
             log("registry cache: build on a fresh engine with --cache-from")
             warm, record = timed("build", "--release", RELEASE, "--cache-from", registry.address,
                                  env={"DOCKER_HOST": fresh.host})
@@ -505,7 +506,7 @@ def _write_cache_section(project: Project, runs: int, out_path: Path | None, log
 
 CACHE_METHOD = """
 Method: `invoke build --release dev --no-cache --force` on this engine (cold), then `invoke push
---cache` of its image and stage images to a private registry, then `invoke build --release dev
+--cache-to` of its image and stage images to a private registry, then `invoke build --release dev
 --cache-from` on a private engine that holds nothing but the base image and has no network (so it
 can only take its steps from the cache). Both builds are timed as whole processes, from outside, in
 the same run. `cuda-dev` (6.6 GB) through the registry cache: not measured (its pull and push are

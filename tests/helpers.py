@@ -53,19 +53,35 @@ class SentinelEngine:
         self._server.close()
 
 
-# --- manifests of a scratch project -------------------------------------------------------------------
+# --- manifests of a scratch project: the one builder of minimal ones ----------------------------------
 
 DEV_CONSTRAINTS = (REPO / "constraints" / "dev.txt").read_text()
-GOOD = """\
-extends: parts/debian-bookworm
-summary: a test release
-pip:
-  constraint_file: true
-components:
-  pytorch:
-    version: 2.13.0+cpu
-    install: pip
-"""
+
+
+def minimal_manifest(summary: str = "a test release", *, torch: str | None = "2.13.0+cpu",
+                     python3_apt: str | None = None) -> str:
+    """A release on dev's base (parts/debian-bookworm) with the pip constraint file (dev's constraints
+    suit it): PyTorch's CPU wheel `torch` as its component (None: none at all), and `python3_apt` the
+    interpreter's apt pin (a version no index has fails its build at the second step)."""
+    lines = ["extends: parts/debian-bookworm", f"summary: {summary}"]
+    if python3_apt is not None:
+        lines += ["python:", "  apt_packages:", f"    python3: {python3_apt}"]
+    lines += ["pip:", "  constraint_file: true"]
+    if torch is not None:
+        lines += ["components:", "  pytorch:", f"    version: {torch}", "    install: pip"]
+    return "\n".join(lines) + "\n"
+
+
+def derived_manifest(name: str, base: str = "dev", overrides: tuple[tuple[str, str], ...] = ()) -> str:
+    """A derived release (manifests/derived/NAME.yaml) on `base`, its requirements in
+    requirements/NAME.txt; `overrides`: (the base's pin it replaces, why)."""
+    text = f"extends: {base}\nsummary: a team's stack on {base}\nderive:\n  requirements: requirements/{name}.txt\n"
+    if overrides:
+        text += "  overrides:\n" + "".join(f"    - replaces: {pin}\n      reason: {why}\n" for pin, why in overrides)
+    return text
+
+
+GOOD = minimal_manifest()
 
 
 def load(scratch, text, constraints=DEV_CONSTRAINTS, name="r1"):

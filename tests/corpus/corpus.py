@@ -10,20 +10,12 @@ from pathlib import Path
 import yaml
 
 from ..conftest import REPO
+from ..helpers import minimal_manifest
 
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
 # The manifest paired with every constraints case: valid, so the constraints file is what fails.
-GOOD_MANIFEST = """\
-extends: parts/debian-bookworm
-summary: a corpus case
-pip:
-  constraint_file: true
-components:
-  pytorch:
-    version: 2.13.0+cpu
-    install: pip
-"""
+GOOD_MANIFEST = minimal_manifest("a corpus case")
 
 
 @dataclass(frozen=True)

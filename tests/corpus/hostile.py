@@ -388,6 +388,12 @@ def cases() -> list[HostileCase]:
         add(HostileCase(f"push-{name}", "arguments", ("push", "--release", "dev", "--registry", value),
                         setup_all(dev, record('{"image_id": "sha256:' + "0" * 64 + '", "tags": []}')),
                         absent=(SECRET,)))
+        add(HostileCase(f"build-reuse-from-{name}", "arguments", ("build", "--release", "dev", "--reuse-from", value),
+                        dev, after=nothing_built, absent=(SECRET,)))
+        add(HostileCase(f"push-cache-to-{name}", "arguments",
+                        ("push", "--release", "dev", "--registry", "127.0.0.1:9", "--cache-to", value),
+                        setup_all(dev, record('{"image_id": "sha256:' + "0" * 64 + '", "tags": []}')),
+                        absent=(SECRET,)))
     add(HostileCase("promote-from-credentials", "arguments",
                     ("promote", "--release", "dev", "--from", f"user:{SECRET}@localhost:5000", "--to", "localhost:5001"),
                     setup_all(dev, record("{}")), absent=(SECRET,),
@@ -536,6 +542,10 @@ def cases() -> list[HostileCase]:
     audit_cases(add)
     derived_cases(add)
     resolver_cases(add)
+    from .record_hostile import document_cases, record_value_cases  # build/R/'s files: their one readers
+
+    record_value_cases(add)
+    document_cases(add)
     from .trust import trust_cases  # the trust chain's cases (issue 32): registries, indexes, keys
 
     trust_cases(add)

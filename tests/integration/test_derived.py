@@ -17,25 +17,19 @@ import subprocess
 import pytest
 
 from ..conftest import REPO, run_command
+from ..helpers import derived_manifest
 from .conftest import KeptTags, run_invoke
 
 pytestmark = [pytest.mark.engine, pytest.mark.network]
 
-DERIVED = """extends: {base}
-summary: a team's stack on {base}
-derive:
-  requirements: requirements/{name}.txt
-{overrides}"""
-
-
-def scratch(tmp_path, name: str, requirements: str, base: str = "dev", overrides: str = "",
+def scratch(tmp_path, name: str, requirements: str, base: str = "dev", overrides: tuple = (),
             manifest: str | None = None):
     """A copy of the project's manifests, constraints and templates with one more derived release."""
     root = tmp_path / "project"
     for folder in ("templates", "manifests", "constraints", "requirements"):
         shutil.copytree(REPO / folder, root / folder)
     (root / "manifests" / "derived" / f"{name}.yaml").write_text(
-        manifest or DERIVED.format(base=base, name=name, overrides=overrides))
+        manifest or derived_manifest(name, base, overrides))
     (root / "requirements" / f"{name}.txt").write_text(requirements)
     return root
 
@@ -61,7 +55,7 @@ def test_a_conflict_is_named_with_its_chain_and_the_override_that_would_accept_i
 
 
 def test_an_override_is_accepted_and_recorded_in_the_lock(tmp_path):
-    overrides = "  overrides:\n    - replaces: numpy==2.4.6\n      reason: scipy 1.11.4 is our reference solver\n"
+    overrides = (("numpy==2.4.6", "scipy 1.11.4 is our reference solver"),)
     root = scratch(tmp_path, "team-x", "scipy==1.11.4\n", overrides=overrides)
     result = resolve(root, "team-x")
     assert result.returncode == 0, result.stdout + result.stderr

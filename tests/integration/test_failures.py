@@ -2,23 +2,12 @@
 
 import pytest
 
+from ..helpers import minimal_manifest
 from .conftest import containers
 
 pytestmark = pytest.mark.engine
 
-BROKEN_STEP = """\
-extends: parts/debian-bookworm
-summary: a release whose interpreter pin does not exist
-python:
-  apt_packages:
-    python3: 0.0.0-does-not-exist
-pip:
-  constraint_file: true
-components:
-  pytorch:
-    version: 2.13.0+cpu
-    install: pip
-"""
+BROKEN_STEP = minimal_manifest("a release whose interpreter pin does not exist", python3_apt="0.0.0-does-not-exist")
 
 
 def test_failing_step_moves_no_tag_and_leaves_no_containers(engine, dev_build, scratch):

@@ -25,17 +25,13 @@ import pytest
 from ngcbuild.render.stamp import STAMP
 
 from ..conftest import ScratchProject, split_importtime
+from ..helpers import minimal_manifest
 from .private import FaultProxy, PrivateEngine, free_port
 
 pytestmark = [pytest.mark.engine, pytest.mark.reliability]
 
 BASE = "debian:bookworm-slim"
-MANIFEST = """\
-extends: parts/debian-bookworm
-summary: a tiny release for fault tests
-pip:
-  constraint_file: true
-"""
+MANIFEST = minimal_manifest("a tiny release for fault tests", torch=None)
 
 
 # A RUN step that says it is running, then waits until the test lets it go (`FaultProject.release_steps`):

@@ -24,6 +24,7 @@ from ngcbuild.registry.auth import Credentials
 from ngcbuild.registry.client import Registry
 
 from ..conftest import REPO, run_command
+from ..helpers import minimal_manifest
 from .conftest import _missing
 from .private import PrivateRegistry
 
@@ -32,19 +33,8 @@ pytestmark = [pytest.mark.engine, pytest.mark.workflow]
 REPOSITORY = "nvidia/pytorch"
 RUN_LABEL = "io.ngcbuild.ci.run"  # release.yml's RUN_LABEL key
 USER = "release-bot"
-BROKEN = """\
-extends: parts/debian-bookworm
-summary: a release whose interpreter pin does not exist (its build fails at step 2)
-python:
-  apt_packages:
-    python3: 0.0.0-does-not-exist
-pip:
-  constraint_file: true
-components:
-  pytorch:
-    version: 2.13.0+cpu
-    install: pip
-"""
+BROKEN = minimal_manifest("a release whose interpreter pin does not exist (its build fails at step 2)",
+                          python3_apt="0.0.0-does-not-exist")
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +128,17 @@ def artifact_json(root: Path, run: str, name: str, path: str) -> dict:
 
 
 def test_release_workflow_end_to_end(act, engine, staging, release_registry, tmp_path):
+    """Dispatched for the derived release team-vision: the plan adds its base dev; dev's build job, then
+    the derived job FROM the image dev's job pushed, then both published and promoted."""
     served, password = release_registry
-    result, log, label, run = rehearse(REPO, "dev", staging, served.address, secret_file(tmp_path, password))
+    result, log, label, run = rehearse(REPO, "team-vision", staging, served.address, secret_file(tmp_path, password))
     assert result.returncode == 0, log[-6000:]
     assert password not in log  # the secret reached act by file and was never printed
-    for job in ("plan", "build dev (linux/amd64)", "publish dev"):
+    for job in ("plan", "build dev (linux/amd64)", "build team-vision (linux/amd64, on dev)", "publish dev",
+                "publish team-vision"):
         assert ended(log, job, "succeeded"), job
+    dev_done = re.search(r"^\[release/build dev[^\]]*\] 🏁  Job succeeded$", log, re.MULTILINE).start()
+    assert dev_done < log.index("[release/build team-vision")  # the derived job waits for its base's
     assert "smoke without --require-gpu" in log  # the rehearsal's choice is visible in the run
     # the build job audited the SBOM it made (before its push) and uploaded the report
     built_record = artifact_json(REPO, run, "build-dev-amd64", "record.json")  # the common folder is not kept
@@ -186,6 +181,18 @@ def test_release_workflow_end_to_end(act, engine, staging, release_registry, tmp
     for digest in platforms.values():
         assert attested[digest]["attached"] == ["audit", "provenance", "sbom"], digest  # sorted
         assert release.manifest(REPOSITORY, digest.replace(":", "-")) is not None, digest
+
+    # the derived image: built FROM the image dev's job pushed to staging (by digest), smoked, attested and
+    # promoted as dev's is
+    team = artifact_json(REPO, run, "build-team-vision-amd64", "record.json")
+    dev_pushed = {entry["digest"] for entry in built_record["pushed"].values()}
+    assert team["base_image"] == f"{staging}/{REPOSITORY}@{next(iter(dev_pushed))}" and len(dev_pushed) == 1
+    assert team["smoke"]["failed"] == 0 and team["smoke"]["image_id"] == team["image_id"]
+    team_promoted = release.manifest("teams/vision", "team-vision-py3")
+    assert team_promoted is not None and team_promoted.digest == Registry(staging).digest("teams/vision",
+                                                                                           "team-vision-py3")
+    team_record = artifact_json(REPO, run, "published-team-vision", "build/team-vision/record.json")
+    assert team_record["promoted"][f"{served.address}/teams/vision:team-vision-py3"]["digest"] == team_promoted.digest
 
     # the run built its own image (under its label), tagged it only under the staging name (never a tag
     # another test's image carries), and removed it

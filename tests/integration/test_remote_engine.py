@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 
 from ..conftest import ScratchProject
+from ..helpers import minimal_manifest
 from .private import make_certificates
 
 pytestmark = pytest.mark.engine
 
-MANIFEST = "extends: parts/debian-bookworm\nsummary: a tiny release for the remote-engine test\npip:\n  constraint_file: true\n"
+MANIFEST = minimal_manifest("a tiny release for the remote-engine test", torch=None)
 
 
 @pytest.fixture

@@ -10,14 +10,11 @@ import json
 
 import pytest
 
+from ..helpers import minimal_manifest
+
 pytestmark = pytest.mark.network
 
-MANIFEST = """\
-extends: parts/debian-bookworm
-summary: a tiny release for verify's closure row
-pip:
-  constraint_file: true
-"""
+MANIFEST = minimal_manifest("a tiny release for verify's closure row", torch=None)
 # requests 2.32.5 requires charset_normalizer, idna, urllib3 and certifi (no markers, no extras)
 REQUESTS = "requests==2.32.5\ncertifi==2025.11.12\ncharset-normalizer==3.4.4\nidna==3.11\n"
 

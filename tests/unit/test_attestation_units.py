@@ -184,7 +184,9 @@ def test_only_the_sbom_and_audit_report_recorded_for_the_image_are_attached(scra
     scratch.copy_release("dev")
     out = scratch.root / "build" / "dev"
     out.mkdir(parents=True)
-    sbom, report = b'{"bomFormat": "CycloneDX"}\n', b'{"verdict": "passed"}\n'
+    sbom = b'{"bomFormat": "CycloneDX", "components": []}\n'
+    report = (b'{"verdict": "passed", "audited_at": "2026-01-01T00:00:00Z", "distributions": [], '
+              b'"counts": {"checked_by": {}, "python_distributions": 0, "checked": 0}}\n')
     (out / "sbom.cdx.json").write_bytes(sbom)
     (out / "audit.json").write_bytes(report)
     digest = hashlib.sha256(sbom).hexdigest()
@@ -194,11 +196,18 @@ def test_only_the_sbom_and_audit_report_recorded_for_the_image_are_attached(scra
     project = Project(scratch.root)
     assert [kind for kind, _, _ in documents_of(project, "dev", Record.from_json(record))] == ["sbom", "audit"]
     stale = {**record, "audit": {**record["audit"], "sbom_sha256": "b" * 64}}  # the audit of another SBOM
-    with pytest.raises(OperationError, match="not the audit report recorded"):
+    with pytest.raises(UserError, match="not the audit report `invoke audit` recorded"):
         documents_of(project, "dev", Record.from_json(stale))
-    (out / "audit.json").write_bytes(b'{"verdict": "failed"}\n')  # changed after the audit recorded it
-    with pytest.raises(OperationError, match="invoke audit --release dev"):
+    (out / "audit.json").write_bytes(report.replace(b"passed", b"failed"))  # changed after the audit recorded it
+    with pytest.raises(UserError, match="invoke audit --release dev"):
         documents_of(project, "dev", Record.from_json(record))
+    (out / "sbom.cdx.json").write_bytes(sbom + b" ")  # changed after `sbom` recorded it
+    with pytest.raises(UserError, match="not the SBOM `invoke sbom` recorded in record.json"):
+        documents_of(project, "dev", Record.from_json(record))
+    (out / "sbom.cdx.json").write_bytes(sbom)
+    other_image = {**record, "sbom": {**record["sbom"], "image_id": "sha256:" + "b" * 64}}
+    with pytest.raises(OperationError, match="not the SBOM recorded for its image"):
+        documents_of(project, "dev", Record.from_json(other_image))
 
 
 def test_keygen_writes_the_private_key_only_where_the_ignore_rules_cover_it(tmp_path, monkeypatch):

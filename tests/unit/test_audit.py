@@ -12,11 +12,12 @@ import pytest
 from ngcbuild.core.errors import OutputDamaged, UserError
 from ngcbuild.core.http import Answer, AnswerTooLarge, HttpFailure
 from ngcbuild.core.project import Project
-from ngcbuild.docs.vulnerabilities import read_report
 from ngcbuild.manifest.model import SecuritySpec
 from ngcbuild.supply import advisories as adv
 from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PER_VERSION, PROJECT_JSON, Finding, PypiAdvisories
 from ngcbuild.supply.audit import FAILED, PASSED, judge, report, sbom_contents, table
+from ngcbuild.workspace.audit_report import read_audit
+from ngcbuild.workspace.sbom import read_sbom
 
 from ..conftest import REPO
 
@@ -282,7 +283,9 @@ def test_the_sbom_gives_each_distribution_once_and_lists_the_rest_as_not_checked
         {"bom-ref": "deb:libcublas", "name": "libcublas-12-8", "version": "12.8.4.1-1",
          "purl": "pkg:deb/ubuntu/libcublas-12-8@12.8.4.1-1?arch=amd64"},
     ])
-    distributions, others, image, _ = sbom_contents(path, tmp_path)
+    read = read_sbom(path.parent, tmp_path)
+    distributions, others = sbom_contents(read)
+    image = read.image_id
     assert distributions == [("jinja2", "3.1.6"), ("torch", "2.13.0+cpu")]
     assert [(o["kind"], o["name"]) for o in others] == [("operating-system", "debian"), ("deb", "libcublas-12-8")]
     assert "CUDA libraries installed by apt" in others[1]["reason"]
@@ -299,12 +302,12 @@ def test_the_sbom_gives_each_distribution_once_and_lists_the_rest_as_not_checked
 def test_a_damaged_sbom_is_named_with_its_key(tmp_path, components, key):
     path = sbom(tmp_path, components)
     with pytest.raises(OutputDamaged, match=f"sbom.cdx.json is damaged: .*{key}"):
-        sbom_contents(path, tmp_path)
+        read_sbom(path.parent, tmp_path)
 
 
 def test_no_sbom_says_which_step_makes_it(tmp_path):
     with pytest.raises(UserError, match="invoke sbom --release dev"):
-        sbom_contents(tmp_path / "build" / "dev" / "sbom.cdx.json", tmp_path)
+        read_sbom(tmp_path / "build" / "dev", tmp_path)
 
 
 # --- the notes' section -----------------------------------------------------------------------------
@@ -324,12 +327,12 @@ def a_report() -> dict:
 
 
 def test_the_notes_read_what_the_audit_wrote(tmp_path):
-    found = read_report(written_report(tmp_path, a_report()), tmp_path)
+    found = read_audit(written_report(tmp_path, a_report()), tmp_path)
     assert found.verdict == FAILED and found.checked == 2 and found.python_distributions == 3
     assert [(a.distribution, a.id, a.policy) for a in found.advisories] == [
         ("pycrypto 2.6.1", "PYSEC-2017-94", "allowed until 2027-01-01: no caller reaches it"), ("pycrypto 2.6.1", "PYSEC-2018-97", "not allowed")]
     assert found.not_checked == (("numpy 2.4.6", unchecked().reason),) and found.other_not_checked == (("deb", 1),)
-    assert read_report(tmp_path / "build" / "cuda-dev", tmp_path) is None
+    assert read_audit(tmp_path / "build" / "cuda-dev", tmp_path) is None
 
 
 @pytest.mark.parametrize("change, key", [
@@ -348,7 +351,7 @@ def test_a_damaged_report_stops_the_notes_with_its_key(tmp_path, change, key):
     data = a_report()
     change(data)
     with pytest.raises(OutputDamaged, match=f"audit.json is damaged: .*{key}.*invoke audit --release dev"):
-        read_report(written_report(tmp_path, data), tmp_path)
+        read_audit(written_report(tmp_path, data), tmp_path)
 
 
 def test_the_notes_section_lists_advisories_and_what_was_not_checked(scratch):

@@ -8,7 +8,7 @@ import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import buildable_releases, load_release
+from ngcbuild.manifest.loader import buildable_releases, derived_release_names, load_release
 from ngcbuild.render import changed
 from ngcbuild.render.changed import affected_releases, buildable, changed_files, ci_jobs, selection
 from ngcbuild.render.stamp import is_shared_input, shared_inputs
@@ -125,7 +125,46 @@ def test_the_stamp_ignores_the_document_fields_of_the_catalogue(scratch):
 ])
 def test_a_change_to_ngcbuilds_code_or_an_image_template_selects_every_buildable_release(rel):
     project = Project.at(REPO)
-    assert _names(affected_releases(project, [rel], buildable(project))) == buildable_releases(project)
+    assert _names(affected_releases(project, [rel], buildable(project))) == \
+        buildable_releases(project) + derived_release_names(project)
+
+
+@pytest.mark.parametrize("rel, expected", [
+    ("requirements/team-vision.txt", ["dev", "team-vision"]),  # its base too: its job makes the record FROM
+    ("constraints/team-vision.lock", ["dev", "team-vision"]),
+    ("manifests/derived/team-vision.yaml", ["dev", "team-vision"]),
+    ("manifests/dev.yaml", ["dev", "team-vision"]),  # the base's manifest
+    ("constraints/dev.txt", ["dev", "team-vision"]),  # the base's constraints
+    ("manifests/parts/debian-bookworm.yaml", ["cuda-dev", "dev", "team-vision"]),
+    ("constraints/cuda-dev.txt", ["cuda-dev"]),
+])
+def test_a_derived_release_is_planned_after_its_base_when_its_inputs_or_its_base_change(rel, expected):
+    project = Project.at(REPO)
+    assert _names(affected_releases(project, [rel], buildable(project))) == expected
+
+
+def test_a_derived_release_is_planned_when_its_base_is_rebuilt_for_any_reason():
+    """A catalogue change that selects dev rebuilds dev's image: team-vision is built FROM the new one."""
+    project = Project.at(REPO)
+    releases = buildable(project)
+    assert _names(changed.with_bases(releases, {"dev"})) == ["dev", "team-vision"]
+    assert _names(changed.with_bases(releases, {"team-vision"})) == ["dev", "team-vision"]
+    assert _names(changed.with_bases(releases, {"cuda-dev"})) == ["cuda-dev"]
+
+
+def test_a_derived_release_gets_jobs_of_its_own_that_name_their_base():
+    from ngcbuild.workflow.choose import narrow
+
+    project = Project.at(REPO)
+    releases = changed.with_bases(buildable(project), {"team-vision"})
+    plan = {"releases": _names(releases), "jobs": [j for j in ci_jobs(releases) if "base" not in j],
+            "derived_jobs": [j for j in ci_jobs(releases) if "base" in j]}
+    assert [j["release"] for j in plan["jobs"]] == ["dev"]
+    assert plan["derived_jobs"] == [{"release": "team-vision", "platform": "linux/amd64", "arch": "amd64",
+                                     "runner": ["self-hosted", "linux", "x64", "gpu"], "base": "dev"}]
+    chosen = narrow(plan, "team-vision")  # a dispatch naming the derived release builds its base too
+    assert chosen["releases"] == ["dev", "team-vision"] and [j["release"] for j in chosen["jobs"]] == ["dev"]
+    assert narrow(plan, "dev")["derived_jobs"] == []
 
 
 @pytest.mark.parametrize("rel", ["tests/unit/test_plan.py", "README.md", "docs/tasks.md", "templates/docs/site/style.css",
@@ -195,4 +234,6 @@ def test_cuda_dev_is_built_smoked_and_published_on_gpu_runners_like_any_release(
     jobs = ci_jobs([load_release(Project.at(REPO), "cuda-dev")])
     assert [(j["platform"], "gpu" in j["runner"]) for j in jobs] == [("linux/amd64", True), ("linux/arm64", True)]
     workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
-    assert 'RELEASE: ${{ matrix.release }}' in workflow and 'invoke smoke --release "$RELEASE" --require-gpu' in workflow
+    steps = (REPO / ".github" / "actions" / "release-image" / "action.yml").read_text()
+    assert 'RELEASE: ${{ matrix.release }}' in workflow and "uses: ./.github/actions/release-image" in workflow
+    assert 'invoke smoke --release "$RELEASE" --require-gpu' in steps

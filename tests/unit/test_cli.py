@@ -185,6 +185,7 @@ OLD_SPELLINGS = [
     (("rehearse", "--staging", "localhost:5000"), "rehearse --staging is now --staging-registry"),
     (("rehearse", "--registry", "localhost:5001"), "rehearse --registry is now --release-registry"),
     (("verify-attestation", "--image", "localhost:5000/a:b"), "verify-attestation --image is now --registry-image"),
+    (("push", "--release", "dev", "--registry", "localhost:5000", "--cache"), "push --cache is now --cache-to"),
 ]
 
 

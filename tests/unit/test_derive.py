@@ -13,11 +13,11 @@ import pytest
 from ngcbuild.core.errors import ManifestError, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.derive.lockfile import lock_entries
-from ngcbuild.derive.render import render_derived
 from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.lock import LockedPin, lock_text, parse_entries, parse_lock
 from ngcbuild.manifest.requirements import parse_requirements
+from ngcbuild.render.derived import render_derived
 from ngcbuild.resolver import conflicts
 from ngcbuild.resolver.stand_ins import StandIn, write_stand_in
 from ngcbuild.resolver.uv import python_platform
@@ -194,13 +194,49 @@ def test_build_refuses_a_stale_lock_naming_the_command(team_project):
         render_derived(team_project, loaded)
 
 
-def test_a_derived_release_is_no_release_of_the_series_and_plain_render_refuses_it(team_project):
+def test_a_derived_release_is_no_release_of_the_series_and_the_one_render_entry_renders_it(team_project):
     from ngcbuild.manifest.loader import release_names
     from ngcbuild.render.context import render_files
 
     assert "team-vision" not in release_names(team_project)
-    with pytest.raises(UserError, match="derived release"):
-        render_files(team_project, load_release(team_project, "team-vision"))
+    loaded = load_release(team_project, "team-vision")
+    rendered = render_files(team_project, loaded)
+    assert rendered.files == render_derived(team_project, loaded).files
+    assert rendered.from_record == ("dev", "sha256:" + "1" * 64) and "torch" in rendered.base_stack
+    # FROM the image a build's record names (what smoke and attest render again): no base record read
+    (team_project.build / "dev" / "record.json").unlink()
+    again = render_files(team_project, loaded, base="sha256:" + "1" * 64)
+    assert again.files == rendered.files and again.from_record is None
+    pinned = render_files(team_project, loaded, base="127.0.0.1:5000/nvidia/pytorch@sha256:" + "2" * 64)
+    assert b"FROM 127.0.0.1:5000/nvidia/pytorch@sha256:" + b"2" * 64 in pinned.files["Dockerfile"]
+    for moving, says in [("127.0.0.1:5000/nvidia/pytorch:dev-py3", "by digest"),
+                         ("sha256:" + "2" * 64 + "\nRUN x", "the tag must be")]:
+        with pytest.raises(UserError, match=f"--base-image: .*{says}"):
+            render_files(team_project, loaded, base=moving)
+    with pytest.raises(UserError, match="has no build record here; build it first"):
+        render_files(team_project, loaded)
+
+
+def test_a_base_record_holding_what_is_no_digest_reaches_no_dockerfile(team_project):
+    """build/dev/record.json may be another job's artifact: its values are checked as it is read."""
+    record = team_project.build / "dev" / "record.json"
+    bad = "sha256:" + "1" * 64 + '"\nRUN curl evil.example'
+    record.write_text(json.dumps({"image_id": "sha256:" + "1" * 64, "pushed": {
+        "127.0.0.1:5000/nvidia/pytorch:dev-py3": {"digest": bad}}}))
+    with pytest.raises(ManifestError, match=r"build/dev/record.json: pushed.*digest: expected sha256:<64 hex digits>"):
+        render_derived(team_project, load_release(team_project, "team-vision"))
+    record.write_text(json.dumps({"image_id": "sha256:" + "1" * 64, "pushed": {
+        "127.0.0.1:5000/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "3" * 64, "at": "2026-01-01T00:00:00Z"},
+        "127.0.0.1:5011/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "4" * 64, "at": "2026-01-02T00:00:00Z"}}}))
+    dockerfile = render_derived(team_project, load_release(team_project, "team-vision")).files["Dockerfile"].decode()
+    assert dockerfile.count("FROM 127.0.0.1:5011/nvidia/pytorch@sha256:" + "4" * 64) == 2  # the latest push
+
+
+def test_a_derived_release_on_a_derived_release_is_refused_in_one_line(team_project):
+    (team_project.manifests / "derived" / "team-y.yaml").write_text(
+        "extends: derived/team-vision\nsummary: x\nderive:\n  requirements: requirements/team-vision.txt\n")
+    with pytest.raises(ManifestError, match="team-y.yaml: extends: derived/team-vision is itself a derived release"):
+        load_release(team_project, "team-y")
 
 
 def test_the_derived_checks_are_collected_for_a_derived_release_and_only_there(team_project, tmp_path):
@@ -228,12 +264,15 @@ def test_the_derived_checks_are_collected_for_a_derived_release_and_only_there(t
 
 
 def test_notes_and_diff_say_what_a_derived_release_adds():
-    from ngcbuild.derive.notes import changes, notes_text
+    from ngcbuild.docs.derived_notes import changes, notes_text
+    from ngcbuild.docs.diff import diff_text
 
     project = Project.at(REPO)
     found = changes(load_release(project, "dev"), load_release(project, "team-vision"))
     assert "rich" in found["added"] and found["changed"]["tqdm"] == ["4.70.1", "4.67.1"] and not found["removed"]
-    text = notes_text(project, "team-vision")
+    assert json.loads(diff_text(project, "dev", "team-vision", as_json=True)) == found
+    assert "- tqdm 4.70.1 -> 4.67.1" in diff_text(project, "dev", "team-vision")
+    text = notes_text(project, load_release(project, "team-vision"))
     assert "## What it adds to dev" in text and "- rich " in text
     assert "- tqdm 4.70.1 -> 4.67.1: the team's progress reporting" in text and "unchanged\n\ntorch" in text
 
@@ -279,3 +318,42 @@ def test_an_image_base_takes_its_pins_from_what_resolve_read_from_the_image(team
     pins.write_text("tqdm==4.70.1\n")
     with pytest.raises(ManifestError, match="derive.protected.0: 'torch' is not among the pins read from"):
         load_release(team_project, "team-img")
+
+
+def test_the_stamp_of_a_derived_render_holds_while_its_base_names_the_same_image(team_project):
+    """An unchanged derived release is reused without loading it, as any release; a base built or
+    pushed since names another image to build FROM: the stamp then sends build the whole way."""
+    from ngcbuild.render.context import render_release
+    from ngcbuild.render.stamp import current_stamp
+
+    rendered = render_release(team_project, "team-vision")
+    stamp = current_stamp(team_project, "team-vision", None)
+    assert stamp is not None and stamp.context_hash == rendered.context_hash
+    record = team_project.build / "dev" / "record.json"
+    data = json.loads(record.read_text())
+    data["pushed"] = {"127.0.0.1:5000/nvidia/pytorch:dev-py3": {"digest": "sha256:" + "5" * 64}}
+    record.write_text(json.dumps(data))
+    assert current_stamp(team_project, "team-vision", None) is None
+    again = render_release(team_project, "team-vision")
+    assert again.context_hash != rendered.context_hash
+    assert current_stamp(team_project, "team-vision", None).context_hash == again.context_hash
+    record.write_text('{"image_id": "sha256:' + "1" * 64 + '\\nFROM evil"}')  # refused by the full path, not here
+    assert current_stamp(team_project, "team-vision", None) is None
+
+
+def test_publish_lists_a_derived_release_of_one_platform_and_says_why_not_of_several(team_project):
+    from ngcbuild.publish.multiarch import PublishRefused, check_publishable
+    from tests.helpers import derived_manifest
+
+    check_publishable(load_release(team_project, "team-vision"))  # dev's one platform: published as dev is
+    (team_project.manifests / "derived" / "team-cuda.yaml").write_text(derived_manifest("team-cuda", "cuda-dev"))
+    (team_project.root / "requirements" / "team-cuda.txt").write_text("einops>=0.8\n")
+    loaded = load_release(team_project, "team-cuda")
+    with pytest.raises(PublishRefused, match=r"team-cuda is a derived release of 2 platforms .*its own context") as caught:
+        check_publishable(loaded)
+    assert "\n" not in str(caught.value)
+    (team_project.manifests / "derived" / "team-cuda.yaml").write_text(
+        derived_manifest("team-cuda", "dev") + "build:\n  platforms: [linux/amd64, linux/arm64]\n")
+    with pytest.raises(ManifestError, match="team-cuda.yaml: build.platforms: dev is built for linux/amd64, not "
+                                            "linux/arm64"):
+        load_release(team_project, "team-cuda")

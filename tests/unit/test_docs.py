@@ -32,6 +32,20 @@ def test_the_task_reference_is_the_one_the_table_makes():
         "docs/tasks.md is stale: run `invoke reference` and review `git diff docs/`"
 
 
+def test_the_architecture_is_a_map():
+    """ARCHITECTURE.md is read in one pass: a paragraph per package, the flow of a release and of a derived
+    release, and the one home of what is asked most; the reference detail is docs/internals.md."""
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    assert len(text.encode()) <= 12 * 1024, f"ARCHITECTURE.md is {len(text.encode())} bytes; the detail belongs in " \
+                                            "docs/internals.md"
+    packages = sorted(p.name for p in (REPO / "src" / "ngcbuild").iterdir() if (p / "__init__.py").is_file())
+    assert all(f"- **`{name}/`**" in text for name in packages), packages
+    for home in ("/etc/pip/constraint.txt", "registry/auth.py", "workspace/sections.smoke_verdict",
+                 "src/ngcbuild/resolver/", "## A derived release through the packages"):
+        assert home in text, home
+    assert "docs/internals.md" in text and (REPO / "docs" / "internals.md").is_file()
+
+
 def test_the_readme_is_a_front_page():
     text = README.read_text()
     assert len(text.encode()) <= 15 * 1024, f"README.md is {len(text.encode())} bytes; the rest belongs in docs/"

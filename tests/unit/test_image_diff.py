@@ -2,6 +2,7 @@
 (no engine), and the site's "what changed in the image" page where both exist. The SBOMs are the
 documents supply/sbom.py makes, from inventories written here."""
 
+import hashlib
 import json
 import os
 
@@ -39,6 +40,14 @@ def _built(project: Project, name: str, found: dict, image: dict, size: int) -> 
                    BuildRecord(context_sha256="0" * 64), "2026-01-01T00:00:00Z", SERIAL)
     (directory / "sbom.cdx.json").write_text(json.dumps(doc))
     (directory / "record.json").write_text(json.dumps({"image_id": image["Id"], "size_bytes": size}))
+    _recorded(directory)
+
+
+def _recorded(directory) -> None:
+    """The record names the SBOM as `ngcbuild sbom` records it: by its sha256."""
+    record = json.loads((directory / "record.json").read_text())
+    record["sbom"] = {"sha256": hashlib.sha256((directory / "sbom.cdx.json").read_bytes()).hexdigest()}
+    (directory / "record.json").write_text(json.dumps(record))
 
 
 @pytest.fixture
@@ -110,8 +119,43 @@ def test_an_sbom_made_before_the_image_facts_compares_what_it_has(project):
     doc["metadata"]["component"]["properties"] = [p for p in doc["metadata"]["component"]["properties"]
                                                   if p["name"] in ("ngcbuild:image-id", "ngcbuild:platform")]
     path.write_text(json.dumps(doc))
+    _recorded(project.out("dev"))
     page = render_image_diff(project, "dev", "dev-next")
     assert "Not compared: env, label, layer, library" in page and "| torch | upgraded |" in page
+
+
+def test_an_sbom_the_record_does_not_name_is_refused(project):
+    """An SBOM written over (or left from another image) is never compared: the record names its sha256."""
+    path = project.out("dev-next") / "sbom.cdx.json"
+    path.write_text(path.read_text().replace("2.15.0", "2.16.0"))
+    with pytest.raises(UserError, match="dev-next/sbom.cdx.json: not the SBOM `invoke sbom` recorded in record.json"):
+        read_image(project, "dev-next")
+    result = run_command("ngcbuild", "diff", "dev", "dev-next", "--images", cwd=project.root, timeout=60)
+    assert result.returncode == 2 and "not the SBOM" in result.stderr and not result.stdout, result.stderr
+
+
+HOSTILE = "\x1b[2J\r# Heading\n<script>alert(1)</script> [x](javascript:y)"
+
+
+def test_what_an_image_says_of_itself_reaches_the_page_and_the_terminal_escaped(project):
+    """An image's labels, environment, layer steps and package names are the image's to choose: shown,
+    they are text, never a terminal's control, a Markdown heading, a link or HTML."""
+    path = project.out("dev-next") / "sbom.cdx.json"
+    doc = json.loads(path.read_text())
+    props = doc["metadata"]["component"]["properties"]
+    props += [{"name": "ngcbuild:label", "value": f"evil{HOSTILE}=v{HOSTILE}"},
+              {"name": "ngcbuild:env", "value": f"EVIL=x{HOSTILE}"},
+              {"name": "ngcbuild:library", "value": f"libevil.so => {HOSTILE}"}]
+    doc["components"].append({"bom-ref": "deb:x", "type": "library", "name": "x", "version": f"1{HOSTILE}",
+                              "purl": "pkg:deb/debian/evil%0A%23%20heading@1?arch=amd64"})
+    path.write_text(json.dumps(doc))
+    _recorded(project.out("dev-next"))
+    page = render_image_diff(project, "dev", "dev-next")
+    assert "\x1b" not in page and "\r" not in page and "<script>" not in page and "[x](javascript" not in page
+    assert "\n# Heading" not in page and "\n# heading" not in page
+    assert "\\x1b\\[2J" in page  # shown, escaped twice over: as text, and as Markdown
+    result = run_command("ngcbuild", "diff", "dev", "dev-next", "--images", "--json", cwd=project.root, timeout=60)
+    assert result.returncode == 0 and "\x1b" not in result.stdout, result.stderr
 
 
 @pytest.mark.parametrize("damage", ["not json", "link out", "fifo", "wrong shape"])

@@ -38,3 +38,17 @@ def test_cache_tags_live_in_a_repository_of_their_own(dev):
 def test_a_cache_registry_must_be_a_host(option, value):
     with pytest.raises(UserError, match=f"--{option.replace('_', '-')}: "):
         options_from(None, None, None, False, {}, **{option: value})
+
+
+@pytest.mark.parametrize("registry, reuse_from, tags, looked_in", [
+    (None, None, "nvcr.io", None),  # no registry given: this engine only (nvcr.io names the tags)
+    ("localhost:5000", None, "localhost:5000", "localhost:5000"),  # what --registry always meant: both
+    ("localhost:5000", "local", "localhost:5000", None),  # tags for a registry never asked
+    ("nvcr.io", "localhost:5000", "nvcr.io", "localhost:5000"),  # looked for in a mirror, named for nvcr.io
+    (None, "localhost:5000", "nvcr.io", "localhost:5000"),
+])
+def test_the_registry_of_the_tags_and_the_one_looked_in_are_two_options(registry, reuse_from, tags, looked_in):
+    options = options_from(registry, None, None, False, {}, reuse_from=reuse_from)
+    assert (options.registry, options.reuse_from) == (tags, looked_in)
+    with pytest.raises(UserError, match="--reuse-from: "):
+        options_from(registry, None, None, False, {}, reuse_from="http://localhost:5000")

@@ -15,10 +15,11 @@ PLATFORMS = ("linux/amd64", "linux/arm64")
 
 
 def _record(platform: str, smoke=True, context="c" * 64, pushed=True) -> dict:
-    image = "sha256:" + platform[-5:].rjust(64, "0")
+    mark = "1" if platform.endswith("amd64") else "2"  # each platform its own image and digest
+    image = "sha256:" + mark.rjust(64, "0")
     return {
         "release": "rel", "platform": platform, "image_id": image, "context_sha256": context, "tags": [],
-        "pushed": {f"{HOST}/nvidia/pytorch:rel-py3-{platform[-5:]}": {"digest": "sha256:d" + platform[-5:],
+        "pushed": {f"{HOST}/nvidia/pytorch:rel-py3-{platform[-5:]}": {"digest": "sha256:" + mark * 64,
                                                                       "registry": HOST}} if pushed else {},
         "smoke": {"image_id": image, "failed": 0, "errors": 0, "exit_code": 0, "passed": 9} if smoke else None,
     }
@@ -38,7 +39,7 @@ def test_every_platform_built_smoked_and_pushed_is_gathered(tmp_path):
     gathered, pushed = gather(records, "rel", PLATFORMS, "c" * 64, HOST)
     assert sorted(gathered.platforms) == list(PLATFORMS)
     assert all(entry.smoke.exit_code == 0 for entry in gathered.platforms.values())
-    assert pushed["linux/arm64"] == (f"{HOST}/nvidia/pytorch:rel-py3-arm64", "sha256:darm64")
+    assert pushed["linux/arm64"] == (f"{HOST}/nvidia/pytorch:rel-py3-arm64", "sha256:" + "2" * 64)
     published = Published.of(platforms={p: "sha256:x" for p in PLATFORMS})
     assert check_every_platform(gathered, "rel", published).exit_code == 0
 
@@ -86,16 +87,26 @@ def _empty(tmp_path):
     return folder
 
 
-@pytest.mark.parametrize("ref", [f"{HOST}/nvidia/pytorch", f"{HOST}/Nvidia/PyTorch:rel", "user:pw@staging:5000/x:y"])
+@pytest.mark.parametrize("ref", [f"{HOST}/Nvidia/PyTorch:rel", "user:pw@staging:5000/x:y"])
 def test_a_pushed_reference_that_is_no_image_reference_refuses_naming_the_record(tmp_path, ref):
+    """Refused as the record is read (workspace/sections.py forms), before any gathering."""
     arm = _record("linux/arm64")
-    arm["pushed"] = {ref: {"digest": "sha256:d", "registry": HOST}}
+    arm["pushed"] = {ref: {"digest": "sha256:" + "d" * 64, "registry": HOST}}
+    with pytest.raises(UserError) as error:
+        _write(tmp_path, _record("linux/amd64"), arm)
+    message = str(error.value)
+    assert "build-rel-arm64/record.json: pushed: expected keys that are image references" in message, message
+    assert ":pw@" not in message  # a credential typed into a reference is never echoed
+
+
+def test_a_pushed_reference_without_a_tag_refuses_naming_the_record(tmp_path):
+    arm = _record("linux/arm64")
+    arm["pushed"] = {f"{HOST}/nvidia/pytorch": {"digest": "sha256:" + "d" * 64, "registry": HOST}}
     records = _write(tmp_path, _record("linux/amd64"), arm)
     with pytest.raises(PlatformMissing) as error:
         gather(records, "rel", PLATFORMS, "c" * 64, HOST)
-    message = str(error.value)
-    assert "linux/arm64: " in message and "build-rel-arm64/record.json: a pushed reference is no image" in message
-    assert ":pw@" not in message  # a credential typed into a reference is never echoed
+    assert "linux/arm64: " in str(error.value) and "build-rel-arm64/record.json: a pushed reference is no image" \
+        in str(error.value)
 
 
 def test_each_platform_is_held_to_the_context_rendered_from_its_own_base(tmp_path):

@@ -80,7 +80,7 @@ def test_missing_platforms_needs_a_build_of_this_context(scratch):
     release = load_release(Project.at(scratch.root), "multi").release
     assert release.build.published_platforms == ("linux/amd64", "linux/arm64")
     record = Record.from_json({"platforms": {"linux/amd64": {"context_sha256": HASH},
-                                             "linux/arm64": {"context_sha256": "old"}}})
+                                             "linux/arm64": {"context_sha256": "0" * 64}}})
     assert missing_platforms(release, record, HASH) == ["linux/arm64"]
     assert missing_platforms(release, Record(), HASH) == ["linux/amd64", "linux/arm64"]
 
@@ -107,14 +107,15 @@ def test_promotion_is_gated_on_a_passing_smoke_record_of_that_image():
 
 
 def test_source_entry_prefers_a_published_list():
-    record = {"image_id": "i1", "platforms": {"linux/amd64": {"image_id": "i1"}, "linux/arm64": {"image_id": "i2"}},
-              "pushed": {"h/r:t": {"digest": "sha256:p"}},
-              "published": {"h/r:t": {"digest": "sha256:l", "platforms": {"linux/amd64": "a", "linux/arm64": "b"}}}}
+    i1, i2, p, lst, a, b = ("sha256:" + c * 64 for c in "123456")
+    record = {"image_id": i1, "platforms": {"linux/amd64": {"image_id": i1}, "linux/arm64": {"image_id": i2}},
+              "pushed": {"h/r:t": {"digest": p}},
+              "published": {"h/r:t": {"digest": lst, "platforms": {"linux/amd64": a, "linux/arm64": b}}}}
     entry, images = source_entry(Record.from_json(record), "h/r:t")
-    assert (entry.to_json(), images) == (record["published"]["h/r:t"], {"i1", "i2"})
+    assert (entry.to_json(), images) == (record["published"]["h/r:t"], {i1, i2})
     del record["published"]
     entry, images = source_entry(Record.from_json(record), "h/r:t")
-    assert (entry.to_json(), images) == ({"digest": "sha256:p"}, {"i1"})
+    assert (entry.to_json(), images) == ({"digest": p}, {i1})
     assert source_entry(Record.from_json(record), "other/r:t") is None
 
 

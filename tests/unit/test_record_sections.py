@@ -114,7 +114,7 @@ def test_a_section_added_later_is_one_more_class():
     ({"smoke": []}, "smoke"),
     ({"pushed": [1]}, "pushed"),
     ({"pushed": {"h/r:t": {"digest": 5}}}, "pushed.'h/r:t'.digest"),
-    ({"pushed": {"h/r:t\nX": "x"}}, "pushed.'h/r:t\\nX'"),  # a newline in a key is shown escaped
+    ({"pushed": {"h/r:t": "x"}}, "pushed.'h/r:t'"),
     ({"cache_pushed": {"a": {}}}, "cache_pushed.a"),
     ({"sbom": "x"}, "sbom"),
     ({"audit": {"counts": 3}}, "audit.counts"),
@@ -132,6 +132,43 @@ def test_a_damaged_section_names_its_key_and_exits_1(tmp_path, data, key):
     assert caught.value.exit_code == 1 and not isinstance(caught.value, UserError)
     assert message.startswith("record.json is damaged: ") and f"record.json: {key}: expected " in message, message
     assert message.endswith("rebuild to rewrite it") and "\n" not in message
+
+
+D64 = "sha256:" + "a" * 64
+
+
+@pytest.mark.parametrize("data, key, expected", [
+    ({"image_id": "sha256:" + "a" * 63}, "image_id", "sha256:<64 hex digits>"),
+    ({"image_id": D64 + "\nFROM evil"}, "image_id", "sha256:<64 hex digits>"),
+    ({"tags": ["nvcr.io/nvidia/pytorch:dev-py3", 'h/r:t" \\\nRUN curl evil']}, "tags.1", "an image reference"),
+    ({"pushed": {"h/r:t\nX": {"digest": D64}}}, "pushed", "keys that are image references, got 'h/r:t\\nX'"),
+    ({"pushed": {"h/r:t": {"digest": "sha256:x'"}}}, "pushed.'h/r:t'.digest", "sha256:<64 hex digits>"),
+    ({"base_image": "debian:bookworm\nRUN x"}, "base_image", "an image reference or an image id"),
+    ({"registry": "evil.example/path"}, "registry", "a registry HOST[:PORT]"),
+    ({"platform": "linux/amd64 --privileged"}, "platform", "a platform"),
+    ({"context_sha256": "../../x"}, "context_sha256", "a sha256 of 64 hex digits"),
+    ({"cache_pushed": {"h/r-cache:t": "latest"}}, "cache_pushed.'h/r-cache:t'", "sha256:<64 hex digits>"),
+    ({"attested": {"u:pw@h/r@" + D64: {}}}, "attested", "keys that are image references, got a value that may "
+                                                        "hold credentials (not shown)"),
+    ({"sbom": {"sha256": "ab"}}, "sbom.sha256", "a sha256 of 64"),
+    ({"published": {"h/r:t": {"platforms": {"linux/amd64": "x"}}}}, "published.'h/r:t'.platforms.'linux/amd64'",
+     "sha256:"),
+    ({"promoted": {"h/r:t": {"from": "u:p@h"}}}, "promoted.'h/r:t'.from", "a registry HOST"),
+    ({"platforms": {"linux/amd64": {"tags": ["-x"]}}}, "platforms.'linux/amd64'.tags.0", "an image reference"),
+    ({"smoke": {"image_id": "latest"}}, "smoke.image_id", "sha256:"),
+])
+def test_a_value_of_its_type_in_another_form_is_refused_as_bad_input(tmp_path, data, key, expected):
+    """build/ may be another job's artifact: a digest, id, reference, host or platform that is not one
+    never reaches a Dockerfile, a command line or a label: one line naming the file and key, exit 2."""
+    directory = _release_dir(tmp_path)
+    (directory / "record.json").write_text(json.dumps(data))
+    with pytest.raises(ManifestError) as caught:
+        read_record(directory)
+    message = str(caught.value)
+    assert caught.value.exit_code == 2 and "\n" not in message
+    assert f"record.json: {key}: expected {expected}" in message and "remove the file" in message, message
+    with pytest.raises(ManifestError, match="r.json: .*got "):  # a platform job's record: the same check
+        parse_record(REPO / "r.json", data, ManifestError, "")
 
 
 def test_the_same_reader_checks_a_record_handed_in_as_bad_input():

@@ -10,7 +10,8 @@ import pytest
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.render.context import environment, render_files, render_release
+from ngcbuild.render.context import render_files, render_release
+from ngcbuild.render.image import environment
 
 from ..conftest import REPO
 

@@ -89,11 +89,17 @@ def _load(name: str) -> dict:
     return yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
 
 
-@pytest.mark.parametrize("name", ["release.yml", "ci.yml", "bump.yml"])
-def test_every_action_is_pinned_to_a_commit(name):
-    """Supply chain: a tag can be moved, a commit cannot; the tag stays readable in a comment."""
-    uses = re.findall(r"uses:\s*(\S+)(.*)", (REPO / ".github" / "workflows" / name).read_text())
-    assert uses
+IMAGE_STEPS = REPO / ".github" / "actions" / "release-image" / "action.yml"  # release.yml's steps per image
+
+
+@pytest.mark.parametrize("path", [REPO / ".github" / "workflows" / name for name in ("release.yml", "ci.yml", "bump.yml")]
+                         + [IMAGE_STEPS], ids=lambda p: p.name if p != IMAGE_STEPS else "release-image")
+def test_every_action_is_pinned_to_a_commit(path):
+    """Supply chain: a tag can be moved, a commit cannot; the tag stays readable in a comment. An action
+    of this repository (./.github/actions/) is the commit being run."""
+    uses = [(action, comment) for action, comment in re.findall(r"uses:\s*(\S+)(.*)", path.read_text())
+            if not action.startswith("./.github/actions/")]
+    assert uses or path == IMAGE_STEPS
     for action, comment in uses:
         assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", action), action
         assert re.fullmatch(r"\s*# v\d+\.\d+\.\d+", comment), (action, comment)
@@ -104,13 +110,21 @@ def test_release_workflow_rules():
     assert workflow["concurrency"]["cancel-in-progress"] is False
     jobs = workflow["jobs"]
     assert "invoke changed" in jobs["plan"]["steps"][-1]["run"]
-    build = jobs["build"]
-    assert build["strategy"]["fail-fast"] is False
-    assert build["runs-on"] == "${{ matrix.runner }}"
-    runs = " ".join(step.get("run", "") for step in build["steps"])
+    build, derived = jobs["build"], jobs["derived"]
+    image_steps = yaml.safe_load(IMAGE_STEPS.read_text())["runs"]["steps"]
+    for job in (build, derived):  # a release of ours and a derived release take the same steps
+        assert job["strategy"]["fail-fast"] is False
+        assert job["runs-on"] == "${{ matrix.runner }}"
+        assert [s["uses"] for s in job["steps"] if s.get("uses", "").startswith("./")] == ["./.github/actions/release-image"]
+    # a derived release: after every build job, FROM the record its base's job of that platform uploaded
+    assert derived["needs"] == ["plan", "build"] and "needs.build.result == 'success'" in derived["if"]
+    fetched = next(s for s in derived["steps"] if s.get("uses", "").startswith("actions/download-artifact"))
+    assert fetched["with"] == {"name": "build-${{ matrix.base }}-${{ matrix.arch }}", "path": "build/${{ matrix.base }}"}
+    assert "derived" in jobs["publish"]["needs"] and "needs.derived.result" in jobs["publish"]["if"]
+    runs = " ".join(step.get("run", "") for step in image_steps)
     assert "invoke smoke" in runs and "--require-gpu" in runs and "invoke sbom" in runs
     # the audit reads the SBOM and must pass before anything is pushed
-    order = [next(i for i, s in enumerate(build["steps"]) if word in s.get("run", ""))
+    order = [next(i for i, s in enumerate(image_steps) if word in s.get("run", ""))
              for word in ("invoke smoke", "invoke sbom", "invoke audit", "invoke push")]
     assert order == sorted(order), order
     # the staging registry is the shared layer cache of every build job; long-lived runners are pruned
@@ -127,17 +141,21 @@ def test_release_workflow_rules():
     uploads = [s for job in jobs.values() for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
     assert uploads and all(s.get("if") == "always()" for s in uploads)
     # only the publish job sees the release secret, and only from main or a tag; the build jobs see the
-    # signing key only, in the step that signs, which removes its file however the step ends
+    # signing key only, handed to the image's steps, where only the step that signs reads it, and that
+    # step removes its file however it ends
     for name, job in jobs.items():
         assert ("secrets.RELEASE_REGISTRY" in yaml.safe_dump(job)) == (name == "publish"), name
-        assert ("secrets.ATTESTATION_SIGNING_KEY" in yaml.safe_dump(job)) == (name == "build"), name
-    signing = [s for s in build["steps"] if "secrets." in yaml.safe_dump(s)]
+        assert ("secrets.ATTESTATION_SIGNING_KEY" in yaml.safe_dump(job)) == (name in ("build", "derived")), name
+    for job in (build, derived):
+        handed = [s for s in job["steps"] if "secrets." in yaml.safe_dump(s)]
+        assert [s.get("uses") for s in handed] == ["./.github/actions/release-image"]
+    signing = [s for s in image_steps if "inputs.signing-key" in yaml.safe_dump(s)]
     assert len(signing) == 1 and "invoke attest" in signing[0]["run"] and "trap 'rm -f" in signing[0]["run"]
     assert runs.index("invoke push") < runs.index("invoke attest")
     assert "--trusted-key" in next(s["run"] for s in jobs["publish"]["steps"] if "invoke promote" in s.get("run", ""))
     assert "refs/heads/main" in jobs["publish"]["if"] and "refs/tags/" in jobs["publish"]["if"]
-    cleanup = [s for job in (build, jobs["publish"]) for s in job["steps"] if "image rm" in s.get("run", "")]
-    assert len(cleanup) == 2 and all(s["if"] == "always()" and "label=$RUN_LABEL" in s["run"] for s in cleanup)
+    cleanup = [s for job in (build, derived, jobs["publish"]) for s in job["steps"] if "image rm" in s.get("run", "")]
+    assert len(cleanup) == 3 and all(s["if"] == "always()" and "label=$RUN_LABEL" in s["run"] for s in cleanup)
     assert any("docker logout" in s.get("run", "") for s in jobs["publish"]["steps"])
     # multi-arch: the list comes from every platform job's record, before promotion
     publish_runs = [s.get("run", "") for s in jobs["publish"]["steps"]]

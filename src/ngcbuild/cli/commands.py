@@ -25,32 +25,22 @@ def project() -> Project:
 def render(release: str, base=None) -> None:
     from ngcbuild.render.context import render_release
 
-    if _derived(release):
-        from ngcbuild.derive.build import render_derived_release
-
-        rendered = render_derived_release(project(), release)
-    else:
-        rendered = render_release(project(), release, base=base)
+    rendered = render_release(project(), release, base=base)
     print(f"rendered {len(rendered.files)} files into {rendered.directory} (context {rendered.context_hash[:12]})")
 
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
           platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None,
-          force_platform=False) -> None:
+          force_platform=False, reuse_from=None) -> None:
     from ngcbuild.engine.build import build_release
     from ngcbuild.engine.options import options_from
 
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
                            force=force, labels=labels, cache_from=cache_from, cache_to=cache_to,
-                           force_platform=force_platform)
+                           force_platform=force_platform, reuse_from=reuse_from)
     where = project()
-    if _derived(release):
-        from ngcbuild.derive.build import build_derived
-
-        built = build_derived(where, release, options, out=sys.stdout)
-    else:
-        built = build_release(where, release, options, out=sys.stdout)
+    built = build_release(where, release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
         from ngcbuild.publish.push import push_layer_cache
 
@@ -71,14 +61,6 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
         return
     if not release:
         raise UserError("--release: which release's image to test (or --host --expect-from-env on a GPU host)")
-    if _derived(release):
-        from ngcbuild.derive.smoke import smoke_derived
-
-        if perf or baseline:
-            raise UserError("--perf and --baseline measure a release's GPU figures; a derived release inherits its "
-                            "base's: measure the base")
-        smoke_derived(project(), release, require_gpu=require_gpu, image=image)
-        return
     from ngcbuild.smoke import runner
 
     runner.run_smoke(project(), release, require_gpu=require_gpu, image=image, perf=perf,
@@ -140,11 +122,11 @@ def _smoke_host(where: Project, release, expect_from_env, require_gpu, perf, pyt
     host.run_host(where.build, expected, name, python=python, require_gpu=require_gpu, perf=perf)
 
 
-def push(release: str, registry: str, cache=False, engine=None) -> dict:
+def push(release: str, registry: str, cache_to=None, engine=None) -> dict:
     from ngcbuild.publish.push import push_release
 
     _select_engine(engine)
-    return push_release(project(), release, registry, out=sys.stdout, cache=cache)
+    return push_release(project(), release, registry, out=sys.stdout, cache_to=cache_to)
 
 
 def base(release: str = "dev", platform: str | None = None) -> None:
@@ -164,13 +146,7 @@ def base(release: str = "dev", platform: str | None = None) -> None:
 def notes(release: str) -> None:
     from ngcbuild.docs.notes import write_notes
 
-    if _derived(release):
-        from ngcbuild.derive.notes import write_derived_notes
-
-        path = write_derived_notes(project(), release)
-    else:
-        path = write_notes(project(), release)
-    print(f"wrote {shown_path(path)}")
+    print(f"wrote {shown_path(write_notes(project(), release))}")
 
 
 def matrix(as_json=False) -> None:
@@ -184,10 +160,6 @@ def matrix(as_json=False) -> None:
 
 
 def diff(old: str, new: str, as_json=False, images=False) -> None:
-    from ngcbuild.docs.diff import diff_releases, render_diff
-    from ngcbuild.manifest.catalog import Catalog
-    from ngcbuild.manifest.series import Series
-
     where = project()
     if images:
         from ngcbuild.docs.image_diff import diff_images, read_image, render_image_diff
@@ -197,17 +169,9 @@ def diff(old: str, new: str, as_json=False, images=False) -> None:
         else:
             print(render_image_diff(where, old, new), end="")
         return
-    if _derived(old) or _derived(new):
-        from ngcbuild.derive.notes import diff_text
+    from ngcbuild.docs.diff import diff_text
 
-        print(diff_text(where, old, new, as_json=as_json), end="")
-        return
-    series = Series.load(where)
-    if as_json:
-        result = diff_releases(series.get(old), series.get(new), Catalog.load(where))
-        print(json.dumps(result.to_json(), indent=2))
-    else:
-        print(render_diff(where, series, old, new), end="")
+    print(diff_text(where, old, new, as_json=as_json), end="")
 
 
 def docs(screenshot=True) -> None:
@@ -334,7 +298,7 @@ def verify(release: str, as_json=False, base=None) -> None:
     from ngcbuild.verify.web import Web
 
     if base is not None:  # checked as build checks it (credentials refused, never shown), before any query
-        from ngcbuild.render.context import checked_base
+        from ngcbuild.render.image import checked_base
 
         base = checked_base(base)
     loaded = load_release(project(), release)
@@ -380,16 +344,7 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
         raise UserError(f"--workflow {excerpt(workflow)}: expected release, ci or bump")
 
 
-# --- derived releases (manifests/derived/R.yaml) -----------------------------------------------------
-
-def _derived(release) -> bool:
-    """R is a derived release: manifests/derived/R.yaml exists (the folder manifest/derived.py reads), told
-    without loading anything (the unchanged-release path of build imports no pydantic)."""
-    from ngcbuild.core.names import check_release_name
-
-    check_release_name(release)
-    return os.path.lexists(project().manifests / "derived" / f"{release}.yaml")
-
+# --- derived releases (manifests/derived/R.yaml): resolved before they are built as every release is ----
 
 def resolve(release: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None) -> dict:
     from ngcbuild.core.names import check_release_name

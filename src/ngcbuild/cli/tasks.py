@@ -31,6 +31,8 @@ PLATFORM = Option("platform", "linux/amd64 or linux/arm64; one platform per buil
 TRUSTED_KEY = Option("trusted-key", "public key FILE (PEM Ed25519) whose signatures are trusted", value="FILE",
                      repeatable=True, dest="trusted_keys",
                      default_text="the files of $NGCBUILD_TRUSTED_KEYS, :-separated")
+CACHE_TO = Option("cache-to", "registry to push R's layer cache (every stage's image, under <repository>-cache) to",
+                  value="HOST[:PORT]")
 RELEASES = Option("releases", "only these releases, by name, separated by spaces or commas", value="NAMES")
 REGISTRY = "HOST[:PORT]"  # --registry: the registry that holds R's images, in every task that takes it
 
@@ -116,8 +118,11 @@ TASKS = (
     Task("build", BUILD, "Render and build R with the Docker SDK; tag <registry>/nvidia/pytorch:R-py3",
          commands.build, (
         RELEASE,
-        _registry("registry R's image is named for, and where an image of the same context is looked for",
-                  default_text="nvcr.io"),
+        _registry("registry R's tags name; unless --reuse-from says otherwise, an image of R's context is looked "
+                  "for there too", default_text="nvcr.io"),
+        Option("reuse-from", "registry to look for an image of R's context in before building (pulled and tagged "
+               "for --registry); `local`: this engine only", value="HOST[:PORT]|local",
+               default_text="the --registry given, else this engine only"),
         Option("ca-bundle", "CA bundle FILE for pip and apt inside the build (builder stage only)", value="FILE",
                default_text="$PIP_CERT, $SSL_CERT_FILE or $REQUESTS_CA_BUNDLE"),
         Option("wheelhouse", "folder of wheels to install offline", value="DIR",
@@ -127,12 +132,12 @@ TASKS = (
         PLATFORM,
         Option("force-platform", "build --platform even when the manifest's build.platforms does not list it",
                value=None, needs=("platform",)),
-        Option("force", "build even when an image of the same context exists, here or in the registry", value=None),
+        Option("force", "build even when an image of the same context exists, on this engine or in the registry "
+               "looked in", value=None),
         Option("label", "extra image label, e.g. the CI run, for cleanup by label", value="KEY=VALUE", repeatable=True,
                dest="labels"),
         Option("cache-from", "registry to pull R's layer cache (every stage's image) from first", value=REGISTRY),
-        Option("cache-to", "registry to push R's layer cache (every stage's image) to after the build",
-               value=REGISTRY),
+        CACHE_TO,
         ENGINE,
     ), writes=("build/R/", "build/R/record.json", "the image's tags"), guide="building.md", renamed=(OLD_BASE,)),
     Task("prune", BUILD, "Remove dangling images and ngcbuild's images beyond the newest --keep",
@@ -185,9 +190,10 @@ TASKS = (
     Task("push", SHIP, "Push every tag of R, verify the digest the registry serves, record it", commands.push, (
         RELEASE,
         _registry("registry to push R's tags to", required=True),
-        Option("cache", "also push the layer cache (every stage's image, under <repository>-cache)", value=None),
+        CACHE_TO,
         ENGINE,
-    ), writes=("record.json: pushed",), guide="publishing.md"),
+    ), writes=("record.json: pushed", "record.json: cache_pushed with --cache-to"), guide="publishing.md",
+        renamed=(Renamed("--cache", "--cache-to HOST[:PORT]"),)),
     Task("keygen", SHIP, "Make an Ed25519 key pair for signing: PATH (mode 0600) and PATH.pub",
          commands.keygen, (
              Option("out", "where the private key goes, inside the project; the public key goes beside it",

@@ -7,6 +7,7 @@ never "added" or "removed"; a buildable release lists everything it installs. Va
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -23,7 +24,7 @@ from ngcbuild.docs.facts import (
 from ngcbuild.docs.markdown import document_environment
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Constraints
-from ngcbuild.manifest.loader import LoadedRelease
+from ngcbuild.manifest.loader import LoadedRelease, derived_release_names, load_release
 from ngcbuild.manifest.model import Release
 from ngcbuild.manifest.series import Series
 from ngcbuild.manifest.versions import compare
@@ -175,3 +176,17 @@ def render_diff(project: Project, series: Series, old: str, new: str) -> str:
         diff=diff, draft=draft, new_pytorch=new_pytorch,
         both_archived=a.release.status == b.release.status == "archived",
         footnotes=tuple(p for p in ("secondary", "chosen") if p in used))
+
+
+def diff_text(project: Project, old: str, new: str, as_json: bool = False) -> str:
+    """`ngcbuild diff OLD NEW`: Markdown (or JSON) of what changed between two releases of the series; where
+    either is a derived release (manifests/derived/R.yaml), the pins each side's image holds, compared."""
+    if {old, new} & set(derived_release_names(project)):  # not in the series: compared as images' pins
+        from ngcbuild.docs.derived_notes import pins_diff_text
+
+        return pins_diff_text(load_release(project, old), load_release(project, new), as_json=as_json)
+    series = Series.load(project)
+    if as_json:
+        return json.dumps(diff_releases(series.get(old), series.get(new), Catalog.load(project)).to_json(),
+                          indent=2) + "\n"
+    return render_diff(project, series, old, new)

@@ -4,27 +4,26 @@ environment, labels, layers and the dynamic linker's libraries) and the record (
 image id, platform and size). Nothing asks the engine: two images built on other machines compare
 the same way, as long as their build/R/ folders are here.
 
-Both files are ngcbuild's own outputs, read through the one reader (core/files.py): a link out of the
-project, a FIFO or a huge file is refused; a file that is not what ngcbuild writes is "damaged" (exit 1).
+Both files are read by their one typed reader (workspace/record.py, workspace/sbom.py): the SBOM must
+be the one the record names (its sha256), every value comes checked and escaped, and the page escapes
+each again as Markdown (docs/markdown.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from urllib.parse import unquote
 
-from ngcbuild.core.errors import ManifestError, OutputDamaged, UserError
-from ngcbuild.core.files import exists, parse_json, read_text
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.files import exists
 from ngcbuild.core.names import check_release_name
 from ngcbuild.core.project import Project
 from ngcbuild.docs.markdown import document_environment
 from ngcbuild.manifest.versions import compare
-from ngcbuild.workspace.record import Record, read_record
+from ngcbuild.workspace.record import read_record
 from ngcbuild.workspace.release_dir import SBOM
+from ngcbuild.workspace.sbom import read_sbom
 
 TEMPLATE = "notes/image-diff.md.j2"
-MAX_SBOM = 50_000_000
 
 
 @dataclass(frozen=True)
@@ -86,69 +85,22 @@ class ImageDiff:
         return data
 
 
-def sbom_path(project: Project, release: str) -> Path:
-    return project.out(release) / SBOM
-
-
 def has_image_facts(project: Project, release: str) -> bool:
-    return exists(sbom_path(project, release))
+    return exists(project.out(release) / SBOM)
 
 
 def read_image(project: Project, release: str) -> ImageFacts:
     check_release_name(release)
     directory = project.out(release)
-    path = directory / SBOM
-    if not exists(path):
-        raise UserError(f"{path.relative_to(project.root)}: no SBOM of {release}'s image; run `ngcbuild build "
-                        f"--release {release}` and `ngcbuild sbom --release {release}` first")
-    try:
-        text = read_text(path, MAX_SBOM, "an SBOM ngcbuild wrote (CycloneDX JSON)", "no SBOM", within=project.root)
-    except ManifestError as exc:
-        raise OutputDamaged(path, "", f"{exc.expected}; run `ngcbuild sbom --release {release}` again") from None
-    document = parse_json(path, text, OutputDamaged, f"run `ngcbuild sbom --release {release}` again")
+    if not exists(directory / SBOM):
+        raise UserError(f"{(directory / SBOM).relative_to(project.root)}: no SBOM of {release}'s image; run `ngcbuild "
+                        f"build --release {release}` and `ngcbuild sbom --release {release}` first")
     record = read_record(directory)
-    try:
-        return _facts(release, document, record)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise OutputDamaged(path, "", f"not the SBOM ngcbuild writes ({type(exc).__name__}: {str(exc)[:80]}); run "
-                                      f"`ngcbuild sbom --release {release}` again") from None
-
-
-def _facts(release: str, document: dict, record: Record) -> ImageFacts:
-    python, deb = {}, {}
-    for component in document.get("components") or []:
-        purl = str(component.get("purl") or "")
-        if purl.startswith("pkg:pypi/") and not str(component.get("bom-ref", "")).startswith("manifest:"):
-            python[component["name"]] = str(component["version"])
-        elif purl.startswith("pkg:deb/"):
-            deb[unquote(purl.split("/", 2)[2].split("@", 1)[0])] = str(component["version"])
-    properties = (document.get("metadata") or {}).get("component", {}).get("properties") or []
-    env, labels, layers, libraries, recorded, own = {}, {}, [], {}, set(), {}
-    for prop in properties:
-        name, value = str(prop["name"]), str(prop.get("value", ""))
-        kind = name.removeprefix("ngcbuild:")
-        if kind == "env":
-            key, _, val = value.partition("=")
-            env[key] = val
-        elif kind == "label":
-            key, _, val = value.partition("=")
-            labels[key] = val
-        elif kind == "layer":  # "POSITION SIZE STEP"
-            position, size, step = (value.split(" ", 2) + [""])[:3]
-            layers.append((int(position), int(size), step))
-        elif kind == "library":
-            soname, _, file = value.partition(" => ")
-            libraries[soname] = file
-        else:
-            own[kind] = value
-            continue
-        recorded.add(kind)
+    sbom = read_sbom(directory, project.root, record)
     size = record.build.size_bytes
-    arch = frozenset(own["torch-cuda-arch"].split()) if "torch-cuda-arch" in own else None
-    ordered = tuple((size, step) for _, size, step in sorted(layers))
-    return ImageFacts(release, str(own.get("image-id") or record.build.image_id or ""), own.get("platform", ""),
-                      size if isinstance(size, int) else None, python, deb, env, labels, ordered, libraries,
-                      arch, frozenset(recorded))
+    return ImageFacts(release, sbom.image_id or record.build.image_id or "", sbom.platform or "", size,
+                      sbom.in_image("pypi"), sbom.in_image("deb"), sbom.env, sbom.labels, sbom.layers, sbom.libraries,
+                      sbom.torch_cuda_arch, sbom.recorded)
 
 
 def _changes(old: dict[str, str], new: dict[str, str], versions: bool = True) -> tuple[Change, ...]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from ngcbuild.core.project import Project
+from ngcbuild.docs import derived_notes
 from ngcbuild.docs.diff import diff_releases, drafted_features
 from ngcbuild.docs.facts import (
     Group,
@@ -25,11 +26,12 @@ from ngcbuild.docs.facts import (
     used_provenances,
 )
 from ngcbuild.docs.markdown import document_environment
-from ngcbuild.docs.vulnerabilities import Vulnerabilities, read_report
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.constraints import Pin
+from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.model import DriverRequirements, Example, GpuRequirements, Release
 from ngcbuild.manifest.series import Series
+from ngcbuild.workspace.audit_report import AuditReport, read_audit
 from ngcbuild.workspace.release_dir import NOTES, ReleaseDir
 
 TEMPLATE = "notes/release-notes.md.j2"
@@ -85,11 +87,11 @@ class NotesContext:
     # Known vulnerabilities: said of a buildable release's image only (an archived one has no image of
     # ours); from its build/R/audit.json, or None when no audit has run (the notes say so).
     audited_image: bool = False
-    vulnerabilities: Vulnerabilities | None = None
+    vulnerabilities: AuditReport | None = None
 
 
 def notes_context(series: Series, name: str, catalog: Catalog,
-                  vulnerabilities: Vulnerabilities | None = None) -> NotesContext:
+                  vulnerabilities: AuditReport | None = None) -> NotesContext:
     loaded = series.get(name)
     release = loaded.release
     pytorch = release.components.get("pytorch")
@@ -167,14 +169,19 @@ def notes_context(series: Series, name: str, catalog: Catalog,
 
 def render_notes(series: Series, name: str, project: Project) -> str:
     buildable = series.get(name).release.status == "buildable"
-    report = read_report(project.out(name), project.root) if buildable else None
+    report = read_audit(project.out(name), project.root) if buildable else None
     context = notes_context(series, name, Catalog.load(project), report)
     return document_environment(project).get_template(TEMPLATE).render(notes=context)
 
 
 def write_notes(project: Project, name: str) -> Path:
-    series = Series.load(project)
-    text = render_notes(series, name, project)
+    """build/R/release-notes.md: NVIDIA's sections for a release of the series; for a derived release
+    (manifests/derived/R.yaml), what it adds to its base (derived_notes.py)."""
+    loaded = load_release(project, name)
+    if loaded.derived is not None:
+        text = derived_notes.notes_text(project, loaded)
+    else:
+        text = render_notes(Series.load(project), name, project)
     return ReleaseDir.at(project.root, name).write(NOTES, text)
 
 

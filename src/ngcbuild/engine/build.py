@@ -56,8 +56,8 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
 
     # bad input stops here, before anything is written: the manifest and everything render checks
     # (an archived release, a missing partial); rendered in memory, written under the lock
-    loaded = load_release(project, name)
-    check_platform_listed(options, loaded.release, f"manifests/{name}.yaml")
+    loaded = load_release(project, name)  # a derived release (manifests/derived/R.yaml) too: render_files knows it
+    check_platform_listed(options, loaded.release, loaded.path.relative_to(project.root).as_posix())
     rendered = render_files(project, loaded, base=options.base)
     with build_lock(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)
@@ -69,10 +69,11 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
 
 
 def reuse_built(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> Record | None:
-    """The record of an image of this context found locally or (with --registry) in the registry;
-    None when it must be built."""
-    lookup = Registry(options.registry) if options.lookup_registry else None
-    auth = keychain().engine_auth(options.registry) if lookup is not None else None
+    """The record of an image of this context found locally or in the registry --reuse-from names (by
+    default the --registry given); None when it must be built. Found elsewhere, it is tagged for
+    --registry as a build would tag it."""
+    lookup = Registry(options.reuse_from) if options.reuse_from else None
+    auth = keychain().engine_auth(options.reuse_from) if lookup is not None else None
     return reuse(lookup_engine(), names, directory, image_repository(options.registry, names),
                  context_hash, options.platform or names.default_platform, lookup, auth, printer(out))
 

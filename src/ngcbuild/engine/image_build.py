@@ -37,7 +37,7 @@ from ngcbuild.workspace.release_dir import DOCKERFILE
 from ngcbuild.workspace.sections import BuildFacts, BuildRecord
 
 if TYPE_CHECKING:
-    from ngcbuild.render.context import Rendered
+    from ngcbuild.render.rendered import Rendered
 
 RELEASE_LABEL = "io.ngcbuild.release"  # what `invoke prune` groups images by
 # What a broken connection to the engine raises mid-stream (the daemon died or was stopped).
@@ -172,7 +172,8 @@ def _first_line(exc: BaseException) -> str:
 
 def write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:
     """The tar the engine builds from: rendered files, then this machine's build inputs over them."""
-    from ngcbuild.render.context import INPUTS_DIR, render_pip_conf
+    from ngcbuild.render.image import render_pip_conf
+    from ngcbuild.render.rendered import INPUTS_DIR
 
     files = dict(rendered.files)
     if options.ca_bundle or options.wheelhouse:

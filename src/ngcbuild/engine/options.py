@@ -1,6 +1,7 @@
 """What `build` is asked to do, checked before anything is rendered, locked, tagged or asked of the
-engine: the registry of the tags, this machine's build inputs (CA bundle, wheelhouse), the platform,
-the base mirror, extra labels and the layer cache's registries."""
+engine: the registry of the tags, where an image of the same context is looked for, this machine's
+build inputs (CA bundle, wheelhouse), the platform, the base mirror, extra labels and the layer cache's
+registries."""
 
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ class BuildOptions:
     wheelhouse: Path | None = None
     no_cache: bool = False
     base: str | None = None  # a mirror of the manifest's base image
-    # Skip-by-hash (reuse.py): platform to build, rebuild anyway, look in the registry too.
+    # Skip-by-hash (reuse.py): platform to build, rebuild anyway, the registry to look in besides the engine.
     platform: str | None = None
     force: bool = False
-    lookup_registry: bool = False
+    reuse_from: str | None = None
     # Extra image labels, e.g. the CI run that built it (release.yml cleans up by that label).
     labels: tuple[tuple[str, str], ...] = ()
     # Registries to pull the layer cache from before building, and to push it to after (layer_cache.py).
@@ -43,20 +44,32 @@ class BuildOptions:
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
                  environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
                  labels: list[str] | None = None, cache_from: str | None = None,
-                 cache_to: str | None = None, force_platform: bool = False) -> BuildOptions:
+                 cache_to: str | None = None, force_platform: bool = False,
+                 reuse_from: str | None = None) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects. Every one is checked
     here, before anything is rendered, locked, tagged or asked of the engine."""
     ca = checked_ca_bundle(ca_bundle, environ)
     house = checked_wheelhouse(wheelhouse) if wheelhouse is not None else default_wheelhouse(environ)
-    lookup_registry = registry is not None
-    registry = DEFAULT_REGISTRY if registry is None else registry_host(registry)
+    tags = DEFAULT_REGISTRY if registry is None else registry_host(registry)
     platform = checked_platform(platform)
-    return BuildOptions(registry=registry, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
-                        base=_checked_base(base), platform=platform, force=force, lookup_registry=lookup_registry,
+    return BuildOptions(registry=tags, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
+                        base=_checked_base(base), platform=platform, force=force,
+                        reuse_from=checked_reuse_from(reuse_from, registry and tags),
                         labels=parse_labels(labels or []),
                         cache_from=None if cache_from is None else registry_host(cache_from, "--cache-from"),
                         cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"),
                         force_platform=bool(force_platform))
+
+
+ENGINE_ONLY = "local"  # --reuse-from local: this engine only (no registry host is named so: it has no dot or port)
+
+
+def checked_reuse_from(value: str | None, registry: str | None) -> str | None:
+    """--reuse-from: the registry an image of the same context is looked for in besides the engine;
+    `local` for the engine only; not given: the --registry given (what --registry always meant), else none."""
+    if value is None:
+        return registry
+    return None if value == ENGINE_ONLY else registry_host(value, "--reuse-from")
 
 
 def checked_platform(platform: str | None) -> str | None:
@@ -104,7 +117,7 @@ def checked_ca_bundle(value: str | None, environ) -> Path | None:
 def _checked_base(base: str | None) -> str | None:
     if base is None:
         return None
-    from ngcbuild.render.context import checked_base  # the image reference type of the manifest (pydantic)
+    from ngcbuild.render.image import checked_base  # the image reference type of the manifest (pydantic)
 
     return checked_base(base)
 

@@ -130,6 +130,13 @@ def _load_derived(project: Project, path: Path, release: Release, chain: tuple[P
     if release.status != "buildable":
         raise ManifestError(path, "status", "a derived release is built; expected it buildable")
     own = _read_yaml(project, path)
+    derived_parents = [p for p in chain[:-1] if p.parent.name == DERIVED_DIR]
+    if derived_parents:  # a team image on a team image: refused whole, never merged into a derived of its base
+        other = derived_parents[-1].stem
+        raise ManifestError(path, "extends", f"derived/{other} is itself a derived release; a derived release's base "
+                                             "is one of our releases (manifests/R.yaml), or an image by digest: to "
+                                             f"build on {other}'s image, name it under base.image and base.digest "
+                                             "(resolve then reads its pins from the image)")
     parents = [p for p in chain[:-1] if p.parent == project.manifests.resolve() or p.parent == project.manifests]
     base = None
     if parents:
@@ -139,6 +146,11 @@ def _load_derived(project: Project, path: Path, release: Release, chain: tuple[P
                                                  "our releases (or an image by digest) as the base")
         if base.release.status != "buildable":
             raise ManifestError(path, "extends", f"{parents[-1].stem} is archived; expected a buildable release")
+        beyond = [p for p in release.build.published_platforms if p not in base.release.build.published_platforms]
+        if beyond:  # each platform's image is built FROM the base's image of that platform
+            raise ManifestError(path, "build.platforms", f"{base.release.release} is built for "
+                                f"{', '.join(base.release.build.published_platforms)}, not {', '.join(beyond)}; "
+                                "expected some of its platforms")
     provided = built_from_source(base.release, catalog, base.constraints) if base else ()
     return load_derived(path, own, release, base.release if base else None, base.constraints if base else None,
                         provided, protected_names(base.release, catalog) if base else set(), root=project.root,

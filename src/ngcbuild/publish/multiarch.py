@@ -18,7 +18,7 @@ import docker
 
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.names import check_release_name
-from ngcbuild.core.outputs import printer
+from ngcbuild.core.outputs import make_dir, printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, registry_host
 from ngcbuild.core.text import safe
@@ -36,7 +36,7 @@ from ngcbuild.registry.client import (
     Registry,
     RegistryError,
 )
-from ngcbuild.render.context import render_files, render_loaded, render_release
+from ngcbuild.render.context import render_as_built, render_loaded
 from ngcbuild.workspace.record import Record, read_record, record_path, write_record
 from ngcbuild.workspace.sections import Published, utc_timestamp
 
@@ -65,6 +65,19 @@ def manifest_list(entries: list[dict]) -> tuple[bytes, str]:
     return json.dumps(body, indent=3).encode(), media_type
 
 
+def check_publishable(loaded) -> None:
+    """A derived release of one platform is published as every release is; one of several is refused
+    (a multi-arch list of it would hold images FROM different base images, one per platform, each of
+    its own context, and publish holds every platform to one)."""
+    platforms = loaded.release.build.published_platforms
+    if loaded.derived is not None and len(platforms) > 1:
+        raise PublishRefused(f"{loaded.release.release} is a derived release of {len(platforms)} platforms "
+                             f"({', '.join(platforms)}): each is built FROM {loaded.derived.base}'s image of its "
+                             "platform by digest, so each has its own context, and a multi-arch list of them is "
+                             "not published yet; push each platform's image (`ngcbuild push`), or list only one "
+                             "platform in build.platforms")
+
+
 def missing_platforms(release, record: Record, context_hash: str) -> list[str]:
     """Platforms the manifest lists that have no build of this context in the record."""
     return [p for p in release.build.published_platforms
@@ -76,7 +89,9 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
     auth = keychain().engine_auth(host)  # for this host alone
     check_release_name(name)
     record = read_record(project.out(name))  # before rendering: no build/R/ written for a bad record
-    rendered = render_release(project, name)
+    loaded = load_release(project, name)
+    check_publishable(loaded)
+    rendered = render_loaded(project, loaded)
     release = rendered.plan.release
     directory = rendered.directory
     missing = missing_platforms(release, record, rendered.context_hash)
@@ -131,26 +146,28 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
     check_release_name(name)
     records = load_records(records_dir)
     loaded = load_release(project, name)
-    rendered = render_loaded(project, loaded)
-    release = rendered.plan.release
+    release = loaded.release
+    check_publishable(loaded)
+    contexts: dict[str | None, str] = {}
 
     def context_of(record: Record) -> str:
         """The context the record's platform must have been built from: the release as rendered
-        now, FROM the base image that platform's build used."""
+        now, FROM the base image that platform's build used (a derived release: its base by digest)."""
         base = record.build.base_image
-        if base is None or base == rendered.plan.base_image:
-            return rendered.context_hash
-        return render_files(project, loaded, base=base).context_hash
+        if base not in contexts:
+            contexts[base] = render_as_built(project, loaded, record.build).context_hash
+        return contexts[base]
 
     record, pushed = gather(records, name, release.build.published_platforms, context_of, host)
+    directory = make_dir(project.out(name))
 
     say = printer(out)
 
     if len(release.build.published_platforms) == 1:
         # one platform: its job pushed R-py3 itself, and promotion copies that image
-        write_record(rendered.directory, record)
+        write_record(directory, record)
         say(f"{name} has one platform ({release.build.platform}): no list to write; its record, smoke run and "
-            f"pushes are in {record_path(rendered.directory)}")
+            f"pushes are in {record_path(directory)}")
         return record
     registry = Registry(host)
     repository_path = release.image.repository
@@ -168,7 +185,7 @@ def publish_from_records(project: Project, name: str, host: str, records_dir: Pa
         say(f"{platform}: {ref}@{digest} (smoke passed) tagged {own}")
         entries.append({"platform": platform, "digest": digest, "size": len(manifest.body),
                         "media_type": manifest.media_type})
-    return _write_list(registry, release, record, entries, rendered.directory, host, say)
+    return _write_list(registry, release, record, entries, directory, host, say)
 
 
 def _write_list(registry: Registry, release, record: Record, entries: list[dict], directory, host: str,

@@ -40,10 +40,12 @@ def is_transient(message: str) -> bool:
 
 
 def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep,
-                 cache: bool = False) -> dict:
+                 cache_to: str | None = None) -> dict:
+    """Every tag of R to `host`; with `cache_to` (as `build --cache-to`), R's layer cache to that registry too."""
     from ngcbuild.manifest.loader import load_release
 
     host = registry_host(host)
+    cache_to = registry_host(cache_to, "--cache-to") if cache_to is not None else None
     auth = keychain().engine_auth(host)  # for this host alone
     release = load_release(project, name).release
     directory = project.out(name)
@@ -70,9 +72,10 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
             print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
     record = replace(record, pushed={**record.pushed, **pushed},
                      build=replace(record.build, tags=sorted(set(known) | set(pushed))))
-    if cache:
-        record = replace(record, cache_pushed=push_cache_images(client, host, ImageNames.of(release), record.build,
-                                                                auth, out, sleep))
+    if cache_to is not None:
+        cache_auth = auth if cache_to == host else keychain().engine_auth(cache_to)
+        record = replace(record, cache_pushed=push_cache_images(client, cache_to, ImageNames.of(release),
+                                                                record.build, cache_auth, out, sleep))
     write_record(directory, record)
     return pushed
 

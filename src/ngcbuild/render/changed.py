@@ -6,9 +6,15 @@ affects every release: any image template or any module of ngcbuild's code (the 
 code as an input of the image). A change to the component catalogue affects the releases that name a
 component whose image fields changed; a change to its document fields alone (how the notes list a
 component) and a change under templates/docs/ change documents only and build no image. Archived
-releases are never built, so they are never selected; each release is loaded once. `ci_jobs` turns
-the selection into the rows of a GitHub Actions job matrix: one per release and platform, with the
-runner labels.
+releases are never built, so they are never selected; each release is loaded once.
+
+A derived release (manifests/derived/R.yaml) is selected when its own inputs change (its requirements,
+its lock, its manifest), its base's manifest or constraints (in its stamp's inputs too), or when its
+base is selected: a base built again is a new image to build FROM. Its base is then selected with it
+(its job makes the record the derived job builds FROM; an unchanged base's image is reused by its
+context hash), and it comes after every release of ours. `ci_jobs` turns the selection into the rows
+of a GitHub Actions job matrix: one per release and platform, with the runner labels (and a derived
+release's base, whose job it follows: release.yml's `derived` job).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pathlib import Path
 from ngcbuild.core.errors import NgcbuildError, OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.files import read_text
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import LoadedRelease, load_release, release_names
+from ngcbuild.manifest.loader import LoadedRelease, derived_release_names, load_release, release_names
 from ngcbuild.render.stamp import MAX_CATALOG_BYTES, catalog_image_fields, is_shared_input, release_inputs
 
 # Runner labels per platform; declared for actionlint in .github/actionlint.yaml.
@@ -66,9 +72,11 @@ def changed_files(project: Project, base: str, head: str = "HEAD") -> list[str]:
 
 
 def buildable(project: Project) -> list[LoadedRelease]:
-    """Every buildable release, each loaded once (archived releases are never built)."""
+    """Every buildable release, each loaded once (archived releases are never built): ours, then the
+    derived ones (each after its base)."""
     loaded = [load_release(project, name) for name in release_names(project)]
-    return [release for release in loaded if release.release.status == "buildable"]
+    ours = [release for release in loaded if release.release.status == "buildable"]
+    return ours + [load_release(project, name) for name in derived_release_names(project)]
 
 
 def affected_releases(project: Project, files: list[str], releases: list[LoadedRelease],
@@ -85,9 +93,19 @@ def affected_releases(project: Project, files: list[str], releases: list[LoadedR
     touched = _catalog_changes(project, catalog_before) if project.catalog.resolve() in paths else set()
     if touched is None:  # a catalogue that cannot be read either way: every release may differ
         return list(releases)
-    return [loaded for loaded in releases
-            if {path.resolve() for path in release_inputs(project, loaded)} & paths
-            or touched & set(loaded.release.components)]
+    selected = {loaded.release.release for loaded in releases
+                if {path.resolve() for path in release_inputs(project, loaded)} & paths
+                or touched & set(loaded.release.components)}
+    return with_bases(releases, selected)
+
+
+def with_bases(releases: list[LoadedRelease], names: set[str]) -> list[LoadedRelease]:
+    """The releases named, with every derived release whose base is among them and each derived
+    release's base, in the order of `releases` (ours first)."""
+    base_of = {loaded.release.release: loaded.derived.base_release for loaded in releases if loaded.derived}
+    names = names | {name for name, base in base_of.items() if base in names}
+    names = names | {base_of[name] for name in names if base_of.get(name)}
+    return [loaded for loaded in releases if loaded.release.release in names]
 
 
 def _catalog_changes(project: Project, before: str | None) -> set[str] | None:
@@ -131,13 +149,15 @@ def catalog_at(project: Project, base: str) -> str | None:
 
 
 def ci_jobs(releases: list[LoadedRelease]) -> list[dict]:
-    """One job per release and platform: {"release", "platform", "arch", "runner"}."""
+    """One job per release and platform: {"release", "platform", "arch", "runner"}, and for a derived
+    release "base": the release whose job of that platform it follows."""
     jobs = []
     for loaded in releases:
         release = loaded.release
+        base = {"base": loaded.derived.base_release} if loaded.derived is not None else {}
         for platform in release.build.published_platforms:
             jobs.append({"release": release.release, "platform": platform, "arch": platform.split("/")[1],
-                         "runner": RUNNERS[platform]})
+                         "runner": RUNNERS[platform], **base})
     return jobs
 
 
@@ -149,5 +169,7 @@ def selection(project: Project, base: str | None) -> dict:
     if files is not None:
         before = catalog_at(project, base) if project.catalog.relative_to(project.root).as_posix() in files else None
         releases = affected_releases(project, files, releases, before)
-    return {"releases": [loaded.release.release for loaded in releases], "jobs": ci_jobs(releases),
-            "changed_files": files}
+    jobs = ci_jobs(releases)
+    return {"releases": [loaded.release.release for loaded in releases],
+            "jobs": [job for job in jobs if "base" not in job],
+            "derived_jobs": [job for job in jobs if "base" in job], "changed_files": files}

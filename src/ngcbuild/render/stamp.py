@@ -3,7 +3,8 @@ to be unchanged without loading or rendering it again.
 
 The stamp holds a digest of every input of the render (the manifest chain, the constraints file,
 the image templates, the image fields of the component catalogue, ngcbuild's own code and the --base-image
-value) with the context hash and image names that render produced. When the digest of those same
+value) with the context hash and image names that render produced; a derived release's stamp also the
+base image its FROM was read from (`from`: the base's record must still name it). When the digest of those same
 files still matches, the context hash is still right: `build` can look for the image of that hash
 without pydantic or Jinja (tenths of a second).
 Any difference, or a stamp that cannot be read, means: load, validate and render as usual.
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from ngcbuild.core.errors import NgcbuildError, shown_path
 from ngcbuild.core.files import nesting, read_bytes, read_text
 from ngcbuild.core.jsonload import load_json
-from ngcbuild.core.names import ImageNames, check_release_name
+from ngcbuild.core.names import RELEASE_NAME_RE, ImageNames, check_release_name
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
 from ngcbuild.workspace.release_dir import STAMP, ReleaseDir
@@ -126,9 +127,13 @@ def inputs_digest(project: Project, files: list[str], base: str | None) -> str:
 
 
 def write_stamp(project: Project, directory: Path, files: list[str], base: str | None, context_hash: str,
-                names: ImageNames) -> None:
+                names: ImageNames, from_record: tuple[str, str] | None = None) -> None:
+    """`from_record`: (base release, image) where the render read its FROM from the base's record (a
+    derived release): the stamp holds only while that record still names that image."""
     data = {"inputs": files, "base": base, "inputs_sha256": inputs_digest(project, files, base),
             "context_sha256": context_hash, "names": names.to_json()}
+    if from_record is not None:
+        data["from"] = {"release": from_record[0], "image": from_record[1]}
     ReleaseDir(directory, project.root).write(STAMP, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -150,7 +155,7 @@ def current_stamp(project: Project, name: str, base: str | None, out=None) -> St
         if out is not None:
             print(f"note: {shown_path(path)} is not a stamp ngcbuild wrote ({exc}); rendering again", file=out)
         return None
-    if data["base"] != base:
+    if data["base"] != base or not _same_base_image(project, data.get("from")):
         return None
     try:
         if data["inputs_sha256"] != inputs_digest(project, data["inputs"], base):
@@ -158,6 +163,18 @@ def current_stamp(project: Project, name: str, base: str | None, out=None) -> St
     except (OSError, NgcbuildError):
         return None  # an input is gone, too large or changed kind: the full path decides
     return Stamp(data["context_sha256"], data["names"])
+
+
+def _same_base_image(project: Project, source: dict | None) -> bool:
+    """Whether the base's record still names the image the render was FROM (True: no such input)."""
+    if source is None:
+        return True
+    from ngcbuild.workspace.record import image_by_digest, previous_record
+
+    try:
+        return image_by_digest(previous_record(project.out(source["release"]))) == source["image"]
+    except NgcbuildError:
+        return False  # the full path says what is wrong with it
 
 
 class _Tampered(Exception):
@@ -194,6 +211,11 @@ def _checked(project: Project, name: str, path: Path) -> dict:
         raise _Tampered("`names` are not the names of an image") from None
     if names.release != name:
         raise _Tampered("`names` are of another release")
+    source = data.get("from")
+    if source is not None and not (isinstance(source, dict) and set(source) == {"release", "image"}
+                                   and all(isinstance(v, str) and len(v) < 1024 for v in source.values())
+                                   and RELEASE_NAME_RE.fullmatch(source["release"])):
+        raise _Tampered("`from` is not a base release and its image")
     return {**data, "names": names}
 
 

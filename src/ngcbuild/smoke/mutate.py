@@ -33,7 +33,7 @@ from ngcbuild.engine.events import BuildStream
 from ngcbuild.engine.leftovers import remove_containers
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.render.context import render_files
+from ngcbuild.render.context import render_as_built
 from ngcbuild.smoke import mutants
 from ngcbuild.smoke.runner import MOUNT, gpu_visible, run_suite
 from ngcbuild.workspace.locks import release_lock
@@ -70,8 +70,7 @@ def run_mutate(project: Project, name: str, image: str | None = None, jobs: int 
     loaded = load_release(project, name)
     directory = project.out(name)
     record = read_record(directory) if image is None else None
-    base = record.build.base_image if record else None
-    rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
+    rendered = render_as_built(project, loaded, record.build if record else None)
     ref = image or require(record.build.image_id, directory, "image_id", "the id of the built image")
     if record and record.build.context_sha256 != rendered.context_hash:
         say(f"warning: {ref[:19]} was built from another context than the manifest renders now; "

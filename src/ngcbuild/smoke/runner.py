@@ -20,11 +20,13 @@ import docker
 from docker.types import DeviceRequest, Ulimit
 
 from ngcbuild.core.errors import SmokeFailed, UserError
+from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.container import run_once
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.render.context import render_files
+from ngcbuild.render.context import render_as_built
+from ngcbuild.smoke.base_stack import with_base_stack
 from ngcbuild.smoke.perf import (
     DEFAULT_THRESHOLD,
     perf_report,
@@ -48,16 +50,17 @@ NGC_RUN_FLAGS = {"shm_size": "1g", "memlock": -1, "stack": 67108864}
 
 def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str | None = None,
               perf: bool = False, baseline: str | None = None, threshold: float = DEFAULT_THRESHOLD,
-              out=sys.stdout, rendered=None, expected_json: bytes | None = None) -> SmokeRun:
-    """`rendered` and `expected_json`: a context rendered elsewhere (a derived release's, derive/smoke.py)
-    and the expectations to stage instead of its expected.json."""
+              out=sys.stdout) -> SmokeRun:
+    """Every kind of release alike: the expectations are the render's (a derived release's: its base's
+    checks and its own, with the base's stack read from the base image first: base_stack.py)."""
     loaded = load_release(project, name)
+    if (perf or baseline) and loaded.derived is not None:
+        raise UserError("--perf and --baseline measure a release's GPU figures; a derived release inherits its "
+                        "base's: measure the base")
     record = read_record(project.out(name)) if image is None else None
-    # A build from a mirror (--base-image) expects that base in its labels; the record says which it was.
-    base = record.build.base_image if record else None
-    if rendered is None:
-        rendered = render_files(project, loaded, base=base if base != loaded.release.base.image else None)
-    expected_json = expected_json or rendered.files[EXPECTED]
+    # A build from a mirror (--base-image), or FROM a base by digest, expects that base in its labels;
+    # the record says which it was.
+    rendered = render_as_built(project, loaded, record.build if record else None)
     directory = rendered.directory
     ref = image or require(record.build.image_id, project.out(name), "image_id", "the id of the built image")
     if record and record.build.context_sha256 != rendered.context_hash:
@@ -65,6 +68,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
               f"rebuild to test the current manifest", file=out, flush=True)
     client = connect()
     config = _image_config(client, ref, f"run `invoke build --release {name}` first")
+    expected_json = with_base_stack(client, rendered, rendered.files[EXPECTED], printer(out))
     baseline_ref = _baseline_ref(project, baseline) if baseline else None
     if baseline_ref:
         _image_config(client, baseline_ref, "give --baseline a built release or an image reference")

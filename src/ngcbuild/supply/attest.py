@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ngcbuild.core.errors import OperationError, UserError
-from ngcbuild.core.files import exists, read_text
+from ngcbuild.core.files import exists
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
 from ngcbuild.core.text import safe
@@ -33,8 +33,10 @@ from ngcbuild.supply.signing import (
     signing_key_path,
 )
 from ngcbuild.supply.statement import Statement, read_statement
+from ngcbuild.workspace.audit_report import read_audit
 from ngcbuild.workspace.record import Record, read_record, write_record
 from ngcbuild.workspace.release_dir import AUDIT, SBOM
+from ngcbuild.workspace.sbom import read_sbom
 from ngcbuild.workspace.sections import AttachedDocument, Attested, utc_timestamp
 
 MAX_JSON_NESTING = 64
@@ -78,31 +80,23 @@ def rendered_from_current_files(project: Project, loaded, record: Record) -> Non
                     f"and push (`invoke build --release {name}`) before attesting")
 
 
-def read_document(project: Project, path: Path, what: str) -> bytes:
-    return read_text(path, attachments.MAX_DOCUMENT, what, f"no {what}", within=project.root).encode("utf-8")
-
-
 def documents_of(project: Project, name: str, record: Record) -> list[tuple[str, bytes, str]]:
-    """(kind, bytes, file name) of the documents to attach beside the provenance: the SBOM (which must
-    be the one recorded, of this image) and the audit report, when each exists."""
+    """(kind, bytes, file name) of the documents to attach beside the provenance: the SBOM and the audit
+    report, when each exists, each read by its one reader (workspace/sbom.py, workspace/audit_report.py):
+    the ones the record names, of this image."""
     directory = project.out(name)
     found = []
     if exists(directory / SBOM):
-        data = read_document(project, directory / SBOM, "a CycloneDX SBOM")
-        sbom = record.sbom
-        if sbom is None or sbom.sha256 != hashlib.sha256(data).hexdigest() or sbom.image_id != record.build.image_id:
+        sbom = read_sbom(directory, project.root, record)
+        if record.sbom.image_id != record.build.image_id:
             raise OperationError(f"{SBOM} of {name} is not the SBOM recorded for its image; run `invoke sbom "
                                  f"--release {name}` again")
-        found.append(("sbom", data, SBOM))
-    if exists(directory / AUDIT):
-        data = read_document(project, directory / AUDIT, "an audit report (JSON)")
-        audit, sbom_sha256 = record.audit, record.sbom.sha256 if record.sbom is not None else None
-        # the report recorded for this image's SBOM, as for the SBOM itself: a report left from an
-        # earlier image must not be signed as this one's
-        if audit is None or audit.sha256 != hashlib.sha256(data).hexdigest() or audit.sbom_sha256 != sbom_sha256:
-            raise OperationError(f"{AUDIT} of {name} is not the audit report recorded for its image's SBOM; run "
-                                 f"`invoke audit --release {name}` again")
-        found.append(("audit", data, AUDIT))
+        found.append(("sbom", sbom.data, SBOM))
+    # the report recorded for this image's SBOM, as for the SBOM itself: a report left from an earlier
+    # image must not be signed as this one's
+    audit = read_audit(directory, project.root, record)
+    if audit is not None:
+        found.append(("audit", audit.data, AUDIT))
     return found
 
 

@@ -18,18 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sys
 from collections import Counter
 from dataclasses import replace
 from datetime import date, datetime, timezone
-from pathlib import Path
 
-from packageurl import PackageURL
 from packaging.utils import canonicalize_name
 
-from ngcbuild.core.errors import ManifestError, OperationError, OutputDamaged, UserError, excerpt
-from ngcbuild.core.files import exists, nesting, parse_json, read_text
+from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import shown_url
 from ngcbuild.core.text import safe
@@ -37,15 +33,11 @@ from ngcbuild.manifest.loader import load_release
 from ngcbuild.manifest.model import SecuritySpec
 from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PYPI_JSON_API, Finding, PypiAdvisories, mirror_setting
 from ngcbuild.workspace.record import read_record, write_record
-from ngcbuild.workspace.release_dir import AUDIT, SBOM, ReleaseDir
+from ngcbuild.workspace.release_dir import AUDIT, ReleaseDir
+from ngcbuild.workspace.sbom import Sbom, read_sbom
 from ngcbuild.workspace.sections import AuditEntry, utc_timestamp
 
-MAX_SBOM = 64 * 1024 * 1024
-MAX_DEPTH = 32  # a CycloneDX document of ours nests about 6 levels
 PASSED, FAILED = "passed", "failed"
-# What a name and a version of the SBOM may look like to reach PyPI's URL, the report and the table.
-_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")
-_VERSION = re.compile(r"[A-Za-z0-9!+._-]{1,100}")
 NOT_CHECKED_WHY = {
     "deb": "a Debian package (CUDA libraries installed by apt among them): PyPI's advisory data does not "
            "cover it and Debian's security tracker is not read by this audit",
@@ -57,60 +49,21 @@ class AuditFailed(OperationError):
     """An advisory not allowed, an expired exception, or too little checked: exit status 1."""
 
 
-def sbom_contents(path: Path, within: Path) -> tuple[list[tuple[str, str]], list[dict], str | None, str]:
-    """From the SBOM: the Python distributions (name, version) to check, each once; the other
-    components (what cannot be checked here), the image id the document describes, and its text."""
-    if not exists(path):
-        raise UserError(f"{path}: no SBOM; run `invoke sbom --release {path.parent.name}` first")
-    try:
-        text = read_text(path, MAX_SBOM, "a CycloneDX SBOM (JSON)", "no SBOM", within=within)
-    except ManifestError as exc:  # a link out of the project, a FIFO, a folder, too large, not UTF-8
-        raise OutputDamaged(path, "", f"{exc.expected}; run `invoke sbom` to rewrite it") from None
-    doc = parse_json(path, text, OutputDamaged, "run `invoke sbom` to rewrite it")
-    if not isinstance(doc, dict) or not isinstance(doc.get("components"), list) or nesting(doc, MAX_DEPTH) > MAX_DEPTH:
-        raise OutputDamaged(path, "components", "expected a CycloneDX document (an object with a list of "
-                                                "components); run `invoke sbom` to rewrite it")
+def sbom_contents(sbom: Sbom) -> tuple[list[tuple[str, str]], list[dict]]:
+    """From the SBOM (its one reader, workspace/sbom.py): the Python distributions (name, version) to
+    check, each once; the other components (what cannot be checked here)."""
     python: dict[tuple[str, str], tuple[str, str]] = {}
     others = []
-    for index, component in enumerate(doc["components"]):
-        if not isinstance(component, dict):
-            raise OutputDamaged(path, f"components.{index}", f"expected an object, got {excerpt(component)}")
-        kind, name, version = _identity(path, index, component)
-        if kind == "pypi":
-            python.setdefault((canonicalize_name(name), version), (name, version))
-        elif not str(component.get("bom-ref", "")).startswith("manifest:"):
+    for component in sbom.components:
+        if component.kind == "pypi":
+            python.setdefault((canonicalize_name(component.package), component.version),
+                              (component.package, component.version))
+        elif not component.manifest:
             # the manifest's own entries describe what a pin says; the image's entries are what is there
-            others.append({"kind": kind, "name": name, "version": version,
-                           "reason": NOT_CHECKED_WHY.get(kind, "no package URL an advisory source here knows")})
-    properties = ((doc.get("metadata") or {}).get("component") or {}).get("properties") or []
-    image = next((p.get("value") for p in properties if isinstance(p, dict) and p.get("name") == "ngcbuild:image-id"),
-                 None)
-    if image is not None and not isinstance(image, str):
-        raise OutputDamaged(path, "metadata.component.properties", f"the image id is {excerpt(image)}")
-    return sorted(python.values(), key=lambda d: canonicalize_name(d[0])), others, image, text
-
-
-def _identity(path: Path, index: int, component: dict) -> tuple[str, str, str]:
-    """(purl type or the component type, name, version), every string checked: the SBOM is ours, but
-    what it says reaches a URL, the report and the table."""
-    purl, name, version = component.get("purl"), component.get("name"), component.get("version", "")
-    if not isinstance(name, str) or not isinstance(version, str) or (purl is not None and not isinstance(purl, str)):
-        raise OutputDamaged(path, f"components.{index}", "expected a name, a version and a purl that are strings")
-    if purl is None:
-        kind = component.get("type") if component.get("type") == "operating-system" else "other"
-        return kind, _printable(name), _printable(version)
-    try:
-        parsed = PackageURL.from_string(purl)
-    except ValueError:
-        raise OutputDamaged(path, f"components.{index}.purl", f"{excerpt(purl)} is not a package URL") from None
-    if parsed.type == "pypi" and not (_NAME.fullmatch(parsed.name or "") and _VERSION.fullmatch(parsed.version or "")):
-        raise OutputDamaged(path, f"components.{index}.purl",
-                            f"{excerpt(purl)} does not name a Python distribution and its version")
-    return _printable(parsed.type), _printable(parsed.name), _printable(parsed.version or "")
-
-
-def _printable(text: str) -> str:
-    return safe(text, 100).replace("|", "")
+            others.append({"kind": component.kind, "name": component.name, "version": component.version,
+                           "reason": NOT_CHECKED_WHY.get(component.kind, "no package URL an advisory source here "
+                                                                         "knows")})
+    return sorted(python.values(), key=lambda d: canonicalize_name(d[0])), others
 
 
 def judge(findings: list[Finding], policy: SecuritySpec, today: date) -> dict:
@@ -229,14 +182,9 @@ def audit_release(project: Project, name: str, source=None, today: date | None =
     loaded = load_release(project, name)
     directory = project.out(name)
     record = read_record(directory)
-    path = directory / SBOM
-    distributions, others, image, text = sbom_contents(path, project.root)
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    recorded = record.sbom.sha256 if record.sbom is not None else None
-    if recorded != digest:
-        says = f"says {recorded[:12]}" if recorded else "has none"
-        raise UserError(f"{path}: not the SBOM `invoke sbom` recorded in record.json (sha256 {digest[:12]}, the "
-                        f"record {says}); run `invoke sbom --release {name}`")
+    sbom = read_sbom(directory, project.root, record)  # the one the record names, or refused
+    path, digest, image = sbom.path, sbom.sha256, sbom.image_id
+    distributions, others = sbom_contents(sbom)
     if image is not None and record.build.image_id not in (None, image):
         raise UserError(f"{path} describes image {image[:19]}, the build record's image is "
                         f"{record.build.image_id[:19]}; run `invoke sbom --release {name}` first")

@@ -30,7 +30,8 @@ def parse_names(text: str) -> list[str]:
 
 
 def narrow(plan: dict, text: str | None) -> dict:
-    """`plan` (tools/changed.selection) with only the releases named in `text`; unchanged for none."""
+    """`plan` (render/changed.selection) with only the releases named in `text`, and the base of each
+    derived release named (its job makes the record the derived job builds FROM); unchanged for none."""
     names = parse_names(text) if text is not None else []
     if not names:
         return plan
@@ -40,5 +41,8 @@ def narrow(plan: dict, text: str | None) -> dict:
         offered = ", ".join(plan["releases"]) or "none"
         raise UserError(f"--releases: {which}: no buildable release of that name in this plan; expected some of: "
                         f"{offered}")
+    derived = plan.get("derived_jobs", [])
+    names = names + [job["base"] for job in derived if job["release"] in names]
     return {**plan, "releases": [r for r in plan["releases"] if r in names],
-            "jobs": [job for job in plan["jobs"] if job["release"] in names]}
+            "jobs": [job for job in plan["jobs"] if job["release"] in names],
+            "derived_jobs": [job for job in derived if job["release"] in names]}

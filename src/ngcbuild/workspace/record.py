@@ -16,10 +16,14 @@ from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, RecordDamaged, UserError, excerpt
 from ngcbuild.core.files import exists, parse_json, read_text
+from ngcbuild.core.references import ImageRef
 from ngcbuild.workspace.locks import release_lock
 from ngcbuild.workspace.release_dir import RECORD, ReleaseDir
 from ngcbuild.workspace.schema import Malformed, Section
-from ngcbuild.workspace.sections import (  # the types of Record's fields
+from ngcbuild.workspace.sections import (  # the types of Record's fields and the forms of their keys
+    DIGEST,
+    PLATFORM,
+    REFERENCE,
     Attested,
     AuditEntry,
     BuildRecord,
@@ -29,6 +33,7 @@ from ngcbuild.workspace.sections import (  # the types of Record's fields
     Pushed,
     SbomEntry,
     SmokeRun,
+    form,
 )
 
 
@@ -40,14 +45,14 @@ class Record(Section):
 
     build: BuildRecord = field(default_factory=BuildRecord)
     smoke: SmokeRun | None = None
-    pushed: dict[str, Pushed] = field(default_factory=dict)
-    cache_pushed: dict[str, str] = field(default_factory=dict)  # cache image ref -> digest
+    pushed: dict[str, Pushed] = form(None, dict, keys=REFERENCE)
+    cache_pushed: dict[str, str] = form(DIGEST, dict, keys=REFERENCE)  # cache image ref -> digest
     sbom: SbomEntry | None = None
     audit: AuditEntry | None = None
-    attested: dict[str, Attested] = field(default_factory=dict)
-    published: dict[str, Published] = field(default_factory=dict)
-    promoted: dict[str, Promoted] = field(default_factory=dict)
-    platforms: dict[str, PlatformBuild] = field(default_factory=dict)
+    attested: dict[str, Attested] = form(None, dict, keys=REFERENCE)
+    published: dict[str, Published] = form(None, dict, keys=REFERENCE)
+    promoted: dict[str, Promoted] = form(None, dict, keys=REFERENCE)
+    platforms: dict[str, PlatformBuild] = form(None, dict, keys=PLATFORM)
 
 
 def record_path(directory: Path) -> Path:
@@ -58,16 +63,31 @@ MAX_BYTES = 50_000_000
 HINT = "rebuild to rewrite it"
 
 
+REFUSED_HINT = "not what ngcbuild writes: remove the file, then rebuild"
+
+
 def parse_record(path: Path, data, error=RecordDamaged, hint: str = HINT) -> Record:
     """`data` (the parsed JSON of `path`) as a Record, every section checked; the first value that is
     not of its type raises `error(path, key, ...)`: RecordDamaged for our own record, ManifestError
-    for a record the user hands in (a platform job's)."""
+    for a record the user hands in (a platform job's). A value of its type in another form (a tag
+    holding a newline, a digest that is no digest: sections.py) is refused as bad input (ManifestError,
+    exit 2) wherever the record came from: build/ may be another job's artifact."""
     if not isinstance(data, dict):
         raise error(path, "", f"expected a JSON object, got {type(data).__name__}" + (f"; {hint}" if hint else ""))
     try:
         return Record.from_json(data)
     except Malformed as exc:
+        if exc.refused:
+            raise ManifestError(path, exc.key, f"expected {exc.expected}, got {_shown(exc.value)}; "
+                                               f"{REFUSED_HINT if error is RecordDamaged else hint}") from None
         raise error(path, exc.key, f"expected {exc.expected}" + (f"; {hint}" if hint else "")) from None
+
+
+def _shown(value: str) -> str:
+    """A refused value, escaped and short; never one that may hold a credential (user:password@host)."""
+    if "@" in value.split("/", 1)[0] or "://" in value:
+        return "a value that may hold credentials (not shown)"
+    return excerpt(value)
 
 
 def read_record(directory: Path) -> Record:
@@ -87,6 +107,20 @@ def read_record(directory: Path) -> Record:
 def previous_record(directory: Path) -> Record:
     """The record now in build/R/, or an empty one."""
     return read_record(directory) if record_path(directory).is_file() else Record()
+
+
+def image_by_digest(record: Record) -> str | None:
+    """The record's image named so that it cannot move: `REPOSITORY@sha256:...` of its latest push
+    (a base pushed to staging, then to the registry a team pulls from: the latter), else its image id;
+    None when the record holds no build. What a derived image is built FROM (render/derived.py). Every
+    value comes checked by the reader (sections.py forms): a FROM line gets nothing else."""
+    if record.build.image_id is None:
+        return None
+    pushed = sorted((entry.at or "", ref, entry.digest) for ref, entry in record.pushed.items() if entry.digest)
+    if not pushed:
+        return record.build.image_id
+    _, ref, digest = pushed[-1]
+    return f"{ImageRef.parse(ref).repository}@{digest}"
 
 
 def record_build(directory: Path, build: BuildRecord) -> Record:

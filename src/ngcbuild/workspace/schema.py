@@ -11,6 +11,11 @@ Field types: str, int (never a bool), float (an int too), bool, list, list[str],
 another Section, and `T | None`. A field's JSON name is its own unless its metadata says `json`
 (`from` is no Python name). A Section's `FLAT` fields hold a Section whose keys lie at the same level
 (the build's facts beside its image id, the build beside the record's sections).
+
+A field's metadata may also name the `form` of its text (a digest, an image reference: sections.py
+declares them) and, for a dict, the `key_form` of its keys; a value of the right type in another form
+raises Malformed with `value` set: build/ may come from another job's artifact, and what a record
+holds reaches Dockerfiles, command lines and labels.
 """
 
 from __future__ import annotations
@@ -27,11 +32,21 @@ _INTERNAL = ("more", "present")
 
 
 class Malformed(Exception):
-    """A value of the wrong type (or a key missing where it must be there): `key` is its dotted path."""
+    """A value of the wrong type (or a key missing where it must be there): `key` is its dotted path.
+    `refused`: the value was of its type but not of its field's form (`value` holds it)."""
 
-    def __init__(self, key: str, expected: str):
+    def __init__(self, key: str, expected: str, value=None, refused: bool = False):
         super().__init__(f"{key}: expected {expected}")
-        self.key, self.expected = key, expected
+        self.key, self.expected, self.value, self.refused = key, expected, value, refused
+
+
+@dataclass(frozen=True)
+class Form:
+    """What a text field must look like: `expected` in words, `accepts` the test."""
+
+    expected: str
+    accepts: typing.Callable[[str], bool]
+    plural: str = ""  # what keys of this form are, in words (`image references`)
 
 
 @dataclass(frozen=True)
@@ -80,7 +95,8 @@ def load(cls, data, key: str = ""):
         name = _json_name(f)
         used.add(name)
         if name in data:
-            values[f.name] = _value(hints[f.name], data[name], _join(key, name))
+            values[f.name] = _value(hints[f.name], data[name], _join(key, name), f.metadata.get("form"),
+                                    f.metadata.get("key_form"))
     present = frozenset(name for name in data if name in used and not _is_flat_key(cls, hints, name))
     return cls(**values, more={k: v for k, v in data.items() if k not in used}, present=present)
 
@@ -114,14 +130,15 @@ _SIMPLE = {str: "a string", int: "a whole number", float: "a number", bool: "tru
            list: "a list", dict: "an object"}
 
 
-def _value(kind, value, key: str):
-    """`value` checked against the field type `kind` (and converted where it is a Section)."""
+def _value(kind, value, key: str, form: Form | None = None, key_form: Form | None = None):
+    """`value` checked against the field type `kind` (and converted where it is a Section), its text
+    (the items of a list, the values of a dict) against `form`, a dict's keys against `key_form`."""
     args = typing.get_args(kind)
     if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
         if value is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]
-        return _value(inner, value, key)
+        return _value(inner, value, key, form, key_form)
     origin = typing.get_origin(kind) or kind
     if isinstance(origin, type) and issubclass(origin, Section):
         return load(origin, value, key)
@@ -134,10 +151,20 @@ def _value(kind, value, key: str):
     if not ok:
         raise Malformed(key, _describe(kind))
     if origin is list and args:
-        return [_value(args[0], item, f"{key}.{i}") for i, item in enumerate(value)]
+        return [_value(args[0], item, f"{key}.{i}", form) for i, item in enumerate(value)]
     if origin is dict and args:
-        return {name: _value(args[1], item, _join(key, name)) for name, item in value.items()}
+        for name in value:
+            if key_form is not None and not key_form.accepts(name):
+                raise Malformed(key, f"keys that are {key_form.plural}", value=name, refused=True)
+        return {name: _value(args[1], item, _join(key, name), form) for name, item in value.items()}
+    if origin is str:
+        _check_form(form, value, key)
     return value
+
+
+def _check_form(form: Form | None, text: str, key: str) -> None:
+    if form is not None and not form.accepts(text):
+        raise Malformed(key, form.expected, value=text, refused=True)
 
 
 def _describe(kind) -> str:

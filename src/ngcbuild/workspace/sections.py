@@ -10,16 +10,59 @@ a platform job's record holds only what that job did): what a step needs, it ask
 
 The one question every stage asks of the smoke section, "did the suite pass on this image", has one
 answer here: `smoke_verdict`.
+
+Every id, digest, reference, host and platform a section holds has its form (`DIGEST`, `REFERENCE`...),
+checked as the record is read (schema.py): what a record says reaches Dockerfiles (a derived image's
+FROM), command lines and labels, and build/ may come from another job's artifact.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from ngcbuild.core.names import ImageNames
-from ngcbuild.workspace.schema import Section
+from ngcbuild.core.names import RELEASE_NAME_RE, ImageNames
+from ngcbuild.core.references import ImageRef, ReferenceProblem, parse_host
+from ngcbuild.workspace.schema import Form, Section
+
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+_HEX64_RE = re.compile(r"[0-9a-f]{64}")
+_PLATFORM_RE = re.compile(r"[a-z0-9]{1,32}/[a-z0-9_]{1,32}(/[a-z0-9]{1,16})?")
+_KEY_ID_RE = re.compile(r"[A-Za-z0-9:_.-]{1,128}")
+
+
+def _parses(parse):
+    def accepts(text: str) -> bool:
+        try:
+            parse(text)
+        except ReferenceProblem:
+            return False
+        return True
+    return accepts
+
+
+DIGEST = Form("sha256:<64 hex digits>", lambda text: bool(_DIGEST_RE.fullmatch(text)), "digests")
+HEX64 = Form("a sha256 of 64 hex digits", lambda text: bool(_HEX64_RE.fullmatch(text)))
+REFERENCE = Form("an image reference (registry/name:tag or @sha256:<64 hex digits>)", _parses(ImageRef.parse),
+                 "image references")
+# what an image was built FROM: a reference, or (a derived image FROM a base never pushed) an image id
+IMAGE = Form("an image reference or an image id (sha256:<64 hex digits>)",
+             lambda text: DIGEST.accepts(text) or REFERENCE.accepts(text))
+HOST = Form("a registry HOST[:PORT]", _parses(parse_host))
+PLATFORM = Form("a platform such as linux/amd64", lambda text: bool(_PLATFORM_RE.fullmatch(text)), "platforms")
+RELEASE = Form("a release name such as 25.12 or dev", lambda text: bool(RELEASE_NAME_RE.fullmatch(text)))
+TAG = Form("a tag (letters, digits, _ . -)", lambda text: REFERENCE.accepts(f"x:{text}"))
+KEY_ID = Form("a key id (letters, digits, : _ . -)", lambda text: bool(_KEY_ID_RE.fullmatch(text)))
+
+
+def form(kind: Form, default=None, keys: Form | None = None, **more):
+    """A field whose text is of `kind` (a dict's values), its keys of `keys`."""
+    metadata = {"form": kind, **({"key_form": keys} if keys else {}), **more.pop("metadata", {})}
+    if callable(default):
+        return field(default_factory=default, metadata=metadata, **more)
+    return field(default=default, metadata=metadata, **more)
 
 
 def utc_timestamp(seconds: float | None = None) -> str:
@@ -48,15 +91,15 @@ class BuildRecord(Section):
 
     FLAT = ("facts",)
 
-    release: str | None = None
-    image_id: str | None = None
-    tags: list[str] | None = None
-    registry: str | None = None
+    release: str | None = form(RELEASE)
+    image_id: str | None = form(DIGEST)
+    tags: list[str] | None = form(REFERENCE)
+    registry: str | None = form(HOST)
     size_bytes: int | None = None
     layers: int | None = None
-    context_sha256: str | None = None
-    platform: str | None = None
-    base_image: str | None = None
+    context_sha256: str | None = form(HEX64)
+    platform: str | None = form(PLATFORM)
+    base_image: str | None = form(IMAGE)
     built_at: str | None = None
     reused: bool = False
     facts: BuildFacts | None = None
@@ -91,7 +134,7 @@ class SmokeRun(Section):
     failed: int | None = None
     errors: int | None = None
     skipped: int | None = None
-    image_id: str | None = None
+    image_id: str | None = form(DIGEST)
     require_gpu: bool | None = None
     gpu_visible: bool | None = None
     exit_code: int | None = None
@@ -126,9 +169,9 @@ def smoke_verdict(smoke: SmokeRun | None, images: str | Collection[str] | None) 
 class Pushed(Section):
     """One entry of `pushed`: a reference pushed and the digest the registry served back for it."""
 
-    digest: str | None = None
+    digest: str | None = form(DIGEST)
     size: int | None = None
-    registry: str | None = None
+    registry: str | None = form(HOST)
     at: str | None = None
 
 
@@ -137,8 +180,8 @@ class SbomEntry(Section):
     """`sbom`: build/R/sbom.cdx.json as written for an image (supply/sbom.py)."""
 
     path: str | None = None
-    sha256: str | None = None
-    image_id: str | None = None
+    sha256: str | None = form(HEX64)
+    image_id: str | None = form(DIGEST)
     components: int | None = None
     python_distributions: int | None = None
     deb_packages: int | None = None
@@ -149,25 +192,25 @@ class AuditEntry(Section):
     """`audit`: build/R/audit.json as written for an SBOM (supply/audit.py)."""
 
     path: str | None = None
-    sha256: str | None = None
+    sha256: str | None = form(HEX64)
     verdict: str | None = None
-    sbom_sha256: str | None = None
+    sbom_sha256: str | None = form(HEX64)
     counts: dict | None = None
 
 
 @dataclass(frozen=True)
 class AttachedDocument(Section):
-    manifest: str | None = None
-    sha256: str | None = None
+    manifest: str | None = form(DIGEST)
+    sha256: str | None = form(HEX64)
 
 
 @dataclass(frozen=True)
 class Attested(Section):
     """One entry of `attested`: the signed provenance (and documents) attached next to a pushed image."""
 
-    refs: list[str] = field(default_factory=list)
-    key_id: str | None = None
-    referrers_tag: str | None = None
+    refs: list[str] = form(REFERENCE, list)
+    key_id: str | None = form(KEY_ID)
+    referrers_tag: str | None = form(TAG)
     attachments: dict[str, AttachedDocument] = field(default_factory=dict)
     at: str | None = None
 
@@ -176,16 +219,16 @@ class Attested(Section):
 class Published(Section):
     """One entry of `published`: a multi-arch list written to a registry, and its platforms' digests."""
 
-    digest: str | None = None
+    digest: str | None = form(DIGEST)
     media_type: str | None = None
-    registry: str | None = None
-    platforms: dict[str, str] = field(default_factory=dict)
+    registry: str | None = form(HOST)
+    platforms: dict[str, str] = form(DIGEST, dict, keys=PLATFORM)
     at: str | None = None
 
 
 @dataclass(frozen=True)
 class PromotedAttestation(Section):
-    key_id: str | None = None
+    key_id: str | None = form(KEY_ID)
     attached: list[str] = field(default_factory=list)
 
 
@@ -193,10 +236,10 @@ class PromotedAttestation(Section):
 class Promoted(Section):
     """One entry of `promoted`: an image copied by digest to another registry, its attestations checked."""
 
-    digest: str | None = None
-    source: str | None = field(default=None, metadata={"json": "from"})
+    digest: str | None = form(DIGEST)
+    source: str | None = form(HOST, metadata={"json": "from"})
     at: str | None = None
-    attestations: dict[str, PromotedAttestation] = field(default_factory=dict)
+    attestations: dict[str, PromotedAttestation] = form(None, dict, keys=DIGEST)
 
 
 @dataclass(frozen=True)
@@ -204,10 +247,10 @@ class PlatformBuild(Section):
     """One entry of `platforms`: the build of one platform from the record's context; gathered from
     the platform jobs (publish --records), also its pushes, its own smoke run and its record's path."""
 
-    image_id: str | None = None
-    context_sha256: str | None = None
-    tags: list[str] = field(default_factory=list)
-    pushed: dict[str, Pushed] = field(default_factory=dict)
+    image_id: str | None = form(DIGEST)
+    context_sha256: str | None = form(HEX64)
+    tags: list[str] = form(REFERENCE, list)
+    pushed: dict[str, Pushed] = form(None, dict, keys=REFERENCE)
     smoke: SmokeRun | None = None
     record: str | None = None
 

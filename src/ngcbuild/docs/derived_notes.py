@@ -1,13 +1,15 @@
-"""What a derived release adds to its base, in words: `ngcbuild notes --release R` (build/R/release-notes.md)
-and `ngcbuild diff A B` where either is derived (the pins each side's image holds, compared)."""
+"""What a derived release adds to its base, in words: its release notes (notes.write_notes writes them
+for a derived release) and its diff (diff.diff_text, where either side is derived: the pins each side's
+image holds, compared). Every value shown comes from the manifests and the lock, each validated on load;
+the lock's names and versions pass through core/text.safe all the same, as everything printed does."""
 
 from __future__ import annotations
 
 import json
 
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import LoadedRelease, load_release
-from ngcbuild.workspace.release_dir import NOTES, ReleaseDir
+from ngcbuild.core.text import safe
+from ngcbuild.manifest.loader import LoadedRelease
 
 
 def _pins(loaded: LoadedRelease) -> dict[str, str]:
@@ -28,22 +30,23 @@ def changes(old: LoadedRelease, new: LoadedRelease) -> dict:
                         if before[k] != after[k]}}
 
 
-def diff_text(project: Project, old: str, new: str, as_json: bool = False) -> str:
-    found = changes(load_release(project, old), load_release(project, new))
+def pins_diff_text(old: LoadedRelease, new: LoadedRelease, as_json: bool = False) -> str:
+    found = changes(old, new)
+    old, new = old.release.release, new.release.release
     if as_json:
         return json.dumps(found, indent=2) + "\n"
     lines = [f"# {old} -> {new}: Python distributions", ""]
-    lines += [f"- added {k} {v}" for k, v in found["added"].items()]
-    lines += [f"- removed {k} {v}" for k, v in found["removed"].items()]
-    lines += [f"- {k} {a} -> {b}" for k, (a, b) in found["changed"].items()]
+    lines += [f"- added {safe(k)} {safe(v)}" for k, v in found["added"].items()]
+    lines += [f"- removed {safe(k)} {safe(v)}" for k, v in found["removed"].items()]
+    lines += [f"- {safe(k)} {safe(a)} -> {safe(b)}" for k, (a, b) in found["changed"].items()]
     if len(lines) == 2:
         lines.append("- no difference")
     return "\n".join(lines) + "\n"
 
 
-def notes_text(project: Project, name: str) -> str:
-    loaded = load_release(project, name)
+def notes_text(project: Project, loaded: LoadedRelease) -> str:
     derived, release = loaded.derived, loaded.release
+    name = release.release
     base = derived.base
     lines = [f"# {release.release}: {release.image.repository} on {base}", "", release.summary, "",
              f"A derived image: built FROM {base}'s image by digest, with what the team's requirements "
@@ -55,7 +58,8 @@ def notes_text(project: Project, name: str) -> str:
     locked = derived.lock.pins if derived.lock_state == "fresh" else ()
     added = [e for e in locked if e.key not in base_pins]
     lines += ["", "## What it adds to " + base, ""]
-    lines += [f"- {e.name} {e.version or e.url}" + (f" ({e.marker})" if e.marker else "") for e in added] or \
+    lines += [f"- {safe(e.name)} {safe(e.version or e.url)}" + (f" ({safe(e.marker)})" if e.marker else "")
+              for e in added] or \
         ["- nothing locked yet: run `ngcbuild resolve --release " + name + "`"]
     lines += ["", "## What it moves (overrides)", ""]
     moved = {e.key: e.version for e in locked}
@@ -65,7 +69,3 @@ def notes_text(project: Project, name: str) -> str:
     kept = sorted(k for k in derived.protected if k not in derived.overrides)
     lines += ["", f"## Protected by {base}, unchanged", "", ", ".join(kept) or "none", ""]
     return "\n".join(lines)
-
-
-def write_derived_notes(project: Project, name: str):
-    return ReleaseDir.at(project.root, name).write(NOTES, notes_text(project, name))

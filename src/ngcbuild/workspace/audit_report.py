@@ -1,18 +1,23 @@
-"""The "Known Vulnerabilities" section of the release notes, from build/R/audit.json (`invoke audit`).
+"""build/R/audit.json, read: the one typed reader of the vulnerability report supply/audit.py writes, for
+every step that reads it (the notes' "Known Vulnerabilities" section, attest).
 
-The report is our own output, but a file on disk all the same: read through the one reader (size
-bounded, no FIFO, no link out of the project), and every value the notes show is checked for its
-type here; a report that is not what `invoke audit` writes is "damaged" (exit 1), never half shown.
+The report is our own output, but a file on disk all the same, maybe another job's artifact: read
+through core/files (size bounded, no FIFO, no link out of the project), and every value checked for
+its type here (a link must be an advisory's page: the notes put it into Markdown as it stands); a report
+that is not what `invoke audit` writes is "damaged" (exit 1), never half shown. With the record, the
+report must be the one the record names for its SBOM, or it is refused (exit 2).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ngcbuild.core.errors import ManifestError, OutputDamaged, excerpt
+from ngcbuild.core.errors import ManifestError, OutputDamaged, UserError, excerpt
 from ngcbuild.core.files import exists, nesting, parse_json, read_text
+from ngcbuild.workspace.record import Record
 from ngcbuild.workspace.release_dir import AUDIT
 
 MAX_BYTES = 16 * 1024 * 1024
@@ -33,7 +38,8 @@ class Advisory:
 
 
 @dataclass(frozen=True)
-class Vulnerabilities:
+class AuditReport:
+    data: bytes
     audited_at: str
     verdict: str
     python_distributions: int
@@ -44,8 +50,9 @@ class Vulnerabilities:
     other_not_checked: tuple[tuple[str, int], ...]  # (kind, how many)
 
 
-def read_report(directory: Path, within: Path) -> Vulnerabilities | None:
-    """The audit of build/R/ for the notes; None when there is none."""
+def read_audit(directory: Path, within: Path, record: Record | None = None) -> AuditReport | None:
+    """The audit of build/R/; None when there is none. With `record`: refused unless it is the report
+    the record names, of the SBOM the record names."""
     path = directory / AUDIT
     if not exists(path):
         return None
@@ -54,6 +61,12 @@ def read_report(directory: Path, within: Path) -> Vulnerabilities | None:
         text = read_text(path, MAX_BYTES, "a vulnerability report (JSON)", "no report", within=within)
     except ManifestError as exc:
         raise OutputDamaged(path, "", f"{exc.expected}; {hint}") from None
+    if record is not None:
+        audit, sbom_sha256 = record.audit, record.sbom.sha256 if record.sbom is not None else None
+        if audit is None or audit.sha256 != hashlib.sha256(text.encode("utf-8")).hexdigest() \
+                or audit.sbom_sha256 != sbom_sha256:
+            raise UserError(f"{path}: not the audit report `invoke audit` recorded in record.json for its image's "
+                            f"SBOM; run `invoke audit --release {directory.name}` again")
     data = parse_json(path, text, OutputDamaged, hint)
     if not isinstance(data, dict) or nesting(data, MAX_DEPTH) > MAX_DEPTH:
         raise OutputDamaged(path, "", f"expected the JSON object `invoke audit` writes; {hint}")
@@ -90,7 +103,8 @@ def read_report(directory: Path, within: Path) -> Vulnerabilities | None:
                                        _link(need(a.get("link"), str, where + ".link", "a URL"), path,
                                              where + ".link", hint),
                                        need(a.get("policy"), str, where + ".policy", "the policy's word")))
-    return Vulnerabilities(
+    return AuditReport(
+        data=text.encode("utf-8"),
         audited_at=need(data.get("audited_at"), str, "audited_at", "a timestamp"),
         verdict=verdict,
         python_distributions=need(counts.get("python_distributions"), int, "counts.python_distributions", "a count"),
