@@ -81,6 +81,18 @@ def derived_manifest(name: str, base: str = "dev", overrides: tuple[tuple[str, s
     return text
 
 
+def wheel_release_manifest(summary: str, bump: str, *, extra_index_urls: tuple[str, ...] = (), pip: str = "",
+                           more: str = "") -> str:
+    """A release of pip wheels alone on dev's base, no apt source read (bump's and resolve's tests, from a
+    local index): `bump` the lines under `bump:` (indented two spaces), `pip` more lines under `pip:`,
+    `more` top-level keys (components, banner), `extra_index_urls` the release's own indexes."""
+    text = (f"extends: parts/debian-bookworm\nsummary: {summary}\norigin: public-wheels\nos:\n  apt_sources: []\n"
+            "pip:\n  constraint_file: true\n  break_system_packages: true\n")
+    if extra_index_urls:
+        text += f"  extra_index_urls: [{', '.join(extra_index_urls)}]\n"
+    return text + pip + more + "bump:\n" + bump
+
+
 GOOD = minimal_manifest()
 
 

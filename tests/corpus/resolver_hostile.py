@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from ..fake_index import JSON_PAGE, FakeIndex, Wheel
+from ..helpers import wheel_release_manifest
 from .derived_hostile import LOCK, MANIFEST, REQUIREMENTS, no_lock_written, team
 from .hostile import SECRET, HostileCase, dev, edit, nothing_built, setup_all, write
 
@@ -21,17 +22,7 @@ derive:
   requirements: requirements/team-y.txt
 """
 LEADER = "ngcbuild-test-leader"
-TINY = f"""extends: parts/debian-bookworm
-summary: a tiny release bumped from a local index
-origin: public-wheels
-os:
-  apt_sources: []
-pip:
-  constraint_file: true
-  break_system_packages: true
-bump:
-  leader: {LEADER}
-"""
+TINY = wheel_release_manifest("a tiny release bumped from a local index", f"  leader: {LEADER}\n")
 DEAD = "http://127.0.0.1:9/simple"  # the discard port: nothing listens there
 USER = "ops"
 

@@ -12,6 +12,7 @@ import pytest
 
 from ..conftest import run_command
 from ..fake_index import LINUX_311, FakePyPI, Wheel
+from ..helpers import wheel_release_manifest
 
 LINUX = 'platform_system == "Linux"'
 
@@ -41,17 +42,16 @@ WHEELS = [
     Wheel("oldthing", "1.0"),
 ]
 
-MANIFEST = """\
-extends: parts/debian-bookworm
-summary: a small release from fake wheels, for bump's tests
-origin: public-wheels
-os:
-  apt_sources: []
-pip:
-  constraint_file: true
-  break_system_packages: true
-  layers:
-    - [filelock, oldthing]
+MANIFEST = wheel_release_manifest(
+    "a small release from fake wheels, for bump's tests",
+    """\
+  leader: torch
+  cuda: {major: '13', carried_by: cuda-toolkit}
+  hold:
+    numpy: {versions: '<2', reason: the fake extension is built against NumPy 1}
+""",
+    pip="  layers:\n    - [filelock, oldthing]\n",
+    more="""\
 components:
   cudnn:
     version: 9.1.0
@@ -72,12 +72,8 @@ components:
 banner:
   license:
     - PyTorch is under BSD-3-Clause; see /usr/local/lib/python3.11/dist-packages/torch-2.1.0.dist-info.
-bump:
-  leader: torch
-  cuda: {major: '13', carried_by: cuda-toolkit}
-  hold:
-    numpy: {versions: '<2', reason: the fake extension is built against NumPy 1}
-"""
+""")
+
 CONSTRAINTS = """\
 torch==2.1.0
 cuda-toolkit==13.0.1

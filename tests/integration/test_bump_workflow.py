@@ -12,6 +12,7 @@ import pytest
 
 from ..conftest import REPO, run_command
 from ..fake_index import FakeIndex, Wheel
+from ..helpers import wheel_release_manifest
 from .conftest import _missing
 
 pytestmark = pytest.mark.workflow
@@ -36,19 +37,9 @@ def test_the_scheduled_bump_proposes_and_uploads_its_report(clone):
     with FakeIndex() as served:
         served.add_wheels(Wheel(LEADER, "1.0", [DEP]), Wheel(LEADER, "1.1", [f"{DEP}>=2"]),
                          Wheel(DEP, "1.0"), Wheel(DEP, "2.0"))
-        (clone / "manifests" / "fakebump.yaml").write_text(f"""\
-extends: parts/debian-bookworm
-summary: a release whose two distributions live on a local index, for the rehearsal of bump.yml
-origin: public-wheels
-os:
-  apt_sources: []
-pip:
-  constraint_file: true
-  break_system_packages: true
-  extra_index_urls: [{served.url}]
-bump:
-  leader: {LEADER}
-""")
+        (clone / "manifests" / "fakebump.yaml").write_text(wheel_release_manifest(
+            "a release whose two distributions live on a local index, for the rehearsal of bump.yml",
+            f"  leader: {LEADER}\n", extra_index_urls=(served.url,)))
         (clone / "constraints" / "fakebump.txt").write_text(f"{LEADER}==1.0\n{DEP}==1.0\n")
         subprocess.run(["git", "-C", str(clone), "add", "-A"], check=True)
         subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm",
