@@ -9,8 +9,10 @@ import hashlib
 import io
 import json
 import os
+import signal
 import socket
 import subprocess
+import sys
 import tarfile
 import time
 import urllib.request
@@ -145,21 +147,72 @@ def dev_build(engine, marker_ca, registry_secret):
         kept.restore()
 
 
-@pytest.fixture(scope="session")
-def cuda_dev_build(engine):
-    """`invoke build --release cuda-dev --force`, once for the session (test_cuda_dev.py proves the build
-    and its smoke run, test_mutants.py plants defects in it); at the end the `cuda-dev` tags go back where
-    they were and the images the build made that no tag holds (the multi-GB image, its builder layers)
-    are removed, nothing else."""
-    kept = KeptTags(engine, "cuda-dev")
+class BuildStarted:
+    """`invoke build --release R --force` as a process started now, its output in files, awaited by
+    `result`; at the session's end R's tags go back where they were (KeptTags) and the images the build
+    made that no tag holds are removed, nothing else."""
+
+    def __init__(self, engine, release: str, folder: Path, timeout: int):
+        self.kept = KeptTags(engine, release)
+        self.out, self.err, self.timeout = folder / "stdout", folder / "stderr", timeout
+        with self.out.open("wb") as out, self.err.open("wb") as err:
+            # --force: the build itself is proven (reuse by context hash is proven with dev)
+            self.process = subprocess.Popen([sys.executable, "-m", "invoke", "build", "--release", release, "--force"],
+                                            cwd=REPO, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+
+    def result(self) -> subprocess.CompletedProcess:
+        code = self.process.wait(timeout=self.timeout)
+        return subprocess.CompletedProcess(self.process.args, code, self.out.read_text(errors="replace"),
+                                           self.err.read_text(errors="replace"))
+
+    def close(self) -> None:
+        if self.process.poll() is None:  # the session ended first: stopped as Ctrl-C stops it (it cleans up)
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.kept.restore()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cuda_dev_started(request, tmp_path_factory):
+    """cuda-dev's build (minutes: gigabytes of CUDA wheels) started in the background when the first
+    integration test starts, if the session has a test of the image: it runs while the tests before
+    test_cuda_dev.py do (dev's build, the attestation, bump, the workflows), instead of after them. No
+    engine: nothing started (the tests that need the engine fail or skip on their own)."""
+    from ngcbuild.core.errors import EngineUnavailable
+    from ngcbuild.engine.client import connect
+
+    if not any("cuda_dev_build" in item.fixturenames for item in request.session.items):
+        yield None
+        return
     try:
-        # --force: the build itself is proven here (reuse by context hash is proven with dev)
-        result = run_invoke("build", "--release", "cuda-dev", "--force", timeout=5400)
+        engine = connect()
+    except EngineUnavailable:
+        yield None
+        return
+    started = BuildStarted(engine, "cuda-dev", tmp_path_factory.mktemp("cuda-dev-build"), timeout=5400)
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture(scope="session")
+def cuda_dev_build(engine, cuda_dev_started, tmp_path_factory):
+    """cuda-dev built once for the session (test_cuda_dev.py proves the build and its smoke run,
+    test_mutants.py plants defects in it): the build started in the background, awaited here."""
+    started = cuda_dev_started or BuildStarted(engine, "cuda-dev", tmp_path_factory.mktemp("cuda-dev-build"), 5400)
+    try:
+        result = started.result()
         assert result.returncode == 0, f"build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
         record = json.loads((REPO / "build" / "cuda-dev" / "record.json").read_text())
         yield {"build": result, "record": record}
     finally:
-        kept.restore()
+        if cuda_dev_started is None:
+            started.close()
 
 
 @pytest.fixture(scope="session")
