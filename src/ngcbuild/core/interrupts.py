@@ -56,9 +56,40 @@ def install() -> None:
     if sys.excepthook is not _uncaught:
         _previous_hook[:] = [sys.excepthook]
         sys.excepthook = _uncaught
+    if sys.unraisablehook is not _unraisable:
+        import _thread
+
+        _main_thread[:] = [_thread.get_ident()]  # signal.signal above: this is the main thread
+        _previous_unraisable[:] = [sys.unraisablehook]
+        sys.unraisablehook = _unraisable
 
 
 _previous_hook: list = []
+_previous_unraisable: list = []
+_main_thread: list[int] = []
+
+
+def _unraisable(unraisable) -> None:
+    """An interrupt raised where Python ignores exceptions (a weakref's callback, such as the import
+    system's module locks run while a command imports; a __del__) would be printed as "Exception
+    ignored" and lost: the signal is sent again instead, from another thread once this code has
+    returned (a signal raised here would be handled, and ignored, here), to land in the code that
+    runs next."""
+    if isinstance(unraisable.exc_value, Interrupted) and _first and _main_thread:
+        import _thread
+
+        signum = _first[0]
+        del _first[:]
+        _thread.start_new_thread(_send_again, (signum,))
+        return
+    (_previous_unraisable[0] if _previous_unraisable else sys.__unraisablehook__)(unraisable)
+
+
+def _send_again(signum: int) -> None:
+    import time
+
+    time.sleep(0.01)
+    signal.pthread_kill(_main_thread[0], signum)
 
 
 def _uncaught(kind, exc, tb) -> None:
