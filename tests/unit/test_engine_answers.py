@@ -3,6 +3,7 @@ A real unix socket served by a thread of this test (no engine needed)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import threading
 import time
@@ -64,8 +65,10 @@ class FakeEngine:
 def short_socket(tmp_path_factory):
     import tempfile
 
+    # a socket's path must be short (108 bytes), shorter than pytest's tmp_path; removed afterwards
     folder = tempfile.mkdtemp(prefix="ngc-eng-")
     yield f"{folder}/e.sock"
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_an_engine_that_trickles_its_answer_is_cut_at_the_calls_deadline(short_socket, monkeypatch):
