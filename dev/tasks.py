@@ -17,12 +17,19 @@ DEVELOP = Stage("develop", "this checkout's own tools (dev/; not in the installe
 
 
 def test(k=None, unit=False) -> None:
-    args = ["tests/unit"] if unit else ["tests"]
-    if k:
-        args += ["-k", k]
-    ran = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=project().root, check=False)
-    if ran.returncode:
-        raise Exit(code=ran.returncode)
+    if unit or k:
+        args = ["tests/unit"] if unit else ["tests"]
+        if k:
+            args += ["-k", k]
+        ran = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=project().root, check=False)
+        if ran.returncode:
+            raise Exit(code=ran.returncode)
+        return
+    from dev.test_run import run_whole_suite
+
+    status = run_whole_suite(project().root, sys.stdout)
+    if status:
+        raise Exit(code=status)
 
 
 def golden() -> None:
