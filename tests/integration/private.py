@@ -63,8 +63,8 @@ class PrivateEngine:
 
     def start(self) -> None:
         (self.root / "docker.pid").unlink(missing_ok=True)  # left by a killed daemon
+        subnet = 100 + int(self.bridge[-2:], 16) % 100
         if subprocess.run(["ip", "link", "show", self.bridge], capture_output=True).returncode != 0:
-            subnet = 100 + int(self.bridge[-2:], 16) % 100
             for command in (["ip", "link", "add", self.bridge, "type", "bridge"],
                             ["ip", "addr", "add", f"172.30.{subnet}.1/24", "dev", self.bridge],
                             ["ip", "link", "set", self.bridge, "up"]):
@@ -74,7 +74,9 @@ class PrivateEngine:
                 ["dockerd", "-H", self.host, "--data-root", str(self.root / "data"),
                  "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
                  f"--bridge={self.bridge}", "--iptables=false", "--ip-masq=false", "--storage-driver=overlay2",
-                 *self.extra_args],
+                 # its builds are offline: a step's name lookup goes to the bridge's own address, where
+                 # nothing answers, and fails at once instead of waiting out the host's resolvers
+                 f"--dns=172.30.{subnet}.1", *self.extra_args],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         _wait(self._answers, 60, "the private dockerd", self.log)
 

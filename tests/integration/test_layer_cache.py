@@ -100,7 +100,8 @@ def test_a_missing_cache_image_is_a_message_not_a_failure(cache_registry, fresh_
     """A release the registry holds no cache for: each stage is said to be missing, and the build
     goes on (it fails later only because the private engine is offline, which is not the cache's doing)."""
     project = ScratchProject(tmp_path / "project")
-    project.copy_release("dev", as_name="nocache")
+    project.manifest("nocache", MANIFEST)
+    project.constraints("nocache", CONSTRAINTS)
     result = project.invoke_env({"DOCKER_HOST": fresh_engine.host}, "build", "--release", "nocache",
                                 "--cache-from", cache_registry.address)
     out = result.stdout + result.stderr
