@@ -1,14 +1,14 @@
-"""`invoke test`'s whole run as two pytest processes: the unit tests (pure Python, no engine, minutes of
-one core) run beside the integration tests, whose engine builds, pushes and workflow runs keep one core
-of our two busy and leave the other idle for long stretches. The unit tests start when the main process
-reaches its first integration test (it creates the file named by NGCBUILD_UNIT_TESTS_GO,
-tests/integration/conftest.py): the corpus before it keeps both cores busy. The reliability tests of
-tests/unit (the generated examples) stay in the main process, so that one session holds every
-reliability test and writes the figures (tests/reliability_plugin.py).
+"""`invoke test`'s whole run as two pytest processes side by side: the integration tests (the engine's
+builds, pushes and workflow runs, which keep one core of our two busy and leave the other idle for long
+stretches: measured, about 50% of the machine) and the rest (the corpus of broken and hostile inputs, the
+site and the unit tests: pure Python, no engine), the rest at a lower priority so that it takes the idle
+core and the engine's work keeps what it needs.
 
-The second process's output goes to build/tests/unit.log and is printed whole when both have ended;
-the exit status is the main process's, or the unit tests' where the main one passed. An interrupt
-stops both."""
+Each session leaves what its reliability tests measured in a part file (tests/reliability_plugin.py,
+NGCBUILD_FIGURES_PART); the parts are judged together as one session would be, the report written to
+build/reliability/RELIABILITY.md, and the run fails unless every figure is as it must be. The
+integration tests' output is shown as it comes; the rest's goes to build/tests/rest.log and is shown
+when both have ended. An interrupt stops both."""
 
 from __future__ import annotations
 
@@ -16,54 +16,63 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TextIO
 
-# tests/conftest.py marks every test under tests/unit `unit`
-BESIDE = ["tests/unit", "-m", "not reliability", "-p", "no:cacheprovider"]
-MAIN = ["tests", "-m", "not unit or reliability"]
-LOG = Path("build") / "tests" / "unit.log"
-GO = "NGCBUILD_UNIT_TESTS_GO"
-POLL_S = 1.0
+ENGINE = "tests/integration"
+LOG = Path("build") / "tests" / "rest.log"
+PARTS = Path("build") / "reliability"
+NICE = 5  # the rest yields the cores to the engine's work when both want them
 STOP_WAIT_S = 60
 
 
+def the_rest(root: Path) -> list[str]:
+    """Every folder of tests/ that holds tests, but the integration tests (a test file directly in tests/
+    would make the parts not cover tests/, and the figures are then not written, saying so)."""
+    tests = root / "tests"
+    return [str(path.relative_to(root)) for path in sorted(tests.iterdir())
+            if path.name != Path(ENGINE).name
+            and path.is_dir() and any(path.rglob("test_*.py"))]
+
+
 def run_whole_suite(root: Path, out: TextIO) -> int:
+    from tests.reliability_plugin import PART, judge_parts
+
+    in_ci = os.environ.get("CI", "").lower() in ("1", "true", "yes")  # as tests/conftest.py reads it
     log = root / LOG
     log.parent.mkdir(parents=True, exist_ok=True)
-    go = log.with_name("unit.go")
-    go.unlink(missing_ok=True)
-    out.write(f"invoke test: the unit tests run in a second pytest process beside the integration tests; "
-              f"their output goes to {LOG} and is shown when both have ended\n")
+    parts = [root / PARTS / "part-integration.json", root / PARTS / "part-rest.json"]
+    rest = the_rest(root)
+    out.write(f"invoke test: {ENGINE} here, and beside it in a second pytest process {', '.join(rest)} "
+              f"(output in {LOG}, shown when both have ended)\n")
     out.flush()
-    beside: subprocess.Popen | None = None
+    beside = main = None
     with open(log, "w", encoding="utf-8") as sink:
-        def start_beside() -> subprocess.Popen:
-            return subprocess.Popen([sys.executable, "-m", "pytest", *BESIDE], cwd=root, stdout=sink,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-        main = subprocess.Popen([sys.executable, "-m", "pytest", *MAIN], cwd=root,
-                                env={**os.environ, GO: str(go)})
         try:
-            while main.poll() is None:
-                if beside is None and go.exists():
-                    beside = start_beside()
-                time.sleep(POLL_S)
-            if beside is None:  # no integration test ran: the unit tests after the rest
-                beside = start_beside()
+            beside = subprocess.Popen([sys.executable, "-m", "pytest", *rest], cwd=root, stdout=sink,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                      env={**os.environ, PART: str(parts[1])}, preexec_fn=lambda: os.nice(NICE))
+            main = subprocess.Popen([sys.executable, "-m", "pytest", ENGINE], cwd=root,
+                                    env={**os.environ, PART: str(parts[0])})
+            engine_status = main.wait()
             if beside.poll() is None:
-                out.write("invoke test: waiting for the unit tests\n")
+                out.write("invoke test: waiting for the tests beside\n")
                 out.flush()
-            unit = beside.wait()
+            rest_status = beside.wait()
         finally:
             for process in (main, beside):
                 _stop(process)
-            go.unlink(missing_ok=True)
-    out.write(f"\n{'=' * 30} the unit tests ({LOG}) {'=' * 30}\n")
+    out.write(f"\n{'=' * 30} {', '.join(rest)} ({LOG}) {'=' * 30}\n")
     out.write(log.read_text(encoding="utf-8", errors="replace"))
+    verdict = judge_parts(root, parts, in_ci)
+    if verdict:
+        line, figures_ok = verdict
+        out.write(f"{'-' * 30} reliability figures {'-' * 30}\n{line}\n")
+    else:
+        figures_ok = True
+    out.write(f"invoke test: {ENGINE} exit {engine_status}, the rest exit {rest_status}\n")
     out.flush()
-    return main.returncode or unit
+    return engine_status or rest_status or (0 if figures_ok else 1)
 
 
 def _stop(process: subprocess.Popen | None) -> None:

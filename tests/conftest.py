@@ -27,17 +27,6 @@ def pytest_configure(config):
     config.pluginmanager.register(ReliabilityFigures(config, REPO, IN_CI), "ngcbuild-reliability-figures")
 
 
-UNIT = REPO / "tests" / "unit"
-
-
-def pytest_collection_modifyitems(items):
-    """Every test under tests/unit is marked `unit`: `invoke test` runs them in a second process beside the
-    rest (dev/test_run.py selects with -m)."""
-    for item in items:
-        if UNIT in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.unit)
-
-
 class ScratchProject:
     """A project in a temporary directory with the repo's templates and parts, and a user's tasks.py."""
 

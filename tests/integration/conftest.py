@@ -177,15 +177,6 @@ class BuildStarted:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def unit_tests_go():
-    """`invoke test` starts the unit tests beside the integration tests once this file exists
-    (dev/test_run.py): from here on the engine's work leaves a core idle."""
-    go = os.environ.get("NGCBUILD_UNIT_TESTS_GO")
-    if go:
-        Path(go).touch()
-
-
-@pytest.fixture(scope="session", autouse=True)
 def cuda_dev_started(request, tmp_path_factory):
     """cuda-dev's build (minutes: gigabytes of CUDA wheels) started in the background when the first
     integration test starts, if the session has a test of the image: it runs while the tests before

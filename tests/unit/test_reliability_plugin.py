@@ -75,8 +75,8 @@ def _project(tmp_path, clean: bool):
     return tmp_path
 
 
-def _pytest(project, *args) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if key != "NGCBUILD_FIGURES"}  # ours, not theirs
+def _pytest(project, *args, env=None) -> subprocess.CompletedProcess:
+    env = {**{key: value for key, value in os.environ.items() if key != "NGCBUILD_FIGURES"}, **(env or {})}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "tests"), str(REPO), env.get("PYTHONPATH", "")])  # dev.reliability
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args], cwd=project,
                           env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
@@ -157,3 +157,35 @@ def test_a_table_mutate_left_in_build_replaces_its_section_and_a_new_one_is_adde
     assert text.startswith("# Reliability and security figures\n") and "# old" not in text
     assert "new dev" in text and "old dev" not in text and old_cuda in text and "new next" in text
     assert text.index("new dev") < text.index("old cuda-dev") < text.index("new next")
+
+
+def test_a_whole_run_split_over_two_processes_is_judged_as_one(tmp_path):
+    """`invoke test` runs the integration tests beside the rest (dev/test_run.py): each session leaves
+    its part, and the parts together are judged as one session's would be; a part that is missing (its
+    session did not end) or a folder no part collected writes nothing and says why."""
+    from ..reliability_plugin import PART, judge_parts
+
+    project = _project(tmp_path, clean=True)
+    (project / "tests" / "test_figures.py").unlink()
+    for folder in ("a", "b"):
+        (project / "tests" / folder).mkdir()
+        (project / "tests" / folder / "test_figures.py").write_text(
+            TESTS.replace("CLEAN", "True") + f"\n\ndef test_{folder}_is_here():\n    pass\n")
+    parts = [project / "build" / "parts" / "a.json", project / "build" / "parts" / "b.json"]
+    for folder, part in zip(("a", "b"), parts, strict=True):
+        result = _pytest(project, f"tests/{folder}", env={PART: str(part)})
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "reliability figures" not in result.stdout  # a part judges nothing itself
+    assert not (project / LAST_RUN).exists()
+
+    line, ok = judge_parts(project, parts, in_ci=False)
+    assert ok and line.startswith(f"wrote {LAST_RUN}: 40 broken inputs (80 runs), 84 hostile inputs, 2 faults"), line
+    assert "| tests passed / failed / skipped | 4 / 0 / 0 |" in (project / LAST_RUN).read_text()
+
+    (project / LAST_RUN).unlink()
+    line, ok = judge_parts(project, parts[:1], in_ci=False)  # folder b collected by no part
+    assert (line, ok) == (f"{LAST_RUN} not written: only part of tests/ was collected", True)
+    parts[1].unlink()
+    line, ok = judge_parts(project, parts, in_ci=False)
+    assert not ok and line == f"{LAST_RUN} not written: no figures from b.json", line
+    assert not (project / LAST_RUN).exists()
