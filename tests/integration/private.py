@@ -317,10 +317,21 @@ def _openssl(*args: str, cwd: Path) -> None:
 def untag_registry(client: docker.APIClient, address: str) -> list[str]:
     """Remove this engine's tags naming a private registry (what pushes to it left behind); an image
     left without a tag goes with its last one."""
+    return _untag(client, lambda tag: tag.startswith(f"{address}/"))
+
+
+def untag_release(client: docker.APIClient, release: str) -> list[str]:
+    """Remove this engine's tags of a test's own release under the default registry: its image tags and
+    its stages' cache tags (nvcr.io/nvidia/pytorch[-cache]:RELEASE-...)."""
+    return _untag(client, lambda tag: any(tag.startswith(f"nvcr.io/nvidia/{repository}:{release}-")
+                                          for repository in ("pytorch", "pytorch-cache")))
+
+
+def _untag(client: docker.APIClient, chosen) -> list[str]:
     removed = []
     for image in client.images():
         for tag in image.get("RepoTags") or []:
-            if tag.startswith(f"{address}/"):
+            if chosen(tag):
                 try:
                     client.remove_image(tag)
                     removed.append(tag)

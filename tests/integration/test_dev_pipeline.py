@@ -1,15 +1,14 @@
 """README command 1 for real: build, smoke-test and push the `dev` image on a real engine."""
 
-import contextlib
 import json
 import subprocess
 
-import docker
 import pytest
 
-from ..conftest import REPO
+from ..conftest import REPO, ScratchProject
+from ..helpers import minimal_manifest
 from .conftest import run_invoke
-from .private import untag_registry
+from .private import untag_registry, untag_release
 from .secrets import credential_markers, scan_files, scan_image, scan_text
 
 pytestmark = pytest.mark.engine
@@ -116,41 +115,45 @@ def test_dev_push_with_credentials_shows_no_secret(engine, dev_build, marker_ca,
     assert found == []
 
 
-def test_an_image_built_from_a_mirror_records_the_mirror_when_reused(engine, dev_build):
+# A small release on dev's base for the mirror test: the mirror is dev's base under another name, and a
+# release of its own name leaves the session's dev image and record alone (dev itself would send its
+# 700 MB wheelhouse to the engine four times).
+MIRRORED = "mirrored"
+
+
+def test_an_image_built_from_a_mirror_records_the_mirror_when_reused(engine, tmp_path):
     """`--base-image` builds FROM a mirror of the manifest's base image. The record says so after the build,
     after a reuse by context hash that loads and renders the release, and after one taken on the
-    unchanged-release path (build/dev/.rendered.json) that does neither."""
+    unchanged-release path (build/R/.rendered.json) that does neither; a build without it names the
+    manifest's base again."""
     mirror_repo, mirror_tag = "ngcbuild-test.invalid/mirror/debian", "bookworm-slim"
     mirror = f"{mirror_repo}:{mirror_tag}"
+    project = ScratchProject(tmp_path / "project")
+    project.manifest(MIRRORED, minimal_manifest("a release built from a mirror of its base", torch=None))
+    project.constraints(MIRRORED, "pip==26.3\n")
+    record_file = project.root / "build" / MIRRORED / "record.json"
     engine.tag("debian:bookworm-slim", mirror_repo, mirror_tag)
-    record_file = REPO / "build" / "dev" / "record.json"
-    session_record = record_file.read_text()  # with its smoke section, which later tests need
-    made = []
     try:
-        built = run_invoke("build", "--release", "dev", "--base-image", mirror)
+        built = project.invoke("build", "--release", MIRRORED, "--base-image", mirror)
         assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
         first = json.loads(record_file.read_text())
-        made = first["tags"]
-        assert first["base_image"] == mirror and first["image_id"] != dev_build["record"]["image_id"]
+        assert first["base_image"] == mirror
 
-        (REPO / "build" / "dev" / ".rendered.json").unlink()  # reuse through load + render
-        reused = run_invoke("build", "--release", "dev", "--base-image", mirror)
-        assert reused.returncode == 0 and "skipped the build of dev" in reused.stdout, reused.stdout + reused.stderr
+        (project.root / "build" / MIRRORED / ".rendered.json").unlink()  # reuse through load + render
+        reused = project.invoke("build", "--release", MIRRORED, "--base-image", mirror)
+        assert reused.returncode == 0 and f"skipped the build of {MIRRORED}" in reused.stdout, \
+            reused.stdout + reused.stderr
         again = json.loads(record_file.read_text())
         assert again["base_image"] == mirror and again["image_id"] == first["image_id"]
 
-        fast = run_invoke("build", "--release", "dev", "--base-image", mirror)  # the unchanged-release path
-        assert fast.returncode == 0 and "skipped the build of dev" in fast.stdout
+        fast = project.invoke("build", "--release", MIRRORED, "--base-image", mirror)  # the unchanged-release path
+        assert fast.returncode == 0 and f"skipped the build of {MIRRORED}" in fast.stdout
         assert json.loads(record_file.read_text())["base_image"] == mirror
+
+        plain = project.invoke("build", "--release", MIRRORED)  # the manifest's own base again
+        assert plain.returncode == 0, plain.stdout[-3000:] + plain.stderr[-3000:]
+        own = json.loads(record_file.read_text())
+        assert own["base_image"] == "debian:bookworm-slim" and own["image_id"] != first["image_id"]
     finally:
-        # the manifest's own base again: the dev image of the session is reused and tagged back
-        restored = run_invoke("build", "--release", "dev")
-        restored_record = json.loads(record_file.read_text())
-        record_file.write_text(session_record)
         engine.remove_image(mirror)
-        for ref in made[1:]:  # the mirror build's hash tag (dev-py3 itself points back at the session's image)
-            with contextlib.suppress(docker.errors.APIError):
-                engine.remove_image(ref)
-    assert restored.returncode == 0, restored.stdout + restored.stderr
-    assert restored_record["image_id"] == dev_build["record"]["image_id"]
-    assert restored_record["base_image"] == "debian:bookworm-slim"
+        untag_release(engine, MIRRORED)  # its image and stage cache tags

@@ -18,7 +18,7 @@ import pytest
 
 from ..conftest import ScratchProject
 from ..helpers import minimal_manifest
-from .private import untag_registry
+from .private import untag_registry, untag_release
 
 pytestmark = pytest.mark.engine
 
@@ -54,12 +54,7 @@ def _record(project: ScratchProject) -> dict:
 def shared_engine_images(engine):
     """Removes what the test builds on the shared engine under NAME (its tags and stage cache tags)."""
     yield
-    for repository in ("nvcr.io/nvidia/pytorch", "nvcr.io/nvidia/pytorch-cache"):
-        for image in engine.images(name=repository):
-            if any(tag.startswith(f"{repository}:{NAME}-") for tag in image.get("RepoTags") or []):
-                for tag in image["RepoTags"]:
-                    if tag.startswith(f"{repository}:{NAME}-"):
-                        engine.remove_image(tag)
+    untag_release(engine, NAME)
 
 
 def test_a_fresh_engine_builds_a_release_from_the_registry_cache_alone(engine, cache_registry, fresh_engine, tmp_path,
