@@ -72,7 +72,8 @@ TOOLS = (
     Task("test", DEVELOP, "The whole test suite: unit, and integration against a real engine", test, (
         Option("k", "only the tests matching this pytest expression", value="EXPR"),
         Option("unit", "unit tests only (no engine)", value=None),
-    ), writes=("build/reliability/RELIABILITY.md (a whole run only)", "build/tests/rest.log (a whole run)"), guide="testing.md"),
+    ), writes=("build/reliability/RELIABILITY.md (a whole run only)", "build/tests/rest.log (a whole run)"),
+        guide="testing.md"),
     Task("golden", DEVELOP, "Rewrite tests/golden/R/Dockerfile of every buildable release, for review",
          golden, writes=("tests/golden/R/Dockerfile",), guide="testing.md"),
     Task("reference", DEVELOP, "Rewrite docs/tasks.md, the task reference, from the task table", reference,
