@@ -21,6 +21,7 @@ from ngcbuild.core.interrupts import Interrupted, install, leave
 from ngcbuild.smoke.checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
 from ngcbuild.smoke.perf import perf_report, read_measured, render_perf, write_report
 from ngcbuild.smoke.staging import stage_expectations, stage_pytest
+from ngcbuild.smoke.suite_output import JUNIT_LIMIT, read_output
 from ngcbuild.smoke.summary import render_table, rows_from_junit
 from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
 
@@ -169,11 +170,11 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
                    *host_args(require_gpu, perf, tmp / "out" / JUNIT, tmp / "out" / PERF_MEASURED)]
         env = {**os.environ, "NGCBUILD_SMOKE_DIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}
         exit_code = _stream(command, env, out)
-        junit = tmp / "out" / JUNIT
-        if not junit.is_file():
+        junit = read_output(tmp / "out", JUNIT, JUNIT_LIMIT)
+        if junit is None:
             raise SmokeFailed(f"host smoke wrote no JUnit report (exit {exit_code})")
-        ReleaseDir.of(directory).write(JUNIT, junit.read_bytes())
-        measured = read_measured(tmp / "out" / PERF_MEASURED) if perf else None
+        ReleaseDir.of(directory).write(JUNIT, junit)
+        measured = read_measured(tmp / "out") if perf else None
     rows = rows_from_junit(directory / JUNIT)
     print(render_table(rows), file=out, end="", flush=True)
     result = {"junit": str(directory / JUNIT), "exit_code": exit_code,

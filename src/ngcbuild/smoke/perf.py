@@ -7,10 +7,13 @@ is reported, not gated: a change of the threshold's size could be its noise."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+from ngcbuild.core.errors import SmokeFailed, excerpt
 from ngcbuild.smoke.perf_reference import fraction_of_reference, reference_for
-from ngcbuild.workspace.release_dir import PERF, ReleaseDir
+from ngcbuild.smoke.suite_output import read_figures
+from ngcbuild.workspace.release_dir import PERF, PERF_MEASURED, ReleaseDir
 from ngcbuild.workspace.sections import utc_timestamp
 
 # The regression the gate looks for. The GEMM and copy figures repeat within 0.3 % on an H200 (three runs);
@@ -91,8 +94,38 @@ def with_baseline(current: dict, baseline: dict, baseline_image: str, threshold:
                                     **gate(current, baseline, threshold)}}
 
 
-def read_measured(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.is_file() else None
+def read_measured(folder: Path) -> dict | None:
+    """The figures the performance smoke wrote in the suite's out/ folder (the image's own code wrote
+    them: read as hostile input, their shape checked), or None where it wrote none."""
+    measured = read_figures(folder, PERF_MEASURED)
+    problem = None if measured is None else _shape_problem(measured)
+    if problem:
+        raise SmokeFailed(f"the smoke suite's {PERF_MEASURED}: {problem}")
+    return measured
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _shape_problem(measured: dict) -> str | None:
+    """What is wrong with the shape perf_report reads, or None."""
+    device = measured.get("device")
+    if device is None:
+        reason = measured.get("no_gpu_reason")
+        return None if reason is None or isinstance(reason, str) else "no_gpu_reason: expected text"
+    if not isinstance(device, dict) or not isinstance(device.get("name"), str) or not _number(device.get("count")):
+        return "device: expected an object with a name and a count"
+    figures = measured.get("figures")
+    if not isinstance(figures, dict):
+        return "figures: expected an object of figures"
+    for metric, figure in figures.items():
+        if not isinstance(figure, dict) or not _number(figure.get("value")) or not isinstance(figure.get("unit"), str):
+            return f"figures.{excerpt(metric)}: expected an object with a numeric value and a unit"
+        for key in ("spread", "burst"):
+            if figure.get(key) is not None and not _number(figure[key]):
+                return f"figures.{excerpt(metric)}.{key}: expected a number"
+    return None
 
 
 def write_report(directory: Path, report: dict) -> Path:

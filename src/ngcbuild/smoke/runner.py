@@ -36,6 +36,7 @@ from ngcbuild.smoke.perf import (
     write_report,
 )
 from ngcbuild.smoke.staging import stage_expectations, stage_pytest
+from ngcbuild.smoke.suite_output import JUNIT_LIMIT, read_output
 from ngcbuild.smoke.summary import render_table, rows_from_junit
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
 from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
@@ -82,12 +83,12 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
         stage_suite(tmp, expected_json, config, loaded.release.python.version, project.build)
         args = suite_args(require_gpu=require_gpu, perf=perf)
         exit_code = _run_container(client, ref, tmp, gpu, args, out)
-        junit = tmp / "out" / JUNIT
-        if not junit.is_file():
+        junit = read_output(tmp / "out", JUNIT, JUNIT_LIMIT)
+        if junit is None:
             raise SmokeFailed(f"smoke suite wrote no JUnit report (container exit {exit_code})")
         directory.mkdir(parents=True, exist_ok=True)  # --image: R may never have been built here
-        ReleaseDir.of(directory).write(JUNIT, junit.read_bytes())
-        measured = read_measured(tmp / "out" / PERF_MEASURED) if perf else None
+        ReleaseDir.of(directory).write(JUNIT, junit)
+        measured = read_measured(tmp / "out") if perf else None
     counts = junit_counts(directory / JUNIT)
     image_id = client.inspect_image(ref)["Id"]
     result = SmokeRun.of(**counts, image_id=image_id, require_gpu=require_gpu, gpu_visible=gpu, exit_code=exit_code,
@@ -164,7 +165,7 @@ def _baseline_perf(client, ref: str, expected_json: bytes, gpu: bool, build_dir:
         # The baseline may be any image: its own interpreter says which pytest it needs.
         stage_suite(tmp, expected_json, client.inspect_image(ref)["Config"], image_python(client, ref), build_dir)
         exit_code = _run_container(client, ref, tmp, gpu, suite_args(perf_only=True), out)
-        measured = read_measured(tmp / "out" / PERF_MEASURED)
+        measured = read_measured(tmp / "out")
     if exit_code != 0:
         print(f"warning: the baseline's performance smoke exited {exit_code}", file=out, flush=True)
     return measured
