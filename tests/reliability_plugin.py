@@ -70,6 +70,8 @@ class ReliabilityFigures:
             os.environ[FIGURES] = str(self.records)
         if self.part:
             self.part.unlink(missing_ok=True)
+            # this session's alone: a pytest a test starts sees NGCBUILD_FIGURES and only adds records
+            os.environ.pop(PART, None)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.owned:
