@@ -29,8 +29,9 @@ def test_it_reads_images_as_the_sdk_does(engine, local, dev_build):
     assert local.inspect_image(record["image_id"])["Id"] == record["image_id"]
     for filters in ({"reference": tag}, {"label": f"{CONTEXT_HASH_LABEL}={record['context_sha256']}"},
                     {"label": [CONTEXT_HASH_LABEL, "io.ngcbuild.release=dev"]}):
-        mine = [image["Id"] for image in local.images(filters=filters)]
-        assert mine == [image["Id"] for image in engine.images(filters=filters)] and record["image_id"] in mine
+        # as sets: the engine lists images newest first, and images of the same second in no fixed order
+        mine = sorted(image["Id"] for image in local.images(filters=filters))
+        assert mine == sorted(image["Id"] for image in engine.images(filters=filters)) and record["image_id"] in mine
 
 
 def test_it_tags_and_says_when_an_image_is_missing(engine, local, dev_build):
