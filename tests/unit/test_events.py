@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from ngcbuild.engine.events import BuildStream, PushStream
 from ngcbuild.publish.push import is_transient
 
@@ -95,3 +97,17 @@ def test_a_build_that_failed_mid_stage_names_no_stages():
     cut = next(i for i, e in enumerate(events) if e.get("stream", "").startswith("Step 7/7"))
     feed(stream, events[:cut + 1] + [{"error": "boom", "errorDetail": {"message": "boom"}}])
     assert stream.stages() == {}
+
+
+@pytest.mark.parametrize("message, denied, transient", [
+    ('Get "http://127.0.0.1:40369/v2/": dial tcp 127.0.0.1:40369: connect: connection refused', False, True),
+    ("Get http://127.0.0.1:5401/v2/: net/http: TLS handshake timeout", False, True),
+    ("blob upload unknown: sha256:5025034031d0 unknown", False, False),
+    ("error parsing HTTP 403 response body: unexpected end of JSON input", True, False),
+    ("received unexpected HTTP status: 503 Service Unavailable", False, True),
+    ("unauthorized: authentication required", True, False),
+])
+def test_a_status_code_is_a_number_of_its_own_never_digits_of_a_port_or_digest(message, denied, transient):
+    from ngcbuild.publish.push import is_denied
+
+    assert (is_denied(message), is_transient(message)) == (denied, transient)

@@ -5,6 +5,7 @@ anything of ngcbuild pushes a tag through the engine (push, publish)."""
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from contextlib import contextmanager
@@ -29,14 +30,23 @@ from ngcbuild.workspace.record import read_record, record_path, require, write_r
 from ngcbuild.workspace.sections import BuildRecord, Pushed, utc_timestamp
 
 # ATTEMPTS and BACKOFF_S: the one schedule of retries (core/http.py)
-TRANSIENT = ("connection refused", "connection reset", "i/o timeout", "timeout", "eof", "502", "503", "504",
-             "500 internal server error", "broken pipe", "temporarily unavailable", "tls handshake")
-DENIED = ("unauthorized", "authentication required", "denied", "forbidden", "401", "403")
+# A status code counts only as a number of its own ("HTTP 403", "503 Service Unavailable"): the digits
+# inside a port, a digest or a name are not one (a registry on 127.0.0.1:40369 refusing connections was
+# taken for a registry rejecting the credentials).
+_STATUS = r"(?<![\w:.])(?:{})(?![\w.])"
+TRANSIENT = re.compile("|".join((r"connection refused", r"connection reset", r"i/o timeout", r"timeout", r"\beof\b",
+                                 _STATUS.format("502|503|504"), r"500 internal server error", r"broken pipe",
+                                 r"temporarily unavailable", r"tls handshake")))
+DENIED = re.compile("|".join((r"unauthorized", r"authentication required", r"denied", r"forbidden",
+                              _STATUS.format("401|403"))))
+
+
+def is_denied(message: str) -> bool:
+    return DENIED.search(message.lower()) is not None
 
 
 def is_transient(message: str) -> bool:
-    text = message.lower()
-    return not any(word in text for word in DENIED) and any(word in text for word in TRANSIENT)
+    return not is_denied(message) and TRANSIENT.search(message.lower()) is not None
 
 
 def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep,
@@ -168,7 +178,7 @@ def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> Pu
         if not stream.error and stream.digest:
             return stream
         last = stream.error or "the push ended without a digest"
-        if any(word in last.lower() for word in DENIED):
+        if is_denied(last):
             raise PushFailed(f"{repository}:{tag}: the registry rejected the credentials ({_first_line(last)}); "
                              f"{LOGIN_HELP}")
         if attempt == ATTEMPTS or not is_transient(last):
