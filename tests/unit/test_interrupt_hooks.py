@@ -44,3 +44,37 @@ def test_an_interrupt_in_a_callback_python_ignores_is_delivered_again():
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip() == "interrupted 143"
     assert "Exception ignored" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+# A signal that came while the package imported core/interrupts.py (held by ngcbuild/__init__.py): a
+# command ends with one line and its status; any other program gets it as it would have, under its own
+# handler (a KeyboardInterrupt for Ctrl-C), never swallowed.
+HELD = """
+import sys, _signal
+sys.orig_argv = [sys.executable, *{argv!r}]
+from ngcbuild.core.interrupts import settle
+settle([_signal.{name}], {{_signal.SIGINT: _signal.default_int_handler, _signal.SIGTERM: _signal.SIG_DFL}})
+import time
+time.sleep(5)
+print("lost")
+"""
+
+
+def _held(argv: list[str], name: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", HELD.format(argv=argv, name=name)], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_a_signal_held_while_a_command_imported_is_one_line_and_its_status():
+    for name, status, line in (("SIGINT", 130, "ngcbuild: interrupted"), ("SIGTERM", 143, "ngcbuild: terminated")):
+        result = _held(["-m", "ngcbuild", "render"], name)
+        assert (result.returncode, result.stderr.strip(), result.stdout) == (status, line, ""), result
+
+
+def test_a_signal_held_while_another_program_imported_ngcbuild_reaches_its_own_handler():
+    interrupted = _held(["-c", "import ngcbuild"], "SIGINT")
+    # Python ends an uncaught KeyboardInterrupt by the signal itself (-2), after its traceback
+    assert interrupted.returncode == -2 and "KeyboardInterrupt" in interrupted.stderr, interrupted
+    assert "lost" not in interrupted.stdout
+    terminated = _held(["-c", "import ngcbuild"], "SIGTERM")
+    assert terminated.returncode == -15 and "lost" not in terminated.stdout, terminated

@@ -114,11 +114,28 @@ COMMANDS = ("ngcbuild", "invoke", "inv")  # the programs (console scripts, `pyth
 _VALUED_OPTIONS = ("-X", "-W", "--check-hash-based-pycs")  # the interpreter's options that take a value
 
 
-def install_if_a_command() -> None:
+def install_if_a_command() -> bool:
     """install(), when this process runs one of our commands (ngcbuild's package or invoke, as a console
-    script or with `python -m`); nothing for a program that only imports ngcbuild."""
-    if _command_of(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]) is not None:
-        install()
+    script or with `python -m`); nothing for a program that only imports ngcbuild. Whether it did."""
+    if _command_of(getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]) is None:
+        return False
+    install()
+    return True
+
+
+def settle(held: list[int], saved: dict) -> None:
+    """The package's first instructions held the signals that came while this module was imported
+    (`held`, in place of the handlers in `saved`): a command gets its handlers and the first signal
+    held is raised as an interrupt now; any other program gets its own handlers back, and the signal
+    held is sent again to land in them (a KeyboardInterrupt, or the default action, as it would have)."""
+    if install_if_a_command():
+        if held:
+            _raise(held[0], None)
+        return
+    for signum, handler in saved.items():
+        signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+    for signum in held[:1]:
+        signal.raise_signal(signum)
 
 
 def _command_of(argv: list) -> str | None:
