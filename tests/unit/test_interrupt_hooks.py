@@ -6,6 +6,8 @@ handlers are its own."""
 import subprocess
 import sys
 
+import pytest
+
 from ..conftest import REPO
 
 CHILD = """
@@ -78,3 +80,47 @@ def test_a_signal_held_while_another_program_imported_ngcbuild_reaches_its_own_h
     assert "lost" not in interrupted.stdout
     terminated = _held(["-c", "import ngcbuild"], "SIGTERM")
     assert terminated.returncode == -15 and "lost" not in terminated.stdout, terminated
+
+
+# A signal that lands in a class body's `__set_name__` (pydantic's models, while a command imports them)
+# reaches the command as a RuntimeError caused by the interrupt: still one line and its status.
+SET_NAME = """
+import sys, _signal
+sys.orig_argv = [sys.executable, "-m", "ngcbuild", "render"]
+from ngcbuild.core import interrupts
+interrupts.install()
+
+
+class Field:
+    def __set_name__(self, owner, name):
+        _signal.raise_signal(_signal.SIGTERM)
+        sum(range(10))
+
+
+class Model:
+    field = Field()
+
+
+print("lost")
+"""
+
+
+def test_an_interrupt_python_wrapped_in_another_exception_is_one_line_and_its_status():
+    done = subprocess.run([sys.executable, "-c", SET_NAME], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr.strip(), done.stdout) == (143, "ngcbuild: terminated", ""), done
+
+
+def test_a_task_that_raises_a_wrapped_interrupt_raises_the_interrupt():
+    from ngcbuild.cli.guard import guarded
+    from ngcbuild.core.interrupts import Interrupted, within
+
+    def task():
+        try:
+            raise Interrupted(2)
+        except Interrupted as exc:
+            raise RuntimeError("Error calling __set_name__") from exc
+
+    with pytest.raises(Interrupted) as raised:
+        guarded(task)()
+    assert raised.value.exit_code == 130
+    assert within(ValueError("another failure")) is None

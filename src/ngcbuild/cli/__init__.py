@@ -10,7 +10,7 @@ import sys
 from invoke import Program
 
 from ngcbuild.core import console
-from ngcbuild.core.interrupts import Interrupted, install, leave
+from ngcbuild.core.interrupts import Interrupted, install, leave, within
 
 
 def main(argv=None, namespace=None, binary: str = "ngcbuild") -> None:
@@ -25,6 +25,10 @@ def main(argv=None, namespace=None, binary: str = "ngcbuild") -> None:
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except Exception as exc:
+        if within(exc) is None:  # an interrupt Python wrapped in another exception (`__set_name__`)
+            raise
+        leave(within(exc))
 
 
 def _run(argv, namespace, binary: str) -> None:

@@ -9,6 +9,7 @@ import sys
 from invoke.exceptions import Exit
 
 from ngcbuild.core.errors import NgcbuildError, excerpt
+from ngcbuild.core.interrupts import within
 from ngcbuild.core.outputs import describe
 
 
@@ -35,6 +36,9 @@ def guarded(function):
             # a backstop: the file system (or, below it, the connection) refused what no module expected
             raise Exit(f"ngcbuild: {_engine_failure(exc) or describe(exc)}", code=1) from None
         except Exception as exc:
+            interrupt = within(exc)  # an interrupt Python wrapped (a signal inside `__set_name__`)
+            if interrupt is not None:
+                raise interrupt from None
             message = _engine_failure(exc)
             if message is None:
                 raise

@@ -45,6 +45,19 @@ def _raise(signum, frame):
     raise Interrupted(signum)
 
 
+def within(exc: BaseException | None) -> Interrupted | None:
+    """The interrupt an exception stands for: itself, or one Python wrapped in another exception on its
+    way up (a signal that lands in a class body's `__set_name__` while a module imports is a RuntimeError
+    caused by it); None when it is another failure."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, Interrupted):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def interrupted() -> bool:
     """Whether a signal has come: work on other threads checks it before each step."""
     return bool(_first)
@@ -95,6 +108,7 @@ def _send_again(signum: int) -> None:
 def _uncaught(kind, exc, tb) -> None:
     """An interrupt that no command caught (it came while a console script was still importing the
     command, before `main` runs): one line and its status, not a traceback."""
+    exc = within(exc) or exc
     if not isinstance(exc, Interrupted):
         (_previous_hook[0] if _previous_hook else sys.__excepthook__)(kind, exc, tb)
         return
