@@ -10,7 +10,7 @@ import sys
 from invoke import Program
 
 from ngcbuild.core import console
-from ngcbuild.core.interrupts import Interrupted, install, leave, within
+from ngcbuild.core.interrupts import Interrupted, install, leave
 
 
 def main(argv=None, namespace=None, binary: str = "ngcbuild") -> None:
@@ -25,10 +25,6 @@ def main(argv=None, namespace=None, binary: str = "ngcbuild") -> None:
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except Exception as exc:
-        if within(exc) is None:  # an interrupt Python wrapped in another exception (`__set_name__`)
-            raise
-        leave(within(exc))
 
 
 def _run(argv, namespace, binary: str) -> None:

@@ -148,8 +148,8 @@ def settle(held: list[int], saved: dict) -> None:
         return
     for signum, handler in saved.items():
         signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-    for signum in held[:1]:
-        signal.raise_signal(signum)
+    if held:
+        signal.raise_signal(held[0])
 
 
 def _command_of(argv: list) -> str | None:
