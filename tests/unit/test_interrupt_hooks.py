@@ -124,3 +124,15 @@ def test_a_task_that_raises_a_wrapped_interrupt_raises_the_interrupt():
         guarded(task)()
     assert raised.value.exit_code == 130
     assert within(ValueError("another failure")) is None
+
+
+def test_a_failure_that_took_a_raised_signals_place_is_the_interrupt(monkeypatch):
+    # pydantic-core turns an exception raised while it builds a schema into a SchemaError holding only its
+    # text (CI: SIGINT at 0.65 s while `invoke render` imported the manifest model): no chain to follow
+    from ngcbuild.core import interrupts
+
+    failure = ValueError("Error building `nullable` serializer:\n  SchemaError: ...\n  Interrupted: 2")
+    assert interrupts.within(failure) is None  # no signal came: another failure
+    monkeypatch.setattr(interrupts, "_first", [2])
+    found = interrupts.within(failure)
+    assert isinstance(found, interrupts.Interrupted) and found.exit_code == 130

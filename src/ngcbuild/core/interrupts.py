@@ -48,13 +48,18 @@ def _raise(signum, frame):
 def within(exc: BaseException | None) -> Interrupted | None:
     """The interrupt an exception stands for: itself, or one Python wrapped in another exception on its
     way up (a signal that lands in a class body's `__set_name__` while a module imports is a RuntimeError
-    caused by it); None when it is another failure."""
+    caused by it), or any failure after a signal was raised; None when it is another failure."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, Interrupted):
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
+    if _first:
+        # a signal came and was raised, and a failure took its place without keeping it in the chain
+        # (pydantic-core turns an exception raised while it builds a schema into a SchemaError that
+        # holds only its text): it is the interrupt's doing
+        return Interrupted(_first[0])
     return None
 
 
