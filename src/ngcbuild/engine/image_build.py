@@ -26,15 +26,17 @@ from ngcbuild.core.references import ImageRef
 from ngcbuild.engine import layer_cache
 from ngcbuild.engine.base_image import ensure_base
 from ngcbuild.engine.client import connect
+from ngcbuild.engine.epoch import Epoch, source_date_epoch
 from ngcbuild.engine.events import TAIL_LINES, BuildStream, stage_names
 from ngcbuild.engine.leftovers import Journal, remove_containers
+from ngcbuild.engine.normalise import Normalised, normalise
 from ngcbuild.engine.options import BuildOptions, image_repository
-from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, build_tags
+from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, arch_of, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
 from ngcbuild.registry.auth import keychain
 from ngcbuild.workspace.record import Record, previous_record, record_build, record_path
 from ngcbuild.workspace.release_dir import DOCKERFILE
-from ngcbuild.workspace.sections import BuildFacts, BuildRecord
+from ngcbuild.workspace.sections import BuildFacts, BuildRecord, Normalisation
 
 if TYPE_CHECKING:
     from ngcbuild.render.rendered import Rendered
@@ -52,6 +54,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     client = connect()
     platform = options.platform or names.default_platform
     repository = image_repository(options.registry, names)
+    epoch = source_date_epoch(project, release.build.source_date_epoch)
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
     cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, out, say)
 
@@ -72,29 +75,62 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
             f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}"
             f"{_hint(stream.error)}\nno tag was moved")
 
+    try:
+        # The stage images under cache tags, the engine's final image among them, before it is
+        # normalised: the newest build's layers are then no dangling image while it is (a prune beside
+        # it keeps them), and --cache-to pushes them by these names.
+        layer_cache.tag_stages(client, options.registry, names, platform, stream.stages())
+    except ENGINE_GONE as exc:
+        raise _gone_before_tagged(release.release, stream.image_id, exc) from None
+    normalised = _normalise(client, stream.image_id, rendered, options, platform, epoch, say)
     tags = build_tags(repository, names, rendered.context_hash, platform)
     try:
         for ref in map(ImageRef.parse, tags):
-            client.tag(stream.image_id, ref.repository, ref.tag, force=True)
-        # The stage images under cache tags: the newest build's builder layers are then no dangling
-        # image (`invoke prune` keeps them), and --cache-to pushes them by these names.
-        layer_cache.tag_stages(client, options.registry, names, platform, stream.stages())
-        image = client.inspect_image(stream.image_id)
+            client.tag(normalised.image_id, ref.repository, ref.tag, force=True)
+        image = client.inspect_image(normalised.image_id)
     except ENGINE_GONE as exc:
-        raise BuildFailed(
-            f"build of {release.release} finished ({stream.image_id[:19]}), but the connection to the Docker "
-            f"engine broke before it was tagged ({_first_line(exc)}); is the engine still running? "
-            "No record was written; rerun the build (its steps are cached)") from None
+        raise _gone_before_tagged(release.release, normalised.image_id, exc) from None
     facts = BuildFacts(duration_s=round(duration, 1), steps=stream.steps, cached_steps=stream.cached_steps,
                        step_log=stream.step_log, ca_bundle_used=options.ca_bundle is not None,
                        wheels=[w.name for w in wheels], source_revision=git_revision(project),
-                       stages=stream.stages(), cache_from=cache_pulled)
+                       stages=stream.stages(), cache_from=cache_pulled,
+                       normalisation=Normalisation.of(epoch_from=epoch.source, **normalised.recorded()))
     record = record_build(rendered.directory, BuildRecord.of_image(
         names, image, tags, options.registry, rendered.context_hash, platform, facts))
     path = record_path(rendered.directory)
-    say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
+    say(f"built {normalised.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record.build.layers} layers); tagged {', '.join(tags)}; record: {path}")
     return record
+
+
+def _gone_before_tagged(release: str, image_id: str, exc: BaseException) -> BuildFailed:
+    return BuildFailed(
+        f"build of {release} finished ({image_id[:19]}), but the connection to the Docker engine broke before "
+        f"it was tagged ({_first_line(exc)}); is the engine still running? No record was written; rerun the "
+        "build (its steps are cached)")
+
+
+def _normalise(client, raw_image_id: str, rendered: Rendered, options: BuildOptions, platform: str, epoch: Epoch,
+               say) -> Normalised:
+    """The build's image normalised (engine/normalise.py); no tag moved when that fails."""
+    names = rendered.plan.names
+    try:
+        normalised = normalise(client, raw_image_id, rendered.plan.base_image, epoch.seconds,
+                               layer_cache.cache_repository(options.registry, names),
+                               f"{names.release}-{arch_of(platform)}", say)
+    except (*ENGINE_GONE, docker.errors.APIError) as exc:
+        raise BuildFailed(
+            f"build of {rendered.release} finished ({raw_image_id[:19]}), but normalising its image failed "
+            f"({_first_line(exc)}); is the engine still running? No tag of the release was moved; rerun the "
+            "build (its steps are cached)") from None
+    if normalised.memo:
+        say(f"normalised already: {normalised.image_id[:19]} (epoch {epoch.seconds}, {epoch.source})")
+    else:
+        say(f"normalised {raw_image_id[:19]} to {normalised.image_id[:19]} in {normalised.seconds:.1f}s: "
+            f"{normalised.layers_rewritten} layers rewritten, {len(normalised.removed)} volatile files removed, "
+            f"{normalised.pyc_clamped} .pyc headers set; every time the build wrote says epoch {epoch.seconds} "
+            f"({epoch.source})")
+    return normalised
 
 
 def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: str, out, say):

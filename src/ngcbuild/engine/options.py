@@ -13,6 +13,7 @@ from pathlib import Path
 from ngcbuild.core.errors import UserError, excerpt, shown_path
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import registry_host
+from ngcbuild.engine.epoch import VARIABLE, parse_epoch
 from ngcbuild.engine.reuse import parse_labels
 
 DEFAULT_REGISTRY = "nvcr.io"
@@ -48,6 +49,8 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
                  reuse_from: str | None = None) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects. Every one is checked
     here, before anything is rendered, locked, tagged or asked of the engine."""
+    if environ.get(VARIABLE):  # the epoch every build's image says (epoch.py): bad, nothing is built
+        parse_epoch(environ[VARIABLE], VARIABLE)
     ca = checked_ca_bundle(ca_bundle, environ)
     house = checked_wheelhouse(wheelhouse) if wheelhouse is not None else default_wheelhouse(environ)
     tags = DEFAULT_REGISTRY if registry is None else registry_host(registry)

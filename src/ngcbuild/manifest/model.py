@@ -402,6 +402,12 @@ class BuildSpec(Strict):
     # Every platform `invoke publish` puts in the multi-arch tag (empty: `platform` alone).
     # given, it names at least one (an empty list is a mistake, not "the default")
     platforms: list[Platform] = Field(default_factory=list, min_length=1)
+    # The time every timestamp of the image says (files the build wrote, history, `created`), as
+    # seconds since 1970; unset: SOURCE_DATE_EPOCH, else the commit's time (engine/epoch.py).
+    source_date_epoch: int | None = Field(default=None, ge=0, le=2**32 - 1)
+    # Components whose build cannot be made reproducible (a source build that embeds the time), each
+    # with the reason: `repro` names them when two builds differ (docs/reproducible.md).
+    not_reproducible: dict[ComponentName, Text] = Field(default_factory=dict)
 
     @property
     def published_platforms(self) -> tuple[str, ...]:
@@ -618,6 +624,15 @@ class Release(Strict):
         if empty:
             raise PydanticCustomError("ngcbuild_missing", "names no folder; expected at least one",
                                       {"key": f"env_prepend.{empty[0]}"})
+        return self
+
+    @model_validator(mode="after")
+    def _not_reproducible_names_components(self):
+        for name in self.build.not_reproducible:
+            if name not in self.components:
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "'{name}' is not a component of this release; expected one of components",
+                    {"key": f"build.not_reproducible.{name}", "name": name})
         return self
 
     @model_validator(mode="after")

@@ -97,6 +97,7 @@ def statement(*, subject_name: str, digest: str, release: str, record: Record, f
                 "internalParameters": {"context_sha256": build.context_sha256,
                                        "image_id": build.image_id, "reused": build.reused,
                                        "ngcbuild_version": ngcbuild_version(),
+                                       **_normalisation(build),
                                        # the documents attached beside the image with this statement
                                        "attached": attached},
                 "resolvedDependencies": dependencies,
@@ -115,6 +116,17 @@ def statement(*, subject_name: str, digest: str, release: str, record: Record, f
             },
         },
     }
+
+
+def _normalisation(build) -> dict:
+    """The epoch every time in the image says and how the image was normalised (docs/reproducible.md):
+    what a consumer's rebuild needs to give the same image."""
+    done = build.normalisation
+    if done is None:
+        return {}
+    return {"source_date_epoch": done.epoch,
+            "normalisation": {"version": done.version, "epoch_from": done.epoch_from, "made_after": done.made_after,
+                              "removed": sorted(done.removed)}}
 
 
 def base_image(name: str) -> dict:

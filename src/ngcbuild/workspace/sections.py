@@ -71,6 +71,24 @@ def utc_timestamp(seconds: float | None = None) -> str:
 
 
 @dataclass(frozen=True)
+class Normalisation(Section):
+    """How the build's image was normalised (engine/normalise.py): the epoch every time in it says,
+    where that came from, the base image's time (a later time was the build's own), the engine's image
+    before (the layer cache) and what was removed as volatile."""
+
+    version: int | None = None
+    epoch: int | None = None
+    epoch_from: str | None = None
+    made_after: int | None = None
+    raw_image_id: str | None = form(DIGEST)
+    memo: bool | None = None  # found normalised already on this engine
+    layers_rewritten: int | None = None
+    removed: dict[str, str] = field(default_factory=dict)  # path in the image -> why (engine/volatile.py)
+    pyc_clamped: int | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
 class BuildFacts(Section):
     """What only a build that ran knows (a reused image has none of these)."""
 
@@ -83,6 +101,7 @@ class BuildFacts(Section):
     source_revision: str | None = None
     stages: dict[str, str] = field(default_factory=dict)  # builder stage -> its image id (the layer cache)
     cache_from: list[str] = field(default_factory=list)  # cache images pulled from --cache-from
+    normalisation: Normalisation | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +143,11 @@ class BuildRecord(Section):
     def source_revision(self) -> str | None:
         """The commit of the checkout that built the image (none for a reused image)."""
         return self.facts.source_revision if self.facts is not None else None
+
+    @property
+    def normalisation(self) -> Normalisation | None:
+        """How the build's image was normalised (none for a reused image: its build said it)."""
+        return self.facts.normalisation if self.facts is not None else None
 
 
 @dataclass(frozen=True)

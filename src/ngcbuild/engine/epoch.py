@@ -1,0 +1,58 @@
+"""SOURCE_DATE_EPOCH: the one time a build's image says (every file a step wrote, the history, `created`).
+
+It comes from the release's manifest (`build.source_date_epoch`), else from the environment's
+SOURCE_DATE_EPOCH (reproducible-builds.org's variable, which a CI job or a consumer's rebuild sets),
+else from the time of the checkout's commit: the same commit gives the same epoch on any machine,
+any day. Outside a git checkout with neither set it is 0 (1970-01-01), and the build says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+
+from ngcbuild.core.errors import UserError
+from ngcbuild.core.project import Project
+
+VARIABLE = "SOURCE_DATE_EPOCH"
+LATEST = 2**32 - 1  # a .pyc header holds the time in 32 bits
+_SECONDS_RE = re.compile(r"[0-9]{1,10}")
+
+
+@dataclass(frozen=True)
+class Epoch:
+    seconds: int
+    source: str  # where it came from, in words (the record and the build's line say it)
+
+
+def parse_epoch(text: str, where: str) -> int:
+    """Seconds since 1970 as SOURCE_DATE_EPOCH writes them, or a UserError naming `where`."""
+    if not _SECONDS_RE.fullmatch(text) or int(text) > LATEST:
+        raise UserError(f"{where}: {text[:40]!r}: expected a time as seconds since 1970-01-01 UTC "
+                        f"(digits, at most {LATEST})")
+    return int(text)
+
+
+def source_date_epoch(project: Project, manifest_value: int | None, environ=os.environ) -> Epoch:
+    if manifest_value is not None:
+        return Epoch(manifest_value, "the manifest's build.source_date_epoch")
+    if environ.get(VARIABLE):
+        return Epoch(parse_epoch(environ[VARIABLE], VARIABLE), f"{VARIABLE} in the environment")
+    commit = _commit_time(project)
+    if commit is not None:
+        return Epoch(*commit)
+    return Epoch(0, "no commit and no SOURCE_DATE_EPOCH: 1970-01-01")
+
+
+def _commit_time(project: Project) -> tuple[int, str] | None:
+    try:
+        result = subprocess.run(["git", "-C", str(project.root), "log", "-1", "--format=%ct %H"],
+                                capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    fields = result.stdout.split()
+    if result.returncode != 0 or len(fields) != 2 or not _SECONDS_RE.fullmatch(fields[0]):
+        return None
+    return int(fields[0]), f"the time of commit {fields[1][:12]}"

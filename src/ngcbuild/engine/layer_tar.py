@@ -1,0 +1,152 @@
+"""One layer's tar rewritten deterministically: the same files, modes and owners give the same bytes.
+
+- entries in the order of their paths (a hard link after the file it names: the first path of a
+  group of links carries the data, the others link to it);
+- every time by one rule (`Times`); no access or change times, no other PAX records than extended
+  attributes (file capabilities live there);
+- what is volatile by nature removed (volatile.py);
+- a `.pyc` with a timestamp header gets the time its source gets by the same rule, so it stays valid
+  for that source and identical between builds (a hash-based `.pyc` is left as it is).
+
+Owners, modes, link targets, device numbers and whiteouts (`.wh.` entries) stay as the engine wrote them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from ngcbuild.engine.volatile import why_volatile
+
+_PYC_MAGIC_TAIL = b"\r\n"  # every CPython .pyc magic number ends so
+_KEPT_PAX = "SCHILY.xattr."
+
+
+@dataclass(frozen=True)
+class Times:
+    """The one rule for every time in a normalised image. A time later than the base image's creation
+    (`made_after`) was written by the build itself (a file a step wrote, a history entry): it becomes
+    the epoch, whether the step ran before the epoch (a step the layer cache gave, built days ago) or
+    after it. An earlier time is a file's own time as its package packed it: it stays, unless it is
+    later than the epoch (clamped)."""
+
+    epoch: int
+    made_after: int
+
+    def __call__(self, seconds: int | float) -> int:
+        seconds = int(seconds)
+        if seconds > self.made_after:
+            return self.epoch
+        return min(seconds, self.epoch)
+
+
+@dataclass
+class Rewritten:
+    """What rewriting one layer did."""
+
+    diff_id: str = ""  # sha256:<hex> of the rewritten tar
+    size: int = 0
+    entries: int = 0
+    removed: dict[str, str] = field(default_factory=dict)  # path -> why (volatile.py)
+    pyc_clamped: int = 0
+
+
+class _Hashing:
+    """A writable file that hashes and counts what passes through it."""
+
+    def __init__(self, target: BinaryIO):
+        self.target, self.digest, self.size = target, hashlib.sha256(), 0
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        self.size += len(data)
+        return self.target.write(data)
+
+
+def clamp_pyc(data: bytes, times: Times) -> bytes:
+    """A timestamp-based .pyc (PEP 552 flags 0) with its source time put through `times`; any other
+    content unchanged."""
+    if len(data) < 16 or data[2:4] != _PYC_MAGIC_TAIL or int.from_bytes(data[4:8], "little") != 0:
+        return data
+    stamp = int.from_bytes(data[8:12], "little")
+    return data[:8] + (times(stamp) & 0xFFFFFFFF).to_bytes(4, "little") + data[12:]
+
+
+def _carriers(members: list[tarfile.TarInfo]) -> dict[str, str]:
+    """path -> the path that carries the data, for every path of a group of hard links (the group's
+    first path in the order written)."""
+    files = {member.name for member in members if member.isreg()}
+    groups: dict[str, list[str]] = {}
+    for member in members:
+        if member.islnk() and member.linkname in files:
+            groups.setdefault(member.linkname, [member.linkname]).append(member.name)
+    carriers = {}
+    for paths in groups.values():
+        first = min(paths)
+        carriers.update({path: first for path in paths})
+    return carriers
+
+
+def _clean(member: tarfile.TarInfo, times: Times) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(member.name)
+    info.type, info.mode, info.uid, info.gid = member.type, member.mode, member.uid, member.gid
+    info.uname, info.gname = member.uname, member.gname
+    info.size = member.size if member.isreg() else 0
+    info.mtime = times(member.mtime)
+    info.linkname = member.linkname
+    info.devmajor, info.devminor = member.devmajor, member.devminor
+    info.pax_headers = {key: value for key, value in sorted(member.pax_headers.items()) if key.startswith(_KEPT_PAX)}
+    return info
+
+
+def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times) -> Rewritten:
+    """Read the layer tar `source` (seekable) and write its normalised form to `target`."""
+    done = Rewritten()
+    hashing = _Hashing(target)
+    with tarfile.open(fileobj=source, mode="r:") as raw:
+        members = raw.getmembers()
+        by_name = {member.name: member for member in members}
+        linked = {member.linkname for member in members if member.islnk()}
+        kept = []
+        for member in members:
+            reason = why_volatile(member.name)
+            if reason is not None and member.name not in linked and not member.islnk():
+                done.removed[member.name] = reason
+            else:
+                kept.append(member)
+        carriers = _carriers(kept)
+        with tarfile.open(fileobj=hashing, mode="w|", format=tarfile.PAX_FORMAT) as out:
+            for member in sorted(kept, key=lambda m: m.name):
+                carrier = carriers.get(member.name)
+                if carrier is None:
+                    _copy(raw, member.name, member, out, times, done)
+                elif carrier == member.name:  # the first of its group: the file, with the data
+                    _copy(raw, member.name, member if member.isreg() else by_name[member.linkname], out, times, done)
+                else:  # every other path of the group links to the first
+                    info = _clean(member, times)
+                    info.type, info.size, info.linkname = tarfile.LNKTYPE, 0, carrier
+                    out.addfile(info)
+                done.entries += 1
+    done.diff_id, done.size = "sha256:" + hashing.digest.hexdigest(), hashing.size
+    return done
+
+
+def _copy(raw: tarfile.TarFile, name: str, data: tarfile.TarInfo, out: tarfile.TarFile, times: Times,
+          done: Rewritten) -> None:
+    """`data`'s entry (and content) written under `name`."""
+    info = _clean(data, times)
+    info.name = name
+    if not info.isreg():
+        out.addfile(info)
+        return
+    handle = raw.extractfile(data)
+    if info.name.endswith(".pyc") and info.size <= 1 << 24:
+        content = handle.read()
+        clamped = clamp_pyc(content, times)
+        done.pyc_clamped += clamped != content
+        out.addfile(info, io.BytesIO(clamped))
+        return
+    out.addfile(info, handle)

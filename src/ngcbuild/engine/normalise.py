@@ -1,0 +1,241 @@
+"""The normalising step after the engine's build: the image the build made (the "raw" image, which
+stays as the layer cache) is saved, every layer the build wrote is rewritten deterministically
+(layer_tar.py), its config gets fixed times, and the result is loaded back as the image that is
+tagged, smoked, SBOM'd, pushed and attested. Same inputs, same image id, on any engine, any day.
+
+The base image's layers are inputs (by digest): they are never rewritten, nor sent back to the
+engine (a load skips a layer whose chain the engine holds). A raw image normalised once on an
+engine is not normalised again: the result carries a memo tag naming the raw image, the epoch and
+the base's time, so a build whose steps all came from the layer cache costs a lookup.
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import io
+import json
+import re
+import tarfile
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import docker
+
+from ngcbuild.core.errors import BuildFailed
+from ngcbuild.engine.layer_tar import Rewritten, Times, rewrite_layer
+
+VERSION = 1  # of the rules: a change to them is a new memo tag, never a stale memo hit
+CREATED_LABEL = "org.opencontainers.image.created"
+# What a config says about the container and engine that ran the last step, never about the image.
+_ENGINE_KEYS = ("container", "container_config", "docker_version")
+_TIME_RE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)")
+_CHUNK = 1 << 20
+_SOURCE_HASH_RE = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}\b")
+
+
+@dataclass
+class Normalised:
+    image_id: str
+    raw_image_id: str
+    epoch: int
+    made_after: int
+    memo: bool = False  # found normalised already (memo tag)
+    layers_rewritten: int = 0
+    removed: dict[str, str] = field(default_factory=dict)  # path -> why, over every layer
+    pyc_clamped: int = 0
+    seconds: float = 0.0
+    version: int = VERSION
+
+    def recorded(self) -> dict:
+        """Every field the record's `normalisation` keeps (workspace/sections.Normalisation): all but the id."""
+        return {key: value for key, value in asdict(self).items() if key != "image_id"}
+
+
+def seconds(text: str) -> int:
+    """Whole seconds since 1970 of an RFC 3339 time as engines write them (nanoseconds, Z or an offset)."""
+    match = _TIME_RE.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"not an RFC 3339 time: {text[:40]!r}")
+    value = calendar.timegm(time.strptime(match[1], "%Y-%m-%dT%H:%M:%S"))
+    if match[3] != "Z":
+        sign = 1 if match[3][0] == "+" else -1
+        value -= sign * (int(match[3][1:3]) * 3600 + int(match[3][4:6]) * 60)
+    return value
+
+
+def rfc3339(epoch: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def memo_tag(prefix: str, epoch: int, made_after: int, raw_image_id: str) -> str:
+    """The tag a normalised image carries to be found again from its raw image (at most 128 characters)."""
+    return f"{prefix[:40]}-n{VERSION}-{epoch}.{made_after}-{raw_image_id.removeprefix('sha256:')[:32]}"
+
+
+def normalised_config(raw: dict, diff_ids: list[str], times: Times, kept: int = 0) -> bytes:
+    """The image config with fixed times and nothing of the container or engine that built it; the
+    history entries stay (their times by the same rule as the files'). The first `kept` layers are the
+    base image's."""
+    config = {key: value for key, value in raw.items() if key not in _ENGINE_KEYS}
+    config["created"] = rfc3339(times.epoch)
+    history, layer = [], -1
+    for entry in raw.get("history") or []:
+        entry = dict(entry)
+        if "created" in entry:
+            entry["created"] = rfc3339(times(seconds(entry["created"])))
+        if not entry.get("empty_layer"):
+            layer += 1
+            if layer >= kept and layer < len(diff_ids) and "created_by" in entry:
+                # COPY and ADD name what they copied by the engine's hash of it, times included: the
+                # step's layer, as rewritten, names the same content
+                entry["created_by"] = _SOURCE_HASH_RE.sub(rf"\g<1>:{diff_ids[layer][7:]}", entry["created_by"])
+        history.append(entry)
+    if history:
+        config["history"] = history
+    config["rootfs"] = {"type": "layers", "diff_ids": list(diff_ids)}
+    inner = dict(config.get("config") or {})
+    inner["Hostname"] = ""  # the id of the build's last container
+    inner["Image"] = ""  # the engine's id of the last step's parent image
+    inner["Labels"] = {**(inner.get("Labels") or {}), CREATED_LABEL: rfc3339(times.epoch)}
+    config["config"] = inner
+    return json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+
+
+def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch: int, memo_repository: str,
+              memo_prefix: str, say) -> Normalised:
+    """The normalised image of `raw_image_id` (built FROM `base_ref`), made or found by its memo tag."""
+    started = time.monotonic()
+    raw = client.inspect_image(raw_image_id)
+    base = client.inspect_image(base_ref)
+    made_after = seconds(base["Created"])
+    tag = memo_tag(memo_prefix, epoch, made_after, raw["Id"])
+    try:
+        found = client.inspect_image(f"{memo_repository}:{tag}")
+        return Normalised(found["Id"], raw["Id"], epoch, made_after, memo=True,
+                          seconds=round(time.monotonic() - started, 1))
+    except docker.errors.ImageNotFound:
+        pass
+    raw_ids = list(raw["RootFS"]["Layers"])
+    base_ids = list(base["RootFS"]["Layers"])
+    kept = len(base_ids) if raw_ids[:len(base_ids)] == base_ids else 0
+    times = Times(epoch, made_after)
+    done = Normalised("", raw["Id"], epoch, made_after)
+    say(f"normalising {raw['Id'][:19]}: {len(raw_ids) - kept} layers the build wrote, times as of {rfc3339(epoch)}")
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-normalise-", dir="/var/tmp") as tmp:
+        config, spooled = save_layers(client, raw["Id"], set(raw_ids[kept:]), Path(tmp) / "raw")
+        archive = Path(tmp) / "normalised.tar"
+        with archive.open("wb") as out:
+            diff_ids, names = list(base_ids[:kept]), [f"base/{i}/layer.tar" for i in range(kept)]
+            for index in range(kept, len(raw_ids)):
+                with spooled[raw_ids[index]].open("rb") as source:
+                    rewritten = _add_layer(out, f"{index}/layer.tar", source, times)
+                if raw_ids[index] not in raw_ids[index + 1:]:  # the disk holds one copy of a layer, not two
+                    spooled[raw_ids[index]].unlink()
+                diff_ids.append(rewritten.diff_id)
+                names.append(f"{index}/layer.tar")
+                done.removed.update(rewritten.removed)
+                done.pyc_clamped += rewritten.pyc_clamped
+                done.layers_rewritten += 1
+            data = normalised_config(json.loads(config), diff_ids, times, kept)
+            image_id = "sha256:" + hashlib.sha256(data).hexdigest()
+            _add_bytes(out, f"{image_id[7:]}.json", data)
+            # tagged as it is loaded: never a dangling image that a prune beside the build could remove
+            entry = {"Config": f"{image_id[7:]}.json", "RepoTags": [f"{memo_repository}:{tag}"], "Layers": names}
+            _add_bytes(out, "manifest.json", json.dumps([entry]).encode())
+            out.write(b"\0" * 1024)
+        _load(client, archive)
+    if client.inspect_image(image_id)["Id"] != image_id:
+        raise BuildFailed(f"the engine loaded the normalised image of {raw['Id'][:19]} under another id")
+    done.image_id, done.seconds = image_id, round(time.monotonic() - started, 1)
+    return done
+
+
+def save_layers(client, image_id: str, wanted: set[str], folder: Path) -> tuple[bytes, dict[str, Path]]:
+    """An image's config (its bytes) and a file in `folder` per layer in `wanted` (by diff id), from
+    the engine's save of the image."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config, spooled = b"", {}
+    stream = io.BufferedReader(_ChunkReader(client.get_image(image_id, chunk_size=_CHUNK)), _CHUNK)
+    with tarfile.open(fileobj=stream, mode="r|") as saved:
+        for member in saved:
+            if member.name == f"{image_id[7:]}.json":
+                config = saved.extractfile(member).read()
+            elif member.name.endswith("/layer.tar") and member.isreg():
+                path = folder / f"{len(spooled)}-{member.name.split('/')[0][:16]}.tar"
+                digest = hashlib.sha256()
+                with saved.extractfile(member) as source, path.open("wb") as target:
+                    while chunk := source.read(_CHUNK):
+                        digest.update(chunk)
+                        target.write(chunk)
+                diff_id = "sha256:" + digest.hexdigest()
+                if diff_id in wanted and diff_id not in spooled:
+                    spooled[diff_id] = path
+                else:
+                    path.unlink()
+    missing = wanted - set(spooled)
+    if not config or missing:
+        raise BuildFailed(f"the engine's save of {image_id[:19]} lacked its config or {len(missing)} of its layers")
+    return config, spooled
+
+
+def _add_layer(out, name: str, source, times: Times) -> Rewritten:
+    """A rewritten layer into the outer tar `out` (a file): the header is written after the data,
+    when the size is known, so the layer is written once."""
+    header_at = out.tell()
+    out.write(b"\0" * tarfile.BLOCKSIZE)
+    rewritten = rewrite_layer(source, out, times)
+    _pad(out, rewritten.size)
+    end = out.tell()
+    out.seek(header_at)
+    out.write(_header(name, rewritten.size))
+    out.seek(end)
+    return rewritten
+
+
+def _add_bytes(out, name: str, data: bytes) -> None:
+    out.write(_header(name, len(data)))
+    out.write(data)
+    _pad(out, len(data))
+
+
+def _header(name: str, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = size, 0o644, 0
+    return info.tobuf(format=tarfile.PAX_FORMAT)
+
+
+def _pad(out, size: int) -> None:
+    if size % tarfile.BLOCKSIZE:
+        out.write(b"\0" * (tarfile.BLOCKSIZE - size % tarfile.BLOCKSIZE))
+
+
+def _load(client, archive: Path) -> None:
+    with archive.open("rb") as data:
+        for event in client.load_image(data):
+            detail = event.get("errorDetail", {}).get("message") or event.get("error")
+            if detail:
+                raise BuildFailed(f"the engine refused the normalised image: {detail}")
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file over the chunks of a streamed response (read through io.BufferedReader)."""
+
+    def __init__(self, chunks):
+        self.chunks, self.pending = iter(chunks), memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self.pending:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.pending = memoryview(chunk)
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        return size
