@@ -417,6 +417,19 @@ def cases() -> list[HostileCase]:
                     after=nothing_built, absent=(SECRET,), mentions=("--image",)))
     add(HostileCase("mutate-release-traversal", "arguments", ("mutate", "--release", "../dev"), dev,
                     after=nothing_built, mentions=("--release",)))
+    add(HostileCase("repro-against-credentials", "arguments",
+                    ("repro", "--release", "dev", "--against", f"user:{SECRET}@localhost:5000/x:y"), dev,
+                    after=nothing_built, absent=(SECRET,), mentions=("--against",)))
+    add(HostileCase("repro-against-option-like", "arguments", ("repro", "--release", "dev", "--against=-rf"), dev,
+                    after=nothing_built, mentions=("--against",)))
+    add(HostileCase("repro-release-traversal", "arguments", ("repro", "--release", "../dev"), dev,
+                    after=nothing_built, mentions=("--release",)))
+    for name, value in [("negative", "-1"), ("float", "1.7e9"), ("option-like", "--output=x"), ("huge", "9" * 30),
+                        ("words", "yesterday")]:
+        add(HostileCase(f"build-source-date-epoch-{name}", "arguments", ("build", "--release", "dev"), dev,
+                        after=nothing_built, mentions=("SOURCE_DATE_EPOCH",), extra_env={"SOURCE_DATE_EPOCH": value}))
+        add(HostileCase(f"repro-source-date-epoch-{name}", "arguments", ("repro", "--release", "dev"), dev,
+                        after=nothing_built, mentions=("SOURCE_DATE_EPOCH",), extra_env={"SOURCE_DATE_EPOCH": value}))
     add(HostileCase("build-wheelhouse-file", "arguments",
                     ("build", "--release", "dev", "--wheelhouse", "manifests/dev.yaml"), dev, after=nothing_built))
     add(HostileCase("build-wheelhouse-missing", "arguments",

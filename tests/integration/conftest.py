@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -193,11 +194,75 @@ def cuda_dev_started(request, tmp_path_factory):
     except EngineUnavailable:
         yield None
         return
+    dev_base(engine)  # made once, before anything of the session could make it beside another
     started = BuildStarted(engine, "cuda-dev", tmp_path_factory.mktemp("cuda-dev-build"), timeout=5400)
     try:
         yield started
     finally:
         started.close()
+
+
+class ReproStarted:
+    """`dev` built without the layer cache on the second engine (a fresh runner's), then `repro` of it
+    there (a second cold build, compared file by file), in a copy of the project (its own build/dev/;
+    no git, so the epoch is given as the checkout's commit time): one process after the other, started
+    in the background when the session starts, awaited by test_repro.py, which compares the image with
+    the shared engine's dev. Its two cold builds run while the tests before it do."""
+
+    def __init__(self, second, folder: Path):
+        from ..conftest import ScratchProject
+
+        self.project = ScratchProject(folder / "project")
+        self.project.copy_release("dev")
+        self.log = folder / "repro.log"
+        commit = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%ct"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        self.epoch = int(commit)
+        steps = [[sys.executable, "-m", "invoke", "build", "--release", "dev", "--no-cache", "--force",
+                  "--engine", second.host],
+                 [sys.executable, "-m", "invoke", "repro", "--release", "dev", "--engine", second.host]]
+        script = " && ".join(" ".join(shlex.quote(part) for part in step) for step in steps)
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(["bash", "-c", script], cwd=self.project.root, stdout=log,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            env={**os.environ, "SOURCE_DATE_EPOCH": commit},
+                                            start_new_session=True)
+
+    def result(self, timeout: int = 3600) -> tuple[int, str, dict]:
+        """(exit status, output, the copy's record of dev) once both commands have ended."""
+        self.process.wait(timeout=timeout)
+        record = self.project.root / "build" / "dev" / "record.json"
+        return (self.process.returncode, self.log.read_text(errors="replace"),
+                json.loads(record.read_text()) if record.exists() else {})
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGINT)
+            try:
+                self.process.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def repro_started(request, tmp_path_factory, cuda_dev_started):
+    """The background run of ReproStarted when the session has test_repro.py's test of it (after
+    cuda-dev's start, which makes the base image both use when the engine has none)."""
+    if not any("repro_run" in item.fixturenames for item in request.session.items):
+        yield None
+        return
+    second = request.getfixturevalue("second_engine")
+    started = ReproStarted(second, tmp_path_factory.mktemp("repro"))
+    try:
+        yield started
+    finally:
+        started.close()
+
+
+@pytest.fixture(scope="session")
+def repro_run(repro_started):
+    return repro_started
 
 
 @pytest.fixture(scope="session")
@@ -264,6 +329,34 @@ def private_engine(private_dockerd):
     private_dockerd.reset(private_dockerd.base)
     yield private_dockerd
     private_dockerd.reset(private_dockerd.base)
+
+
+def dev_base(engine) -> str:
+    """dev's base image on the shared engine (bootstrapped when missing); its name."""
+    from ngcbuild.core.project import Project
+    from ngcbuild.engine.base_image import ensure_base
+    from ngcbuild.manifest.loader import load_release
+
+    release = load_release(Project.at(REPO), "dev").release
+    ensure_base(engine, release, log=lambda line: None)
+    return release.base.image
+
+
+@pytest.fixture(scope="session")
+def second_engine(engine):
+    """A fresh runner's engine for the reproducibility tests: a private dockerd with its own data root,
+    online (its builds reach Debian and PyPI as the shared engine's do), holding only dev's base image
+    (loaded from the shared engine: the base is an input, by digest)."""
+    from .private import PrivateEngine
+
+    second = PrivateEngine(online=True)
+    second.base = dev_base(engine)
+    try:
+        second.start()
+        second.load_image(engine, second.base)
+        yield second
+    finally:
+        second.close()
 
 
 @pytest.fixture(scope="session")

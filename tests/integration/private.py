@@ -41,12 +41,16 @@ def _wait(check, timeout: float, what: str, log: Path | None = None) -> None:
 
 
 class PrivateEngine:
-    """A second dockerd with its own socket, data root, exec root and bridge; no iptables.
+    """A second dockerd with its own socket, data root, exec root and bridge; no iptables of its own.
 
     Never `--bridge=none`: a dockerd started so deletes the host's docker0, cutting the shared engine
-    (when it uses docker0) off the network. The private bridge has no NAT, so its builds are offline."""
+    (when it uses docker0) off the network. The private bridge has no NAT, so its builds are offline,
+    unless `online`: then its subnet is masqueraded and forwarded by rules of its own (added on start,
+    removed on close; never the dockerd's, which would rebuild the shared engine's chains) and its
+    containers ask the host's resolver, as the shared engine's do: a fresh runner that builds."""
 
-    def __init__(self):
+    def __init__(self, online: bool = False):
+        self.online = online
         self.root = Path(tempfile.mkdtemp(prefix="ngcbuild-engine-"))
         self.bridge = "ngcp" + format(abs(hash(str(self.root))) % 16 ** 8, "08x")  # at most 15 characters
         self.socket = self.root / "docker.sock"
@@ -64,21 +68,33 @@ class PrivateEngine:
     def start(self) -> None:
         (self.root / "docker.pid").unlink(missing_ok=True)  # left by a killed daemon
         subnet = 100 + int(self.bridge[-2:], 16) % 100
+        network = f"172.{31 if self.online else 30}.{subnet}"
         if subprocess.run(["ip", "link", "show", self.bridge], capture_output=True).returncode != 0:
             for command in (["ip", "link", "add", self.bridge, "type", "bridge"],
-                            ["ip", "addr", "add", f"172.30.{subnet}.1/24", "dev", self.bridge],
+                            ["ip", "addr", "add", f"{network}.1/24", "dev", self.bridge],
                             ["ip", "link", "set", self.bridge, "up"]):
                 subprocess.run(command, check=True, capture_output=True)
+        if self.online:
+            for table, chain, rule in self._rules(network):
+                if subprocess.run(["iptables", "-t", table, "-C", chain, *rule], capture_output=True).returncode:
+                    subprocess.run(["iptables", "-t", table, "-I", chain, "1", *rule], check=True, capture_output=True)
+        resolver = _host_resolver() if self.online else f"{network}.1"
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 ["dockerd", "-H", self.host, "--data-root", str(self.root / "data"),
                  "--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "docker.pid"),
                  f"--bridge={self.bridge}", "--iptables=false", "--ip-masq=false", "--storage-driver=overlay2",
-                 # its builds are offline: a step's name lookup goes to the bridge's own address, where
-                 # nothing answers, and fails at once instead of waiting out the host's resolvers
-                 f"--dns=172.30.{subnet}.1", *self.extra_args],
+                 # offline, a step's name lookup goes to the bridge's own address, where nothing
+                 # answers, and fails at once instead of waiting out the host's resolvers
+                 f"--dns={resolver}", *self.extra_args],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         _wait(self._answers, 60, "the private dockerd", self.log)
+
+    def _rules(self, network: str) -> list[tuple[str, str, list[str]]]:
+        """(table, chain, rule): an online engine's NAT and forwarding."""
+        return [("nat", "POSTROUTING", ["-s", f"{network}.0/24", "!", "-o", self.bridge, "-j", "MASQUERADE"]),
+                ("filter", "FORWARD", ["-i", self.bridge, "-j", "ACCEPT"]),
+                ("filter", "FORWARD", ["-o", self.bridge, "-j", "ACCEPT"])]
 
     def _answers(self) -> bool:
         try:
@@ -152,7 +168,20 @@ class PrivateEngine:
             for mount in reversed(_mounts_under(self.root)):
                 subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
             shutil.rmtree(self.root, ignore_errors=True)
+            if self.online:
+                subnet = 100 + int(self.bridge[-2:], 16) % 100
+                for table, chain, rule in self._rules(f"172.31.{subnet}"):
+                    subprocess.run(["iptables", "-t", table, "-D", chain, *rule], check=False, capture_output=True)
             subprocess.run(["ip", "link", "delete", self.bridge], check=False, capture_output=True)
+
+
+def _host_resolver() -> str:
+    """The first name server of the host's resolv.conf that a container can reach (not a loopback one)."""
+    for line in Path("/etc/resolv.conf").read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == "nameserver" and not fields[1].startswith("127."):
+            return fields[1]
+    raise RuntimeError("no name server in /etc/resolv.conf that a container can reach")
 
 
 class PrivateRegistry:

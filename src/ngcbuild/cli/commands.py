@@ -47,6 +47,19 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
         push_layer_cache(where, built.names, options.cache_to, out=sys.stdout)  # recorded as `cache_pushed`
 
 
+def repro(release: str, against=None, registry=None, ca_bundle=None, wheelhouse=None, base=None, platform=None,
+          engine=None) -> None:
+    from ngcbuild.core.references import image_ref
+    from ngcbuild.engine.options import options_from
+    from ngcbuild.engine.repro import run_repro
+
+    if against is not None:  # an image reference (credentials refused, never shown) before the engine is asked
+        against = str(image_ref(against, "--against"))
+    _select_engine(engine)
+    options = options_from(registry, ca_bundle, wheelhouse, True, os.environ, base=base, platform=platform, force=True)
+    run_repro(project(), release, options, against=against, out=sys.stdout)
+
+
 def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseline=None,
           threshold=None, host=False, expect_from_env=False, python=None, engine=None) -> None:
     from ngcbuild.core.references import image_ref

@@ -167,6 +167,20 @@ TASKS = (
              ENGINE,
          ), writes=("build/R/smoke-junit.xml", "record.json: smoke", "build/R/perf.json with --perf"),
          guide="smoke.md"),
+    Task("repro", PROVE, "Build R again without the layer cache: the same image id, or per layer the files "
+         "that differ", commands.repro, (
+             RELEASE,
+             Option("against", "the image to compare the rebuild with (in the engine, or pulled: a pushed release)",
+                    value="REF", default_text="the one in build/R/record.json"),
+             _registry("registry R's tags name (as build's)", default_text="nvcr.io"),
+             Option("ca-bundle", "CA bundle FILE for pip and apt inside the build (as build's)", value="FILE",
+                    default_text="$PIP_CERT, $SSL_CERT_FILE or $REQUESTS_CA_BUNDLE"),
+             Option("wheelhouse", "folder of wheels to install offline (as build's)", value="DIR",
+                    default_text="$PIP_FIND_LINKS when it is a folder"),
+             BASE_IMAGE,
+             PLATFORM,
+             ENGINE,
+         ), writes=("build/R/ and record.json, as build", "the image's tags, as build"), guide="reproducible.md"),
     Task("mutate", PROVE, "Plant each known defect in R's image; the smoke suite must catch every one",
          commands.mutate, (
              RELEASE,

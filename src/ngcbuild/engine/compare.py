@@ -1,0 +1,159 @@
+"""Why two images of one release differ: per layer, the files that differ and how (content, size, mode,
+owner, time, link target, present in one only), and the config keys that differ. What `repro` reports
+when a rebuild does not give the same image id: the first thing a maintainer needs to chase a new
+source of noise (and then name it in engine/volatile.py, or fix the step that writes it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ngcbuild.engine.normalise import save_layers
+
+MAX_SHOWN = 40  # files named per layer; the rest counted
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str
+    size: int
+    mode: int
+    owner: str
+    mtime: int
+    link: str
+    sha256: str
+
+
+@dataclass
+class LayerDifference:
+    index: int
+    first: str | None  # diff id, None when the image has no such layer
+    second: str | None
+    files: dict[str, str] = field(default_factory=dict)  # path -> how it differs
+
+
+@dataclass
+class Comparison:
+    first: str
+    second: str
+    layers: list[LayerDifference] = field(default_factory=list)
+    config: dict[str, str] = field(default_factory=dict)  # key -> how it differs
+
+    @property
+    def same(self) -> bool:
+        return self.first == self.second
+
+    def lines(self, names: tuple[str, str] = ("first", "second")) -> list[str]:
+        if self.same:
+            return [f"reproduced: {self.first}"]
+        out = [f"not reproduced: {names[0]} is {self.first}, {names[1]} is {self.second}"]
+        for key, how in sorted(self.config.items()):
+            out.append(f"  config {key}: {how}")
+        for layer in self.layers:
+            out.append(f"  layer {layer.index}: {layer.first or 'none'} / {layer.second or 'none'}: "
+                       f"{len(layer.files)} files differ")
+            for path, how in list(sorted(layer.files.items()))[:MAX_SHOWN]:
+                out.append(f"    /{path}: {how}")
+            if len(layer.files) > MAX_SHOWN:
+                out.append(f"    ... and {len(layer.files) - MAX_SHOWN} more")
+        return out
+
+
+def entries(source) -> dict[str, Entry]:
+    """path -> what a layer tar (seekable) says of it."""
+    found = {}
+    with tarfile.open(fileobj=source, mode="r:") as tar:
+        for member in tar:
+            digest = ""
+            if member.isreg():
+                hashing = hashlib.sha256()
+                handle = tar.extractfile(member)
+                while chunk := handle.read(1 << 20):
+                    hashing.update(chunk)
+                digest = hashing.hexdigest()
+            kind = "file" if member.isreg() else "dir" if member.isdir() else "symlink" if member.issym() \
+                else "hardlink" if member.islnk() else "other"
+            found[member.name] = Entry(kind, member.size if member.isreg() else 0, member.mode,
+                                       f"{member.uid}:{member.gid}", int(member.mtime), member.linkname, digest)
+    return found
+
+
+def how_differs(one: Entry | None, two: Entry | None) -> str | None:
+    """In words: how one path differs between two layers; None when it does not."""
+    if one is None or two is None:
+        return "present in the second only" if one is None else "present in the first only"
+    ways = []
+    if one.kind != two.kind:
+        ways.append(f"kind {one.kind} / {two.kind}")
+    if one.sha256 != two.sha256:
+        ways.append("content")
+    if one.size != two.size:
+        ways.append(f"size {one.size} / {two.size}")
+    if one.mode != two.mode:
+        ways.append(f"mode {one.mode:o} / {two.mode:o}")
+    if one.owner != two.owner:
+        ways.append(f"owner {one.owner} / {two.owner}")
+    if one.mtime != two.mtime:
+        ways.append(f"time {one.mtime} / {two.mtime}")
+    if one.link != two.link:
+        ways.append(f"link {one.link} / {two.link}")
+    return ", ".join(ways) or None
+
+
+def differing_files(one: dict[str, Entry], two: dict[str, Entry]) -> dict[str, str]:
+    differ = {}
+    for path in sorted(set(one) | set(two)):
+        how = how_differs(one.get(path), two.get(path))
+        if how:
+            differ[path] = how
+    return differ
+
+
+def config_differences(one: dict, two: dict, prefix: str = "") -> dict[str, str]:
+    """Dotted keys of two configs whose values differ (rootfs left out: the layers say it)."""
+    differ = {}
+    for key in sorted(set(one) | set(two), key=str):
+        if not prefix and key == "rootfs":
+            continue
+        a, b, name = one.get(key), two.get(key), f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            differ.update(config_differences(a, b, name + "."))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            differ.update(config_differences(dict(enumerate(a)), dict(enumerate(b)), name + "."))
+        elif a != b:
+            differ[name] = f"{json.dumps(a)[:120]} / {json.dumps(b)[:120]}"
+    return differ
+
+
+def compare_images(client, first: str, second: str) -> Comparison:
+    """The two images (ids or references in the engine) compared layer by layer."""
+    one, two = client.inspect_image(first), client.inspect_image(second)
+    result = Comparison(one["Id"], two["Id"])
+    if result.same:
+        return result
+    ids_one, ids_two = one["RootFS"]["Layers"], two["RootFS"]["Layers"]
+    differing = [i for i in range(max(len(ids_one), len(ids_two)))
+                 if (ids_one[i] if i < len(ids_one) else None) != (ids_two[i] if i < len(ids_two) else None)]
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-compare-", dir="/var/tmp") as tmp:
+        config_one, layers_one = save_layers(client, one["Id"], {ids_one[i] for i in differing if i < len(ids_one)},
+                                             Path(tmp) / "1")
+        config_two, layers_two = save_layers(client, two["Id"], {ids_two[i] for i in differing if i < len(ids_two)},
+                                             Path(tmp) / "2")
+        result.config = config_differences(json.loads(config_one), json.loads(config_two))
+        for index in differing:
+            a = ids_one[index] if index < len(ids_one) else None
+            b = ids_two[index] if index < len(ids_two) else None
+            files = differing_files(_entries_of(layers_one.get(a)), _entries_of(layers_two.get(b)))
+            result.layers.append(LayerDifference(index, a, b, files))
+    return result
+
+
+def _entries_of(path: Path | None) -> dict[str, Entry]:
+    if path is None:
+        return {}
+    with path.open("rb") as handle:
+        return entries(handle)

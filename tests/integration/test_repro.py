@@ -1,0 +1,59 @@
+"""Reproducible images on real engines (docs/reproducible.md): `dev` rebuilt twice without the layer cache on a
+second engine, with its own data root, gives the image id the session's build gave on the shared engine
+(`repro` says "reproduced"); a planted source of noise is caught and named, file by file, while the
+times every step writes are not noise."""
+
+import shutil
+
+import pytest
+
+pytestmark = pytest.mark.engine
+
+
+def test_dev_rebuilt_without_cache_twice_on_a_second_engine_is_the_shared_engines_image(dev_build, repro_run):
+    # on the second engine (its own data root, only the base image in it): `build --no-cache`, then
+    # `repro` (a second cold build there, compared): one image, and the shared engine's dev's
+    status, output, rebuilt = repro_run.result()
+    assert status == 0, output[-6000:]
+    image_id = dev_build["record"]["image_id"]
+    normalisation = dev_build["record"]["normalisation"]
+    assert normalisation["epoch"] == repro_run.epoch == rebuilt["normalisation"]["epoch"]
+    assert output.count("0/27 steps cached") == 2, output[-6000:]
+    assert f"reproduced: {image_id}" in output, output[-6000:]
+    assert rebuilt["image_id"] == image_id
+    assert rebuilt["normalisation"]["raw_image_id"] != normalisation["raw_image_id"]  # other engine images, one image
+
+
+def test_planted_noise_is_named_and_the_times_of_steps_are_not_noise(second_engine, tmp_path):
+    from ngcbuild.engine.compare import compare_images
+    from ngcbuild.engine.normalise import normalise
+
+    client = second_engine.client(timeout=600)
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        f"FROM {second_engine.base}\n"
+        "RUN mkdir -p /opt/same && echo same > /opt/same/file && date +%s%N > /etc/noise "
+        "&& mkdir -p /tmp/x && date > /tmp/x/stray\n")
+    ids = []
+    for _ in range(2):
+        raw = None
+        for event in client.build(path=str(context), nocache=True, rm=True, forcerm=True, decode=True):
+            assert "error" not in event, event
+            raw = event.get("aux", {}).get("ID") or raw
+        assert raw, "the engine reported no image id"
+        normalised = normalise(client, raw, second_engine.base, 1_767_225_600, "repro-test/memo", "noise",
+                               lambda line: None)
+        assert normalised.removed == dict.fromkeys(("tmp/x", "tmp/x/stray"), "a step's stray temporary files")
+        again = normalise(client, raw, second_engine.base, 1_767_225_600, "repro-test/memo", "noise", lambda line: None)
+        assert again.memo and again.image_id == normalised.image_id  # the memo tag finds it
+        ids.append(normalised.image_id)
+    comparison = compare_images(client, *ids)
+    assert not comparison.same
+    assert len(comparison.layers) == 1
+    (layer,) = comparison.layers
+    assert layer.files == {"etc/noise": "content"}  # opt/same's times and the stray file are no difference
+    assert comparison.config == {}  # the same step, the same history: the config differs by its layer only
+    lines = "\n".join(comparison.lines())
+    assert "/etc/noise: content" in lines and "not reproduced" in lines
+    shutil.rmtree(context)
