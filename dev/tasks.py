@@ -47,7 +47,13 @@ def reference() -> None:
     print(f"wrote {path}; review it with `git diff docs/`")
 
 
-def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False, verify=None) -> None:
+def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False, verify=None, repro=False) -> None:
+    if repro:
+        from dev.bench_repro import run_repro_bench
+
+        path = run_repro_bench(project(), release, runs=whole_number(runs, "--runs", default=2, least=2))
+        print(f"figures written to {path}")
+        return
     if verify is not None:
         from dev.bench_verify import run_verify_bench
 
@@ -89,6 +95,8 @@ TOOLS = (
                value=None, dest="cache"),
         Option("verify", "only the verify figures: `invoke verify` of cuda-dev and 25.12 as processes, time and "
                "bytes, against the one at this git revision (the baseline)", value="REV"),
+        Option("repro", "only the reproducibility figures: R built --no-cache --runs times (default 2): the "
+               "normalising step's cost and the image ids", value=None),
     ), writes=("BENCHMARKS.md",), guide="testing.md", renamed=(Renamed("--cache", "--cache-figure"),)),
     Task("reliability", DEVELOP, "Refresh RELIABILITY.md: the reliability tests' figures and mutate's tables",
          reliability, (

@@ -1,0 +1,55 @@
+"""`invoke bench --repro`: what the normalising step costs and whether it reproduces, on one release.
+
+Each run is `invoke build --release R --no-cache --force` as a process, timed from outside; the record
+says how long its normalising step took and the image id. The cost is the step's seconds over the rest
+of the command's (the cold build it follows), the target at most 0.25; every run must give one image
+id (the same engine at different times: the two-engine proof is tests/integration/test_repro.py).
+Written to BENCHMARKS.md in a section of its own per release.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from dev.bench import _with_section, timed_process
+from ngcbuild.core.project import Project
+from ngcbuild.workspace.record import read_record
+
+TARGET = 0.25
+
+
+def run_repro_bench(project: Project, release: str, runs: int, out_path: Path | None = None, log=print) -> Path:
+    rows = []
+    for number in range(1, runs + 1):
+        seconds = timed_process([sys.executable, "-m", "invoke", "build", "--release", release, "--no-cache",
+                                 "--force"], project.root)
+        build = read_record(project.out(release)).build
+        step = build.normalisation.seconds
+        rows.append((seconds, step, build.image_id, build.normalisation.raw_image_id))
+        log(f"run {number}: {seconds:.1f}s, normalising {step:.1f}s, {build.image_id}")
+    fractions = [step / (seconds - step) for seconds, step, _, _ in rows]
+    ids = {image for _, _, image, _ in rows}
+    raws = {raw for _, _, _, raw in rows}
+    lines = [
+        f"## Reproducible `{release}`: the normalising step (`invoke bench --repro --release {release}`)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d', time.gmtime())}: {runs} runs of `invoke build --release {release} "
+        "--no-cache --force`, each a process timed from outside, one after another on this engine.",
+        "",
+        "| run | whole command | normalising step | fraction of the cold build | image id |",
+        "|---|---|---|---|---|",
+        *(f"| {i} | {seconds:.1f} s | {step:.1f} s | {step / (seconds - step):.3f} | `{image[:19]}…` |"
+          for i, (seconds, step, image, _) in enumerate(rows, 1)),
+        "",
+        f"- cost: median **{statistics.median(fractions):.3f}×** the cold build (target ≤ {TARGET}: "
+        f"{'met' if statistics.median(fractions) <= TARGET else 'missed'})",
+        f"- reproduced: {'yes, one image id' if len(ids) == 1 else f'NO: {len(ids)} image ids'} "
+        f"(`{sorted(ids)[0]}`) from {len(raws)} different engine images",
+    ]
+    path = out_path or project.root / "BENCHMARKS.md"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    path.write_text(_with_section(text, f"repro-{release}", "\n".join(lines)))  # as the other sections
+    return path
