@@ -19,12 +19,13 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import re
+import time
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
 from ngcbuild.core.errors import OperationError
-from ngcbuild.core.http import Answer, AnswerTooLarge, HttpFailure, fetch, new_session
+from ngcbuild.core.http import ATTEMPTS, BACKOFF_S, Answer, AnswerTooLarge, HttpFailure, fetch, new_session
 from ngcbuild.core.jsonload import load_json
 from ngcbuild.core.references import ImageRef, ReferenceProblem, host_address, shown_url
 from ngcbuild.core.text import safe
@@ -46,6 +47,7 @@ MANIFEST_DEADLINE_S = 60  # a manifest, a token, a PUT's answer: a few kB, or at
 BLOB_DEADLINE_S = 900
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _ERROR_CODE = re.compile(r"[A-Z][A-Z_]{0,39}")
+_UNKNOWN_REFERENCE = ("MANIFEST_BLOB_UNKNOWN", "BLOB_UNKNOWN")
 _TOKEN = re.compile(r"[\x21-\x7e]{1,16384}")  # a bearer token goes into a header: printable ASCII, no space
 
 
@@ -270,10 +272,19 @@ class Registry:
         stored must be the same)."""
         self._checked(repository, reference)
         where = f"{self.host}/{repository}:{reference}"
-        answer = self._request("PUT", f"/v2/{repository}/manifests/{reference}", data=body,
-                               headers={"Content-Type": media_type}, limit=MAX_SMALL_ANSWER,
-                               deadline_s=MANIFEST_DEADLINE_S, what=f"PUT {where}")
-        self._check(answer, f"PUT {where}")
+        for attempt in range(1, ATTEMPTS + 1):
+            answer = self._request("PUT", f"/v2/{repository}/manifests/{reference}", data=body,
+                                   headers={"Content-Type": media_type}, limit=MAX_SMALL_ANSWER,
+                                   deadline_s=MANIFEST_DEADLINE_S, what=f"PUT {where}")
+            if attempt == ATTEMPTS or not _names_an_unknown_reference(answer):
+                break
+            # what the manifest names was written before it, and the registry may not see it yet: a write
+            # of the same object still in flight (an earlier client's, interrupted, or a retried request's)
+            # rewrites its link in place, and distribution's filesystem store reads it empty meanwhile
+            # (DIGEST_INVALID, MANIFEST_BLOB_UNKNOWN); an eventually consistent store lags. The one
+            # schedule of retries; one that stays unknown is the error below.
+            time.sleep(BACKOFF_S * 2 ** (attempt - 1))
+        self._check(answer, f"PUT {where}", retried=attempt - 1)
         served = answer.headers.get("Docker-Content-Digest")
         if served and served != digest_of(body):
             raise DigestMismatch(f"{where}: the registry stored {safe(served, 80)}, expected {digest_of(body)}")
@@ -427,12 +438,13 @@ class Registry:
         except OperationError:
             return False
 
-    def _check(self, answer: Answer, what: str) -> None:
+    def _check(self, answer: Answer, what: str, retried: int = 0) -> None:
         if answer.status in (401, 403):
             raise RegistryError(f"{self.host}: {what}: access denied ({answer.status}){_error_codes(answer.body)}; "
                                 f"{LOGIN_HELP}")
         if answer.status >= 300:
-            raise RegistryError(f"{self.host}: {what}: HTTP {answer.status}{_error_codes(answer.body)}")
+            again = f" (the same after {retried} retries)" if retried else ""
+            raise RegistryError(f"{self.host}: {what}: HTTP {answer.status}{_error_codes(answer.body)}{again}")
 
 
 def read_token(body: bytes, where: str) -> str:
@@ -464,6 +476,12 @@ def _error_codes(body: bytes) -> str:
         return ""
     codes = [c for c in codes if isinstance(c, str) and _ERROR_CODE.fullmatch(c)]
     return f" ({', '.join(codes)})" if codes else ""
+
+
+def _names_an_unknown_reference(answer: Answer) -> bool:
+    """A manifest PUT refused because a blob or manifest it names is unknown to the registry."""
+    codes = _error_codes(answer.body).strip(" ()").split(", ")
+    return answer.status == 400 and any(code in _UNKNOWN_REFERENCE for code in codes)
 
 
 def _after_host(message: str) -> str:
