@@ -57,6 +57,9 @@ class Misbehaving(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(10 << 20))
         self.end_headers()
 
+    def do_HEAD(self):  # noqa: N802 - what a GET of /declared would send, without its body
+        self.answer_declared()
+
     def answer_undeclared(self):
         self.send_response(200)
         self.end_headers()
@@ -89,6 +92,12 @@ def test_a_trickled_answer_is_cut_at_the_deadline_of_the_whole_call(server, path
 def test_an_answer_over_the_cap_is_refused(server, path):
     with pytest.raises(AnswerTooLarge, match="over the 1000"):
         fetch(new_session(), "GET", server + path, limit=1000, deadline_s=5)
+
+
+def test_a_head_declaring_a_large_body_is_answered(server):
+    # a registry's HEAD of a 10 MB blob declares the blob's length and sends nothing: not over the cap
+    answer = fetch(new_session(), "HEAD", server + "/declared", limit=1000, deadline_s=5)
+    assert (answer.status, answer.body, answer.headers["Content-Length"]) == (200, b"", str(10 << 20))
 
 
 def test_no_message_shows_the_credentials_of_the_url(server):

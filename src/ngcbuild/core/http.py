@@ -142,7 +142,8 @@ def fetch(session: requests.Session, method: str, url: str, *, limit: int, deadl
                               f"({type(cause).__name__}: {why})") from None
         try:
             declared = response.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > limit:
+            # a HEAD's Content-Length is the size of what a GET would send (a blob's): it has no body
+            if method != "HEAD" and declared.isdigit() and int(declared) > limit:
                 raise AnswerTooLarge(f"{call.shown}: the answer is {declared} bytes, over the {limit} read")
             body = _read_whole(response, limit, call)
             return Answer(response.status_code, response.headers, body, response.url)
