@@ -41,17 +41,11 @@ class ImageInventory:
 
 def read_inventory(image: str, expected_python: str) -> ImageInventory:
     """Run `image` (it must be on this engine, or pullable by it) and read what it holds."""
-    from ngcbuild.engine.client import connect, image_exists
+    from ngcbuild.engine.client import connect, ensure_image
     from ngcbuild.engine.container import run_once
 
     client = connect()
-    if not image_exists(client, image):
-        try:
-            for _ in client.pull(image, stream=True, decode=True):
-                pass
-        except Exception as exc:  # the engine's refusal, whatever its kind: one line
-            raise OperationError(f"base image {image} is not on this engine and cannot be pulled "
-                                 f"({excerpt(str(exc), 200)}); pull or load it first") from None
+    ensure_image(client, image, "the derived release's base image")
     ran = run_once(client, image, ["-c", INVENTORY], entrypoint=["python3"], what=f"{image}: reading its pins",
                    deadline_s=DEADLINE_S, labels={"io.ngcbuild.derive": "1"})
     if ran.exit_code != 0:

@@ -64,3 +64,29 @@ def image_exists(client: docker.APIClient, ref: str) -> bool:
         return True
     except docker.errors.ImageNotFound:
         return False
+
+
+def ensure_image(client: docker.APIClient, ref: str, what: str, say=None) -> None:
+    """`ref` on this engine, pulled (with the keychain's credentials for its registry) when absent; an
+    image the engine cannot pull is OperationError naming `what` (whose image it is). An image pushed
+    by ngcbuild's own push is in the registry under its digest but not in the engine's RepoDigests:
+    found by its tag, or pulled here (the layers it holds already are not fetched again)."""
+    from ngcbuild.core.errors import OperationError, excerpt
+    from ngcbuild.core.references import ImageRef
+    from ngcbuild.registry.auth import keychain
+
+    if image_exists(client, ref):
+        return
+    parsed = ImageRef.parse(ref)
+    auth = keychain().engine_auth(parsed.host) if parsed.host else None
+    if say is not None:
+        say(f"pulling {ref} ({what})")
+    try:
+        for event in client.pull(parsed.repository, tag=parsed.digest or parsed.tag or "latest", stream=True,
+                                 decode=True, auth_config=auth):
+            if event.get("error"):
+                raise OperationError(f"{what}: {ref} is not on this engine and cannot be pulled "
+                                     f"({excerpt(str(event['error']), 200)})")
+    except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+        raise OperationError(f"{what}: {ref} is not on this engine and cannot be pulled "
+                             f"({excerpt(str(getattr(exc, 'explanation', None) or exc), 200)})") from None

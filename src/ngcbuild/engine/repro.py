@@ -25,7 +25,7 @@ class NotReproduced(OperationError):
 def run_repro(project: Project, release: str, options: BuildOptions, against: str | None = None, out=sys.stdout):
     """Rebuild `release` (options with no_cache and force) and compare; the Comparison, or NotReproduced."""
     from ngcbuild.core.names import check_release_name
-    from ngcbuild.engine.client import connect, image_exists
+    from ngcbuild.engine.client import connect, ensure_image, image_exists
     from ngcbuild.engine.compare import compare_images
     from ngcbuild.manifest.loader import load_release
 
@@ -42,8 +42,7 @@ def run_repro(project: Project, release: str, options: BuildOptions, against: st
     else:
         first = against
         what = against
-        if not image_exists(client, against):
-            _pull(client, against, say)
+        ensure_image(client, against, f"--against {against}: the image to compare with", say)
     if not image_exists(client, first):
         raise OperationError(f"repro --release {release}: {what} is no longer in the engine; "
                              "build again, or name --against REF")
@@ -61,20 +60,3 @@ def run_repro(project: Project, release: str, options: BuildOptions, against: st
                             f"{len(comparison.config)} config keys differ, listed above)")
     return comparison
 
-
-def _pull(client, ref: str, say) -> None:
-    import docker
-
-    from ngcbuild.core.references import ImageRef
-    from ngcbuild.registry.auth import keychain
-
-    parsed = ImageRef.parse(ref)
-    auth = keychain().engine_auth(parsed.host) if parsed.host else None
-    say(f"pulling {ref} to compare with")
-    try:
-        for event in client.pull(parsed.repository, tag=parsed.tag or parsed.digest, stream=True, decode=True,
-                                 auth_config=auth):
-            if event.get("error"):
-                raise OperationError(f"--against {ref}: cannot pull it: {event['error'][:300]}")
-    except docker.errors.APIError as exc:
-        raise OperationError(f"--against {ref}: cannot pull it: {exc.explanation or exc}") from None

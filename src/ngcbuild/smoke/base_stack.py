@@ -45,8 +45,10 @@ print(json.dumps(found, sort_keys=True))
 
 def base_stack(client, image: str, names: list[str]) -> dict:
     """name -> {version, record_sha256} of each of `names` installed in `image`."""
+    from ngcbuild.engine.client import ensure_image
     from ngcbuild.engine.container import run_once
 
+    ensure_image(client, image, "the base image of the derived release")
     ran = run_once(client, image, ["-c", STACK, json.dumps(sorted(names))], entrypoint=["python3"],
                    what=f"{safe(image, 60)}: reading its protected distributions", deadline_s=DEADLINE_S,
                    failure=SmokeFailed, labels={"io.ngcbuild.smoke": "1"})
