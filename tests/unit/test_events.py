@@ -106,6 +106,14 @@ def test_a_build_that_failed_mid_stage_names_no_stages():
     ("error parsing HTTP 403 response body: unexpected end of JSON input", True, False),
     ("received unexpected HTTP status: 503 Service Unavailable", False, True),
     ("unauthorized: authentication required", True, False),
+    # ngcbuild's own push: core/http's words for a connection refused or cut before the answer
+    ("PUT blob sha256:417af349123a: cannot be reached after 1 attempt(s) (RemoteDisconnected: 'Remote end closed "
+     "connection without response')", False, True),
+    ("HEAD blob sha256:f320b57d62a7: cannot be reached after 1 attempt(s) (ConnectionRefusedError: '[Errno 111] "
+     "Connection refused')", False, True),
+    ("PUT 127.0.0.1:5000/nvidia/pytorch:dev-py3: HTTP 400 (MANIFEST_BLOB_UNKNOWN) (the same after 3 retries)",
+     False, False),
+    ("POST blob upload: access denied (401) (UNAUTHORIZED); log in with docker login", True, False),
 ])
 def test_a_status_code_is_a_number_of_its_own_never_digits_of_a_port_or_digest(message, denied, transient):
     from ngcbuild.publish.push import is_denied

@@ -158,7 +158,7 @@ def save_layers(client, image_id: str, wanted: set[str], folder: Path) -> tuple[
     the engine's save of the image."""
     folder.mkdir(parents=True, exist_ok=True)
     config, spooled = b"", {}
-    stream = io.BufferedReader(_ChunkReader(client.get_image(image_id, chunk_size=_CHUNK)), _CHUNK)
+    stream = io.BufferedReader(ChunkReader(client.get_image(image_id, chunk_size=_CHUNK)), _CHUNK)
     with tarfile.open(fileobj=stream, mode="r|") as saved:
         for member in saved:
             if member.name == f"{image_id[7:]}.json":
@@ -220,7 +220,7 @@ def _load(client, archive: Path) -> None:
                 raise BuildFailed(f"the engine refused the normalised image: {detail}")
 
 
-class _ChunkReader(io.RawIOBase):
+class ChunkReader(io.RawIOBase):
     """A file over the chunks of a streamed response (read through io.BufferedReader)."""
 
     def __init__(self, chunks):

@@ -86,7 +86,7 @@ def missing_platforms(release, record: Record, context_hash: str) -> list[str]:
 
 def publish_release(project: Project, name: str, host: str, out=sys.stdout, sleep=time.sleep) -> Published:
     host = registry_host(host)
-    auth = keychain().engine_auth(host)  # for this host alone
+    keychain().for_host(host)  # NGCBUILD_REGISTRY_* half set: refused before anything is rendered
     check_release_name(name)
     record = read_record(project.out(name))  # before rendering: no build/R/ written for a bad record
     loaded = load_release(project, name)
@@ -119,13 +119,11 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
             own = platform_tag(release.tag, platform)
             # the per-platform tag, and the hash tags (skip-by-hash looks for them in the registry)
             tags = [own] + [t for t in (record_tag(ref, directory) for ref in built.tags) if t != release.tag]
-            digest = None
-            for tag in dict.fromkeys(tags):
+            tags = list(dict.fromkeys(tags))
+            for tag in tags:
                 tag_for_push(repository, tag)
-                say(f"pushing {repository}:{tag} ({platform})")
-                stream = push_and_read_back(client, registry, repository_path, tag, auth, out, sleep)
-                if tag == own:
-                    digest = stream.digest
+            say(f"pushing {', '.join(f'{repository}:{tag}' for tag in tags)} ({platform})")
+            digest = push_and_read_back(client, registry, repository_path, tags, image["Id"], out, sleep).digest
             manifest = registry.manifest(repository_path, digest)
             if manifest is None or manifest.is_list:
                 raise PublishRefused(f"{repository}@{digest}: the registry does not serve the image manifest "

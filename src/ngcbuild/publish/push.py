@@ -1,15 +1,19 @@
 """Push a built release to a registry and prove it arrived: the digest the registry serves for each
 tag (the sha256 of the manifest's bytes, read through registry/client.py) must equal the digest the
-push reported. Transient failures are retried with backoff. `push_and_read_back` is the one way
-anything of ngcbuild pushes a tag through the engine (push, publish)."""
+push wrote. Transient failures are retried with backoff. `push_and_read_back` is the one way
+anything of ngcbuild pushes a release's image (push, publish): ngcbuild's own, its layers compressed
+deterministically (publish/layer_blobs.py); only the layer cache's stage images (`--cache-to`, which
+the engine pulls back as they are) go through the engine's push."""
 
 from __future__ import annotations
 
 import re
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import docker
 import requests
@@ -25,7 +29,7 @@ from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
 from ngcbuild.engine.transfer import TransferProgress
 from ngcbuild.registry.auth import LOGIN_HELP, keychain
-from ngcbuild.registry.client import Registry, RegistryError
+from ngcbuild.registry.client import DigestMismatch, Registry, RegistryError, digest_of
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
 from ngcbuild.workspace.sections import BuildRecord, Pushed, utc_timestamp
 
@@ -36,7 +40,10 @@ from ngcbuild.workspace.sections import BuildRecord, Pushed, utc_timestamp
 _STATUS = r"(?<![\w:.])(?:{})(?![\w.])"
 TRANSIENT = re.compile("|".join((r"connection refused", r"connection reset", r"i/o timeout", r"timeout", r"\beof\b",
                                  _STATUS.format("502|503|504"), r"500 internal server error", r"broken pipe",
-                                 r"temporarily unavailable", r"tls handshake")))
+                                 r"temporarily unavailable", r"tls handshake",
+                                 # our own HTTP layer's words (core/http.fetch) for a connection that failed or
+                                 # was cut before the answer: a registry restarting, a proxy dropping us
+                                 r"cannot be reached after", r"remote end closed connection")))
 DENIED = re.compile("|".join((r"unauthorized", r"authentication required", r"denied", r"forbidden",
                               _STATUS.format("401|403"))))
 
@@ -74,12 +81,12 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
     registry = Registry(host)
     pushed = {}
     with registry_tags(client, image_id, out) as tag_for_push:
-        for tag in tags:
-            ref = tag_for_push(repository, tag)
-            print(f"pushing {ref}", file=out, flush=True)
-            stream = push_and_read_back(client, registry, release.image.repository, tag, auth, out, sleep)
-            pushed[ref] = Pushed.of(digest=stream.digest, size=stream.size, registry=host, at=utc_timestamp())
-            print(f"pushed {ref}@{stream.digest} (verified against the registry)", file=out, flush=True)
+        refs = [tag_for_push(repository, tag) for tag in tags]
+        print(f"pushing {', '.join(refs)}", file=out, flush=True)
+        uploaded = push_and_read_back(client, registry, release.image.repository, tags, image_id, out, sleep)
+        for ref in refs:
+            pushed[ref] = Pushed.of(digest=uploaded.digest, size=uploaded.size, registry=host, at=utc_timestamp())
+            print(f"pushed {ref}@{uploaded.digest} (verified against the registry)", file=out, flush=True)
     record = replace(record, pushed={**record.pushed, **pushed},
                      build=replace(record.build, tags=sorted(set(known) | set(pushed))))
     if cache_to is not None:
@@ -194,21 +201,92 @@ def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> Pu
                      "the local image is kept")
 
 
-def push_and_read_back(client, registry: Registry, repository_path: str, tag: str, auth, out, sleep) -> PushStream:
-    """Push `registry.host/repository_path:tag` through the engine (retried), then read the manifest
-    the registry serves for the tag through our own client: its bytes must hash to the digest the push
-    reported, whatever a header says."""
-    ref = f"{registry.host}/{repository_path}:{tag}"
-    stream = push_with_retries(client, f"{registry.host}/{repository_path}", tag, auth, out, sleep)
-    try:
-        served = registry.digest(repository_path, tag)
-    except RegistryError as exc:
-        raise PushFailed(f"{ref}: pushed, but reading it back failed: {_after(str(exc), registry.host)}; the local "
-                         "image is kept, nothing was recorded") from None
-    if served != stream.digest:
-        raise PushFailed(f"{ref}: the push reported {stream.digest} but the registry serves {served or 'nothing'}; "
-                         "the local image is kept, nothing was recorded")
-    return stream
+@dataclass(frozen=True)
+class Uploaded:
+    digest: str  # of the manifest written for every tag
+    size: int  # of the manifest
+
+
+def push_and_read_back(client, registry: Registry, repository_path: str, tags: list[str], image_id: str, out,
+                       sleep) -> Uploaded:
+    """ngcbuild's own push of `image_id` as `registry.host/repository_path:TAG` for each of `tags`: the
+    layers compressed by ngcbuild (publish/layer_blobs.py: the same blobs and manifest digest on any
+    engine), each blob sent unless the registry has it, the manifest written under every tag, the whole
+    retried on the one schedule; then the manifest each tag serves read back through our own client: its
+    bytes must hash to the digest written, whatever a header says."""
+    from ngcbuild.publish.layer_blobs import MANIFEST_MEDIA, image_blobs
+
+    repository = f"{registry.host}/{repository_path}"
+    shown = f"{repository}:{tags[0]}"
+    say = _printer(out)
+    uploader = registry.without_retries()
+    # the registry asked first (its config blob, by the image id): one that is down or refuses the login
+    # fails before a layer is compressed
+    _with_retries(shown, lambda: uploader.has_blob(repository_path, image_id), out, sleep)
+    with tempfile.TemporaryDirectory(prefix="ngcbuild-push-", dir="/var/tmp") as tmp:
+        blobs = image_blobs(client, image_id, Path(tmp), say)
+        body = blobs.manifest()
+
+        def upload() -> int:
+            sent = 0
+            for blob in dict.fromkeys(blobs.layers):
+                if uploader.put_blob_file(repository_path, blob.path, blob.digest, blob.size):
+                    sent += 1
+                    say(f"    sent {blob.digest[:19]} ({blob.size / 1e6:.1f} MB)")
+            uploader.put_blob(repository_path, blobs.config)
+            for tag in tags:
+                uploader.put_manifest(repository_path, tag, body, MANIFEST_MEDIA)
+            return sent
+
+        sent = _with_retries(shown, upload, out, sleep)
+    digest = digest_of(body)
+    layers = len(set(blobs.layers))
+    say(f"    {layers} layers: {sent} sent, {layers - sent} already in the registry; manifest {digest}")
+    for tag in tags:
+        ref = f"{repository}:{tag}"
+        try:
+            served = registry.digest(repository_path, tag)
+        except RegistryError as exc:
+            raise PushFailed(f"{ref}: pushed, but reading it back failed: {_after(str(exc), registry.host)}; the "
+                             "local image is kept, nothing was recorded") from None
+        if served != digest:
+            raise PushFailed(f"{ref}: the push wrote {digest} but the registry serves {served or 'nothing'}; "
+                             "the local image is kept, nothing was recorded")
+    return Uploaded(digest, len(body))
+
+
+def _with_retries(ref: str, action, out, sleep):
+    """`action()`, again on the one schedule when the registry failed it transiently (unreachable, a 5xx,
+    a cut connection: what was stored stays, and a blob the registry has is not sent again); at once a
+    PushFailed when it refused the credentials or said something wrong (a digest not the bytes'),
+    which retrying cannot mend."""
+    host = ImageRef.parse(ref).host
+    last = ""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return action()
+        except DigestMismatch as exc:
+            raise PushFailed(f"{ref}: {_after(str(exc), host)}; the local image is kept, nothing was recorded") \
+                from None
+        except RegistryError as exc:
+            last = _after(str(exc), host)
+        if is_denied(last):
+            raise PushFailed(f"{ref}: the registry rejected the credentials ({_first_line(last)}); {LOGIN_HELP}")
+        if attempt == ATTEMPTS or not is_transient(last):
+            break
+        delay = BACKOFF_S * 2 ** (attempt - 1)
+        print(f"push failed ({_first_line(last)}); retry {attempt}/{ATTEMPTS - 1} in {delay:.0f}s",
+              file=out, flush=True)
+        sleep(delay)
+    hint = f"; is a registry running at {host}?" if "connection refused" in last.lower() else ""
+    raise PushFailed(f"{ref}: push failed after {attempt} attempt(s): {_first_line(last)}{hint}; "
+                     "the local image is kept")
+
+
+def _printer(out):
+    def say(line: str) -> None:
+        print(line, file=out, flush=True)
+    return say
 
 
 def _after(message: str, host: str) -> str:

@@ -238,6 +238,13 @@ class Registry:
         self._token: str | None = None
         self._basic: tuple[str, str] | None = None
 
+    def without_retries(self) -> Registry:
+        """The same registry and credentials on a session that retries nothing by itself: for requests whose
+        body streams from a file (put_blob_file), retried whole by the caller."""
+        from ngcbuild.core.http import retry_policy
+
+        return Registry(self.host, self._given, new_session(retry_policy(attempts=1)))
+
     # --- manifests ---
 
     def manifest(self, repository: str, reference: str) -> Manifest | None:
@@ -287,7 +294,8 @@ class Registry:
         self._check(answer, f"PUT {where}", retried=attempt - 1)
         served = answer.headers.get("Docker-Content-Digest")
         if served and served != digest_of(body):
-            raise DigestMismatch(f"{where}: the registry stored {safe(served, 80)}, expected {digest_of(body)}")
+            raise DigestMismatch(f"{where}: the registry says the manifest is {safe(served, 80)}, but its bytes are "
+                                 f"{digest_of(body)}; refused")
         return digest_of(body)
 
     def put_and_read_back(self, repository: str, reference: str, body: bytes, media_type: str) -> Manifest:
@@ -333,6 +341,23 @@ class Registry:
         digest = digest_of(data)
         if self.has_blob(repository, digest):
             return digest
+        self._upload(repository, digest, data, len(data))
+        return digest
+
+    def put_blob_file(self, repository: str, path, digest: str, size: int) -> bool:
+        """Upload the file at `path` (`size` bytes whose sha256 is `digest`) as a blob, unless the registry
+        has it already; whether it was sent. The body streams from the file: a session that retries
+        requests by itself would send a read file's end again, so the caller's session for this retries
+        nothing (it begins the whole upload again on its own schedule: publish/push.py)."""
+        self._checked(repository, digest, digest_only=True)
+        if self.has_blob(repository, digest):
+            return False
+        with open(path, "rb") as data:
+            self._upload(repository, digest, data, size)
+        return True
+
+    def _upload(self, repository: str, digest: str, data, size: int) -> None:
+        """A monolithic upload: POST opens it, one PUT of the whole body with its digest closes it."""
         opened = self._request("POST", f"/v2/{repository}/blobs/uploads/", headers={}, limit=MAX_SMALL_ANSWER,
                                deadline_s=MANIFEST_DEADLINE_S, what="POST blob upload")
         self._check(opened, "POST blob upload")
@@ -344,10 +369,9 @@ class Registry:
             raise RegistryError(f"{self.host}: the blob upload was sent elsewhere ({shown_url(url)[:120]})")
         separator = "&" if "?" in url else "?"
         answer = self._request("PUT", f"{url}{separator}digest={digest}", data=data, absolute=True,
-                               headers={"Content-Type": "application/octet-stream"}, limit=MAX_SMALL_ANSWER,
-                               deadline_s=BLOB_DEADLINE_S, what=f"PUT blob {digest[:19]}")
+                               headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
+                               limit=MAX_SMALL_ANSWER, deadline_s=BLOB_DEADLINE_S, what=f"PUT blob {digest[:19]}")
         self._check(answer, f"PUT blob {digest[:19]}")
-        return digest
 
     def _checked(self, repository: str, reference: str, digest_only: bool = False) -> None:
         """A repository and a tag or digest as the distribution grammar has them, before they go into a
@@ -364,9 +388,11 @@ class Registry:
     # --- one request, authenticated when the registry asks ---
 
     def _request(self, method: str, path: str, *, headers: dict, limit: int, deadline_s: float, what: str,
-                 data: bytes | None = None, absolute: bool = False) -> Answer:
+                 data=None, absolute: bool = False) -> Answer:
         url = path if absolute else self.url + path
         for attempt in range(2):
+            if hasattr(data, "seek"):  # a file body, sent again after a challenge: from its first byte
+                data.seek(0)
             sent = dict(headers)
             if self._token:
                 sent["Authorization"] = f"Bearer {self._token}"

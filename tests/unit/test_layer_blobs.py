@@ -1,0 +1,118 @@
+"""ngcbuild's own compression of layers and the manifest naming them (publish/layer_blobs.py), and the
+retries of its push (publish/push.py): the same layer gives the same blob, gzip reads it back, the
+manifest has one form."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import subprocess
+
+import pytest
+
+from ngcbuild.core.errors import PushFailed
+from ngcbuild.publish import layer_blobs
+from ngcbuild.publish.layer_blobs import GZIP_HEADER, Blob, ImageBlobs, compress
+from ngcbuild.publish.push import _with_retries
+from ngcbuild.registry.client import DigestMismatch, RegistryError
+
+
+def _compressed(data: bytes) -> tuple[bytes, str, int, str]:
+    target = io.BytesIO()
+    digest, size, diff_id = compress(io.BytesIO(data), target)
+    return target.getvalue(), digest, size, diff_id
+
+
+@pytest.mark.parametrize("data", [b"", b"a", os.urandom(3 << 20), b"\0" * (5 << 20) + b"tail"])
+def test_a_layer_compresses_to_a_gzip_that_reads_back_and_names_itself(data, tmp_path):
+    blob, digest, size, diff_id = _compressed(data)
+    assert gzip.decompress(blob) == data
+    assert digest == "sha256:" + hashlib.sha256(blob).hexdigest() and size == len(blob)
+    assert diff_id == "sha256:" + hashlib.sha256(data).hexdigest()
+    (tmp_path / "layer.gz").write_bytes(blob)  # the system's gzip agrees (CRC and length trailer)
+    assert subprocess.run(["gzip", "-t", str(tmp_path / "layer.gz")], capture_output=True).returncode == 0
+
+
+def test_the_same_layer_is_the_same_blob_with_a_fixed_header():
+    data = os.urandom(1 << 20) * 3
+    first, second = _compressed(data), _compressed(data)
+    assert first == second
+    assert first[0][:10] == GZIP_HEADER  # no name, no time: nothing of the machine or the moment
+
+
+def test_the_level_is_the_one_named():
+    data = (b"layer " * 100_000)
+    fast = _compressed(data)[0]
+    assert len(fast) < len(data) / 20
+    assert gzip.decompress(fast) == data
+    # a change of LEVEL changes every blob: the rule is named in one place and this test pins its value
+    assert layer_blobs.LEVEL == 1 and layer_blobs.MEMORY_LEVEL == 8
+
+
+def test_the_manifest_names_the_config_and_every_layer_in_order_in_one_form(tmp_path):
+    config = b'{"rootfs": {}}'
+    one, two = Blob("sha256:" + "1" * 64, 10, tmp_path / "1"), Blob("sha256:" + "2" * 64, 20, tmp_path / "2")
+    blobs = ImageBlobs(config, (one, two, one))  # a layer the image holds twice is named twice
+    body = blobs.manifest()
+    document = json.loads(body)
+    assert document["config"] == {"mediaType": layer_blobs.CONFIG_MEDIA, "size": len(config),
+                                  "digest": "sha256:" + hashlib.sha256(config).hexdigest()}
+    assert [layer["digest"] for layer in document["layers"]] == [one.digest, two.digest, one.digest]
+    assert {layer["mediaType"] for layer in document["layers"]} == {layer_blobs.LAYER_MEDIA}
+    assert body == ImageBlobs(config, (one, two, one)).manifest()
+    assert blobs.size == len(config) + 40
+
+
+def _failing(*messages, then=None):
+    calls = []
+
+    def action():
+        calls.append(len(calls))
+        if len(calls) <= len(messages):
+            raise messages[len(calls) - 1]
+        return then
+
+    return action, calls
+
+
+def test_a_transient_failure_is_retried_on_the_schedule_with_a_line_each():
+    out, waits = io.StringIO(), []
+    action, calls = _failing(RegistryError("127.0.0.1:5000: PUT blob sha256:1: HTTP 503"),
+                             RegistryError("127.0.0.1:5000: POST blob upload: cannot be reached after 1 attempt(s) "
+                                           "(ConnectionError: [Errno 111] Connection refused)"), then=7)
+    assert _with_retries("127.0.0.1:5000/nvidia/pytorch:dev-py3", action, out, waits.append) == 7
+    assert len(calls) == 3 and waits == [2.0, 4.0]
+    assert out.getvalue().count("retry ") == 2 and "retry 1/3 in 2s" in out.getvalue()
+
+
+def test_a_registry_that_stays_down_fails_after_every_attempt_and_says_where():
+    out, waits = io.StringIO(), []
+    down = RegistryError("127.0.0.1:9: HEAD blob sha256:1: cannot be reached after 1 attempt(s) "
+                         "(ConnectionError: [Errno 111] Connection refused)")
+    action, calls = _failing(*[down] * 4)
+    with pytest.raises(PushFailed) as failed:
+        _with_retries("127.0.0.1:9/nvidia/pytorch:dev-py3", action, out, waits.append)
+    assert len(calls) == 4 and len(waits) == 3
+    assert "push failed after 4 attempt(s)" in str(failed.value)
+    assert "is a registry running at 127.0.0.1:9?" in str(failed.value)
+    assert "the local image is kept" in str(failed.value)
+
+
+@pytest.mark.parametrize("refusal, expected", [
+    (RegistryError("127.0.0.1:5000: POST blob upload: access denied (401) (UNAUTHORIZED); log in"),
+     "the registry rejected the credentials"),
+    (DigestMismatch("127.0.0.1:5000/nvidia/pytorch:dev-py3: the registry says the manifest is sha256:0, but its "
+                    "bytes are sha256:1; refused"), "nothing was recorded"),
+    (RegistryError("127.0.0.1:5000: PUT blob sha256:1: HTTP 400 (DIGEST_INVALID)"), "after 1 attempt(s)"),
+])
+def test_what_retrying_cannot_mend_fails_at_once(refusal, expected):
+    out, waits = io.StringIO(), []
+    action, calls = _failing(refusal)
+    with pytest.raises(PushFailed) as failed:
+        _with_retries("127.0.0.1:5000/nvidia/pytorch:dev-py3", action, out, waits.append)
+    assert len(calls) == 1 and waits == [] and "retry" not in out.getvalue()
+    assert expected in str(failed.value)
+    assert str(failed.value).startswith("127.0.0.1:5000/nvidia/pytorch:dev-py3: ")
