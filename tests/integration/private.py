@@ -245,8 +245,10 @@ class FaultProxy:
 
     HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "upgrade"})
 
-    def __init__(self, upstream: str, on_request=None, rewrite_digest: str | None = None):
-        self.upstream, self.on_request, self.rewrite_digest = upstream, on_request, rewrite_digest
+    def __init__(self, upstream: str, on_request=None, rewrite_digest: str | None = None, forge=None):
+        # forge(method, path) -> (status, headers, body) answers a request in the registry's place (a hostile
+        # registry's word), or None to forward it
+        self.upstream, self.on_request, self.rewrite_digest, self.forge = upstream, on_request, rewrite_digest, forge
         self.requests: list[tuple[str, str]] = []
         proxy = self
 
@@ -262,6 +264,17 @@ class FaultProxy:
                 if proxy.on_request and proxy.on_request(self.command, self.path) is False:
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                forged = proxy.forge(self.command, self.path) if proxy.forge else None
+                if forged is not None:
+                    status, headers, data = forged
+                    self.send_response(status)
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(data)
                     return
                 try:
                     upstream = http.client.HTTPConnection(proxy.upstream, timeout=120)

@@ -523,3 +523,51 @@ def test_a_registry_serving_another_digest_is_an_error_not_a_record(served, proj
     assert "the local image is kept, nothing was recorded" in result.stderr
     assert "retry" not in result.stdout  # a wrong answer is not a transient failure
     assert not recorded and _image_kept(project, pushable)
+
+
+# --- a registry that lies to ngcbuild's own push (publish/push.py) ----------------------------------
+
+def _lying(kind: str):
+    """forge() of a registry that says it has every blob (HEAD), takes every blob without storing it (PUT
+    of an upload), or sends the upload to another host (POST)."""
+    def forge(method, path):
+        if kind == "has-every-blob" and method == "HEAD" and "/blobs/sha256:" in path:
+            return 200, {"Docker-Content-Digest": path.rsplit("/", 1)[1]}, b""
+        if kind == "stores-nothing" and method == "PUT" and "/blobs/uploads/" in path:
+            return 201, {"Location": path.split("/blobs/")[0] + "/blobs/" + path.split("digest=")[1]}, b""
+        if kind == "upload-elsewhere" and method == "POST" and path.endswith("/blobs/uploads/"):
+            return 202, {"Location": "http://198.51.100.7/v2/nvidia/pytorch/blobs/uploads/x"}, b""
+        return None
+    return forge
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("has-every-blob", "HTTP 400 (MANIFEST_BLOB_UNKNOWN) (the same after 3 retries)"),
+    ("stores-nothing", "HTTP 400 (MANIFEST_BLOB_UNKNOWN) (the same after 3 retries)"),
+    ("upload-elsewhere", "the blob upload was sent elsewhere (http://198.51.100.7/"),
+])
+def test_a_registry_lying_to_the_push_is_an_error_not_a_record(kind, expected, project, pushable, private_registry,
+                                                                figures):
+    """Whatever a registry says of the blobs, the manifest it must accept names them all: a registry that
+    claims blobs it lacks cannot take the manifest, and one that sends the upload elsewhere gets nothing
+    (our credentials and bytes go to the registry named, alone). One clear line, nothing recorded, the
+    local image kept, no retry of what retrying cannot mend."""
+    registry = private_registry()
+    proxy = FaultProxy(registry.address, forge=_lying(kind))
+    try:
+        result = project.run("push", "--release", pushable, "--registry", proxy.address)
+    finally:
+        proxy.close()
+    ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
+    recorded = ref in project.record(pushable)["pushed"]
+    elsewhere = [path for method, path in proxy.requests if "198.51.100.7" in path]
+    clean = (result.returncode == 1 and expected in result.stderr and not recorded and not elsewhere
+             and _image_kept(project, pushable) and "Traceback" not in result.stderr)
+    report(figures, f"registry lies to the push ({kind})", result.stdout + result.stderr,
+           project.leftovers(pushable), clean)
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"ngcbuild: {ref}: push failed after 1 attempt(s): " in result.stderr and expected in result.stderr, \
+        result.stderr
+    assert "retry" not in result.stdout
+    assert not recorded and _image_kept(project, pushable) and not elsewhere

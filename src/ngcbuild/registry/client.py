@@ -500,7 +500,7 @@ def _error_codes(body: bytes) -> str:
         codes = [e.get("code") for e in errors[:3] if isinstance(e, dict)]
     except (ValueError, AttributeError, TypeError):
         return ""
-    codes = [c for c in codes if isinstance(c, str) and _ERROR_CODE.fullmatch(c)]
+    codes = list(dict.fromkeys(c for c in codes if isinstance(c, str) and _ERROR_CODE.fullmatch(c)))  # each once
     return f" ({', '.join(codes)})" if codes else ""
 
 
