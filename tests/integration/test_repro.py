@@ -24,6 +24,45 @@ def test_dev_rebuilt_without_cache_twice_on_a_second_engine_is_the_shared_engine
     assert rebuilt["normalisation"]["raw_image_id"] != normalisation["raw_image_id"]  # other engine images, one image
 
 
+def test_dev_pushed_by_ngcbuild_from_each_engine_is_one_manifest_and_a_second_push_sends_nothing(
+        dev_build, repro_run, engine, second_engine):
+    """ngcbuild's own push (publish/layer_blobs.py) of the shared engine's dev and of the second engine's
+    cold rebuild, each to an empty registry of its own: the same manifest digest and the same blobs,
+    whatever each engine would have compressed; pushed again, nothing is sent and the digest stays."""
+    import io
+    import time
+
+    from ngcbuild.publish.push import push_and_read_back
+    from ngcbuild.registry.client import Registry
+
+    from .private import PrivateRegistry
+
+    status, output, rebuilt = repro_run.result()
+    assert status == 0, output[-3000:]
+    image_id = dev_build["record"]["image_id"]
+    pushed, outputs = [], []
+    for client in (engine, second_engine.client(timeout=600)):
+        registry = PrivateRegistry()
+        registry.start()
+        try:
+            out = io.StringIO()
+            uploaded = push_and_read_back(client, Registry(registry.address), "nvidia/pytorch", ["dev-py3"],
+                                          image_id, out, time.sleep)
+            manifest = Registry(registry.address).manifest("nvidia/pytorch", "dev-py3")
+            again = io.StringIO()
+            repeated = push_and_read_back(client, Registry(registry.address), "nvidia/pytorch", ["dev-py3"],
+                                          image_id, again, time.sleep)
+        finally:
+            registry.close()
+        assert repeated.digest == uploaded.digest
+        layers = manifest.image().layers
+        assert f"{len(set(layers))} layers: 0 sent, {len(set(layers))} already in the registry" in again.getvalue()
+        pushed.append((uploaded.digest, [layer.digest for layer in layers]))
+        outputs.append(out.getvalue())
+    assert pushed[0] == pushed[1], outputs
+    assert "sent " in outputs[1]  # the second registry was empty: every blob was compressed and sent there
+
+
 def test_planted_noise_is_named_and_the_times_of_steps_are_not_noise(second_engine, tmp_path):
     from ngcbuild.engine.compare import compare_images
     from ngcbuild.engine.normalise import normalise
