@@ -50,8 +50,10 @@ def reference() -> None:
 def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False, verify=None, repro=False) -> None:
     if repro:
         from dev.bench_repro import run_repro_bench
+        from ngcbuild.core.references import registry_host
 
-        path = run_repro_bench(project(), release, runs=whole_number(runs, "--runs", default=2, least=2))
+        path = run_repro_bench(project(), release, runs=whole_number(runs, "--runs", default=2, least=2),
+                               registry=registry_host(registry or "127.0.0.1:5000", "--registry"))
         print(f"figures written to {path}")
         return
     if verify is not None:
@@ -96,7 +98,8 @@ TOOLS = (
         Option("verify", "only the verify figures: `invoke verify` of cuda-dev and 25.12 as processes, time and "
                "bytes, against the one at this git revision (the baseline)", value="REV"),
         Option("repro", "only the reproducibility figures: R built --no-cache --runs times (default 2): the "
-               "normalising step's cost and the image ids", value=None),
+               "normalising step's cost and the image ids, then the image pushed by ngcbuild to --registry "
+               "(default 127.0.0.1:5000): the push's time and the manifest digest", value=None),
     ), writes=("BENCHMARKS.md",), guide="testing.md", renamed=(Renamed("--cache", "--cache-figure"),)),
     Task("reliability", DEVELOP, "Refresh RELIABILITY.md: the reliability tests' figures and mutate's tables",
          reliability, (
