@@ -14,6 +14,7 @@ from __future__ import annotations
 import calendar
 import hashlib
 import io
+import itertools
 import json
 import queue
 import re
@@ -296,31 +297,44 @@ def _archive(config: bytes, entry: dict, files: list[tuple[str, Path]]):
     yield b"\0" * 1024
 
 
-def save_layers(client, image_id: str, wanted: set[str], folder: Path, spooled_one=None
-                ) -> tuple[bytes, dict[str, Path]]:
-    """An image's config (its bytes) and a file in `folder` per layer in `wanted` (by diff id), from
-    the engine's save of the image; `spooled_one(diff_id, path)` is told of each as soon as it is whole."""
-    folder.mkdir(parents=True, exist_ok=True)
-    config, spooled = b"", {}
+def read_save(client, image_id: str, on_layer) -> bytes:
+    """The engine's save of `image_id`, streamed: `on_layer(source)` for each layer's tar (a file to read
+    to its end), in the save's order; the config's bytes are returned."""
+    config = b""
     stream = io.BufferedReader(ChunkReader(client.get_image(image_id, chunk_size=_CHUNK)), _CHUNK)
     with tarfile.open(fileobj=stream, mode="r|") as saved:
         for member in saved:
             if member.name == f"{image_id[7:]}.json":
                 config = saved.extractfile(member).read()
             elif member.name.endswith("/layer.tar") and member.isreg():
-                path = folder / f"{len(spooled)}-{member.name.split('/')[0][:16]}.tar"
-                digest = hashlib.sha256()
-                with saved.extractfile(member) as source, path.open("wb") as target:
-                    while chunk := source.read(_CHUNK):
-                        digest.update(chunk)
-                        target.write(chunk)
-                diff_id = "sha256:" + digest.hexdigest()
-                if diff_id in wanted and diff_id not in spooled:
-                    spooled[diff_id] = path
-                    if spooled_one is not None:
-                        spooled_one(diff_id, path)
-                else:
-                    path.unlink()
+                with saved.extractfile(member) as source:
+                    on_layer(source)
+    return config
+
+
+def save_layers(client, image_id: str, wanted: set[str], folder: Path, spooled_one=None
+                ) -> tuple[bytes, dict[str, Path]]:
+    """An image's config (its bytes) and a file in `folder` per layer in `wanted` (by diff id), from
+    the engine's save of the image; `spooled_one(diff_id, path)` is told of each as soon as it is whole."""
+    folder.mkdir(parents=True, exist_ok=True)
+    spooled, numbers = {}, itertools.count()
+
+    def spool(source) -> None:
+        path = folder / f"{next(numbers)}.tar"
+        digest = hashlib.sha256()
+        with path.open("wb") as target:
+            while chunk := source.read(_CHUNK):
+                digest.update(chunk)
+                target.write(chunk)
+        diff_id = "sha256:" + digest.hexdigest()
+        if diff_id in wanted and diff_id not in spooled:
+            spooled[diff_id] = path
+            if spooled_one is not None:
+                spooled_one(diff_id, path)
+        else:
+            path.unlink()
+
+    config = read_save(client, image_id, spool)
     missing = wanted - set(spooled)
     if not config or missing:
         raise BuildFailed(f"the engine's save of {image_id[:19]} lacked its config or {len(missing)} of its layers")

@@ -168,9 +168,13 @@ def push_cache_images(client, host: str, names: ImageNames, build: BuildRecord, 
     return pushed
 
 
+class _AttemptFailed(Exception):
+    """One attempt of the engine's push failed, with the engine's words."""
+
+
 def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> PushStream:
-    last = ""
-    for attempt in range(1, ATTEMPTS + 1):
+    """The engine's push of `repository:tag` (the layer cache's stage images), retried as ngcbuild's own."""
+    def attempt() -> PushStream:
         stream, progress = PushStream(), TransferProgress(out, verb="pushing")
         try:
             for event in client.push(repository, tag=tag, stream=True, decode=True, auth_config=auth):
@@ -184,21 +188,9 @@ def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> Pu
         progress.done()
         if not stream.error and stream.digest:
             return stream
-        last = stream.error or "the push ended without a digest"
-        if is_denied(last):
-            raise PushFailed(f"{repository}:{tag}: the registry rejected the credentials ({_first_line(last)}); "
-                             f"{LOGIN_HELP}")
-        if attempt == ATTEMPTS or not is_transient(last):
-            break
-        delay = BACKOFF_S * 2 ** (attempt - 1)
-        print(f"push failed ({_first_line(last)}); retry {attempt}/{ATTEMPTS - 1} in {delay:.0f}s",
-              file=out, flush=True)
-        sleep(delay)
-    hint = ""
-    if "connection refused" in last.lower():
-        hint = f"; is a registry running at {ImageRef(repository).host}?"
-    raise PushFailed(f"{repository}:{tag}: push failed after {attempt} attempt(s): {_first_line(last)}{hint}; "
-                     "the local image is kept")
+        raise _AttemptFailed(stream.error or "the push ended without a digest")
+
+    return _with_retries(f"{repository}:{tag}", attempt, out, sleep)
 
 
 @dataclass(frozen=True)
@@ -270,6 +262,8 @@ def _with_retries(ref: str, action, out, sleep):
                 from None
         except RegistryError as exc:
             last = _after(str(exc), host)
+        except _AttemptFailed as exc:
+            last = str(exc)
         if is_denied(last):
             raise PushFailed(f"{ref}: the registry rejected the credentials ({_first_line(last)}); {LOGIN_HELP}")
         if attempt == ATTEMPTS or not is_transient(last):
