@@ -26,7 +26,7 @@ from ngcbuild.render.stamp import STAMP
 
 from ..conftest import ScratchProject, split_importtime
 from ..helpers import minimal_manifest
-from .private import FaultProxy, PrivateEngine, free_port
+from .private import FaultProxy, PrivateEngine, PrivateRegistry, free_port
 
 pytestmark = [pytest.mark.engine, pytest.mark.reliability]
 
@@ -546,18 +546,19 @@ def _lying(kind: str):
     ("stores-nothing", "HTTP 400 (MANIFEST_BLOB_UNKNOWN) (the same after 3 retries)"),
     ("upload-elsewhere", "the blob upload was sent elsewhere (http://198.51.100.7/"),
 ])
-def test_a_registry_lying_to_the_push_is_an_error_not_a_record(kind, expected, project, pushable, private_registry,
-                                                                figures):
+def test_a_registry_lying_to_the_push_is_an_error_not_a_record(kind, expected, project, pushable, figures):
     """Whatever a registry says of the blobs, the manifest it must accept names them all: a registry that
     claims blobs it lacks cannot take the manifest, and one that sends the upload elsewhere gets nothing
     (our credentials and bytes go to the registry named, alone). One clear line, nothing recorded, the
     local image kept, no retry of what retrying cannot mend."""
-    registry = private_registry()
+    registry = PrivateRegistry()  # an empty one: the session's holds the blobs of earlier pushes
+    registry.start()
     proxy = FaultProxy(registry.address, forge=_lying(kind))
     try:
         result = project.run("push", "--release", pushable, "--registry", proxy.address)
     finally:
         proxy.close()
+        registry.close()
     ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
     recorded = ref in project.record(pushable)["pushed"]
     elsewhere = [path for method, path in proxy.requests if "198.51.100.7" in path]
