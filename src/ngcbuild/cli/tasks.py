@@ -201,7 +201,8 @@ TASKS = (
                     "on the loopback only)", value="URL", default_text="$NGCBUILD_PYPI_MIRROR, else https://pypi.org/pypi"),
          ), writes=("build/R/audit.json", "record.json: audit"), guide="supply-chain.md"),
     # --- ship
-    Task("push", SHIP, "Push every tag of R (its layers compressed by ngcbuild: one manifest digest on any engine), verify the digest the registry serves, record it", commands.push, (
+    Task("push", SHIP, "Push every tag of R (its layers compressed by ngcbuild: one manifest digest on any engine), "
+         "verify the digest the registry serves, record it", commands.push, (
         RELEASE,
         _registry("registry to push R's tags to", required=True),
         CACHE_TO,
