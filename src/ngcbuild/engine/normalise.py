@@ -16,11 +16,9 @@ import hashlib
 import io
 import itertools
 import json
-import queue
 import re
 import tarfile
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -127,156 +125,33 @@ def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch:
     times = Times(epoch, made_after)
     done = Normalised("", raw["Id"], epoch, made_after)
     say(f"normalising {raw['Id'][:19]}: {len(raw_ids) - kept} layers the build wrote, times as of {rfc3339(epoch)}")
-    # three stages at once, each waiting on the one before only for what it needs next: the engine's save
-    # (a thread spooling each layer as the save streams it), the rewrite (here, layer by layer in the
-    # order of the chain), the engine's load (a thread loading each rewritten layer as a partial image
-    # of the chain so far, so the engine registers it while the next is rewritten)
     with tempfile.TemporaryDirectory(prefix="ngcbuild-normalise-", dir="/var/tmp") as tmp:
         folder = Path(tmp)
-        (folder / "rw").mkdir()
-        saver = _Saver(client, raw["Id"], set(raw_ids[kept:]), folder / "raw")
-        loader = _Loader(client, raw, memo_repository, tag)
-        try:
-            diff_ids, names = list(base_ids[:kept]), [f"base/{i}/layer.tar" for i in range(kept)]
-            files: dict[str, tuple[str, str, Path]] = {}  # raw diff id -> (rewritten diff id, name, file)
-            for index in range(kept, len(raw_ids)):
-                raw_id = raw_ids[index]
-                if raw_id not in files:
-                    spooled, target = saver.layer(raw_id), folder / "rw" / f"{index}.tar"
-                    with spooled.open("rb") as source, target.open("wb") as out:
-                        rewritten = rewrite_layer(source, out, times)
-                    spooled.unlink()  # the disk holds one copy of a layer, not two
-                    files[raw_id] = (rewritten.diff_id, f"{index}/layer.tar", target)
-                    done.removed.update(rewritten.removed)
-                    done.pyc_clamped += rewritten.pyc_clamped
-                    done.layers_rewritten += 1
-                diff_id, name, target = files[raw_id]
-                diff_ids.append(diff_id)
-                names.append(name)
-                loader.partial(diff_ids, names, (name, target))
-            data = normalised_config(json.loads(saver.config()), diff_ids, times, kept)
-            image_id = "sha256:" + hashlib.sha256(data).hexdigest()
-            # tagged as it is loaded: never a dangling image that a prune beside the build could remove
-            loader.final(data, names)
-        finally:
-            saver.close()
-            loader.close()
+        config, spooled = save_layers(client, raw["Id"], set(raw_ids[kept:]), folder / "raw")
+        diff_ids, names = list(base_ids[:kept]), [f"base/{i}/layer.tar" for i in range(kept)]
+        files: dict[str, tuple[str, str, Path]] = {}  # raw diff id -> (rewritten diff id, name, file)
+        for index in range(kept, len(raw_ids)):
+            raw_id = raw_ids[index]
+            if raw_id not in files:
+                target = folder / f"{index}.tar"
+                with spooled[raw_id].open("rb") as source, target.open("wb") as out:
+                    rewritten = rewrite_layer(source, out, times)
+                spooled[raw_id].unlink()  # the disk holds one copy of a layer, not two
+                files[raw_id] = (rewritten.diff_id, f"{index}/layer.tar", target)
+                done.removed.update(rewritten.removed)
+                done.pyc_clamped += rewritten.pyc_clamped
+                done.layers_rewritten += 1
+            diff_ids.append(files[raw_id][0])
+            names.append(files[raw_id][1])
+        data = normalised_config(json.loads(config), diff_ids, times, kept)
+        image_id = "sha256:" + hashlib.sha256(data).hexdigest()
+        # tagged as it is loaded: never a dangling image that a prune beside the build could remove
+        entry = {"Config": f"{image_id[7:]}.json", "RepoTags": [f"{memo_repository}:{tag}"], "Layers": names}
+        _load(client, _archive(data, entry, [(name, path) for _, name, path in files.values()]))
     if client.inspect_image(image_id)["Id"] != image_id:
         raise BuildFailed(f"the engine loaded the normalised image of {raw['Id'][:19]} under another id")
     done.image_id, done.seconds = image_id, round(time.monotonic() - started, 1)
     return done
-
-
-class _Saver:
-    """The engine's save of an image, on a thread: each wanted layer spooled to a file of its own as the
-    save streams it, handed to `layer(diff_id)` when it is whole."""
-
-    def __init__(self, client, image_id: str, wanted: set[str], folder: Path):
-        self.ready, self.failure, self.finished = {}, None, False
-        self.changed = threading.Condition()
-        self._config = b""
-        self.thread = threading.Thread(target=self._run, args=(client, image_id, wanted, folder),
-                                       name="ngcbuild-save", daemon=True)
-        self.thread.start()
-
-    def _run(self, client, image_id, wanted, folder) -> None:
-        def spooled(diff_id: str, path: Path) -> None:
-            with self.changed:
-                self.ready[diff_id] = path
-                self.changed.notify_all()
-
-        try:
-            config, _ = save_layers(client, image_id, wanted, folder, spooled)
-            with self.changed:
-                self._config = config
-        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits, raised there
-            with self.changed:
-                self.failure = exc
-        with self.changed:
-            self.finished = True
-            self.changed.notify_all()
-
-    def _wait(self, ready) -> None:
-        with self.changed:
-            while not ready() and self.failure is None and not self.finished:
-                self.changed.wait(1.0)
-            if self.failure is not None:
-                raise self.failure
-
-    def layer(self, diff_id: str) -> Path:
-        self._wait(lambda: diff_id in self.ready)
-        if diff_id not in self.ready:
-            raise BuildFailed(f"the engine's save lacked the layer {diff_id[:19]}")
-        return self.ready[diff_id]
-
-    def config(self) -> bytes:
-        self._wait(lambda: self.finished)
-        return self._config
-
-    def close(self) -> None:
-        """Nothing to wait for: after config() the save has ended; after a failure or an interrupt its thread
-        (a daemon) ends with the save's stream, or with the process."""
-
-
-class _Loader:
-    """The engine's loads, in order, on a thread: each rewritten layer as a partial image (the chain so
-    far, a config of its own that names the raw image it comes from, tagged so that no prune takes it),
-    then the whole image under its memo tag, then the partial images removed (their layers are the
-    whole image's)."""
-
-    def __init__(self, client, raw: dict, memo_repository: str, tag: str):
-        self.client, self.raw = client, raw
-        self.memo = f"{memo_repository}:{tag}"
-        self.partial_tag = f"{memo_repository}:{tag[:100]}-partial"
-        self.partials: list[str] = []
-        self.jobs: queue.Queue = queue.Queue()
-        self.failure: BaseException | None = None
-        self.cancelled = False
-        self.thread = threading.Thread(target=self._run, name="ngcbuild-load", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            if self.failure is not None or self.cancelled:
-                continue
-            try:
-                data, entry, files = job
-                _load(self.client, _archive(data, entry, files))
-                if entry["RepoTags"] == [self.partial_tag]:
-                    self.partials.append("sha256:" + hashlib.sha256(data).hexdigest())
-            except BaseException as exc:  # noqa: BLE001 - raised on the rewriting thread (final)
-                self.failure = exc
-
-    def partial(self, diff_ids: list[str], names: list[str], file: tuple[str, Path]) -> None:
-        if self.failure is not None:
-            raise self.failure
-        config = {"architecture": self.raw.get("Architecture"), "os": self.raw.get("Os") or "linux",
-                  "config": {"Labels": {"io.ngcbuild.normalising": self.raw["Id"]}},
-                  "rootfs": {"type": "layers", "diff_ids": list(diff_ids)}}
-        data = json.dumps(config, sort_keys=True).encode()
-        self.jobs.put((data, {"Config": f"{hashlib.sha256(data).hexdigest()}.json", "RepoTags": [self.partial_tag],
-                              "Layers": list(names)}, [file]))
-
-    def final(self, data: bytes, names: list[str]) -> None:
-        self.jobs.put((data, {"Config": f"{hashlib.sha256(data).hexdigest()}.json", "RepoTags": [self.memo],
-                              "Layers": list(names)}, []))
-        self.jobs.put(None)
-        self.thread.join()
-        if self.failure is not None:
-            raise self.failure
-
-    def close(self) -> None:
-        """After final(), or on the way out of a failure or an interrupt: the load under way ends, none
-        queued starts, and the partial images go."""
-        if self.thread.is_alive():
-            self.cancelled = True
-            self.jobs.put(None)
-            self.thread.join(timeout=120)
-        for image in reversed(self.partials):
-            try:
-                self.client.remove_image(image, force=True, noprune=False)
-            except docker.errors.APIError:
-                pass  # already gone; its layers are the whole image's or a later build's
 
 
 def _archive(config: bytes, entry: dict, files: list[tuple[str, Path]]):
@@ -312,10 +187,9 @@ def read_save(client, image_id: str, on_layer) -> bytes:
     return config
 
 
-def save_layers(client, image_id: str, wanted: set[str], folder: Path, spooled_one=None
-                ) -> tuple[bytes, dict[str, Path]]:
+def save_layers(client, image_id: str, wanted: set[str], folder: Path) -> tuple[bytes, dict[str, Path]]:
     """An image's config (its bytes) and a file in `folder` per layer in `wanted` (by diff id), from
-    the engine's save of the image; `spooled_one(diff_id, path)` is told of each as soon as it is whole."""
+    the engine's save of the image."""
     folder.mkdir(parents=True, exist_ok=True)
     spooled, numbers = {}, itertools.count()
 
@@ -329,8 +203,6 @@ def save_layers(client, image_id: str, wanted: set[str], folder: Path, spooled_o
         diff_id = "sha256:" + digest.hexdigest()
         if diff_id in wanted and diff_id not in spooled:
             spooled[diff_id] = path
-            if spooled_one is not None:
-                spooled_one(diff_id, path)
         else:
             path.unlink()
 
