@@ -59,6 +59,7 @@ def test_dev_pushed_by_ngcbuild_from_each_engine_is_one_manifest_and_a_second_pu
         assert f"{len(set(layers))} layers: 0 sent, {len(set(layers))} already in the registry" in again.getvalue()
         pushed.append((uploaded.digest, [layer.digest for layer in layers]))
         outputs.append(out.getvalue())
+    print(f"dev {image_id} pushed by ngcbuild from two engines: manifest {pushed[0][0]} / {pushed[1][0]}")  # -s
     assert pushed[0] == pushed[1], outputs
     assert "sent " in outputs[1]  # the second registry was empty: every blob was compressed and sent there
 
