@@ -55,9 +55,9 @@ def test_dev_pushed_by_ngcbuild_from_each_engine_is_one_manifest_and_a_second_pu
         finally:
             registry.close()
         assert repeated.digest == uploaded.digest
-        layers = manifest.image().layers
+        layers = [layer.digest for layer in manifest.image().layers]
         assert f"{len(set(layers))} layers: 0 sent, {len(set(layers))} already in the registry" in again.getvalue()
-        pushed.append((uploaded.digest, [layer.digest for layer in layers]))
+        pushed.append((uploaded.digest, layers))
         outputs.append(out.getvalue())
     print(f"dev {image_id} pushed by ngcbuild from two engines: manifest {pushed[0][0]} / {pushed[1][0]}")  # -s
     assert pushed[0] == pushed[1], outputs
