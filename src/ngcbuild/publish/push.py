@@ -22,6 +22,7 @@ import urllib3
 from ngcbuild.core.errors import PushFailed, RecordDamaged, UserError, excerpt
 from ngcbuild.core.http import ATTEMPTS, BACKOFF_S
 from ngcbuild.core.names import ImageNames
+from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
 from ngcbuild.core.text import safe
@@ -210,7 +211,7 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
 
     repository = f"{registry.host}/{repository_path}"
     shown = f"{repository}:{tags[0]}"
-    say = _printer(out)
+    say = printer(out)
     uploader = registry.without_retries()
     # the registry asked first (its config blob, by the image id): one that is down or refuses the login
     # fails before a layer is compressed
@@ -275,12 +276,6 @@ def _with_retries(ref: str, action, out, sleep):
     hint = f"; is a registry running at {host}?" if "connection refused" in last.lower() else ""
     raise PushFailed(f"{ref}: push failed after {attempt} attempt(s): {_first_line(last)}{hint}; "
                      "the local image is kept")
-
-
-def _printer(out):
-    def say(line: str) -> None:
-        print(line, file=out, flush=True)
-    return say
 
 
 def _after(message: str, host: str) -> str:
