@@ -4,15 +4,18 @@
 import hashlib
 import io
 import json
+import random
 import tarfile
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine.epoch import parse_epoch, source_date_epoch
-from ngcbuild.engine.layer_tar import Times, clamp_pyc, rewrite_layer
+from ngcbuild.engine.layer_tar import Times, Unstreamable, clamp_pyc, path_order, rewrite_layer, rewrite_stream
 from ngcbuild.engine.normalise import memo_tag, normalised_config, rfc3339, seconds
 from ngcbuild.engine.volatile import VOLATILE, why_volatile
 
@@ -45,10 +48,23 @@ def _tar(entries, pax=None) -> io.BytesIO:
     return raw
 
 
-def _rewrite(entries, times=TIMES, pax=None):
+def _rewrite(entries, times=TIMES, pax=None, streamable=True):
+    """The seekable rewrite's result, after checking that the streamed rewrite (normalise.py's way, the
+    layer read once as the engine's save streams it) writes the very same bytes and says the same."""
     out = io.BytesIO()
     done = rewrite_layer(_tar(entries, pax), out, times)
-    out.seek(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "layer.tar"
+        if not streamable:
+            with pytest.raises(Unstreamable, match="hard link"):
+                rewrite_stream(_tar(entries, pax), target, times)
+        else:
+            source = _tar(entries, pax)
+            streamed, raw_diff_id = rewrite_stream(source, target, times)
+            assert raw_diff_id == "sha256:" + hashlib.sha256(source.getvalue()).hexdigest()
+            assert target.read_bytes() == out.getvalue()
+            assert streamed == done
+            assert [p.name for p in Path(tmp).iterdir()] == ["layer.tar"]  # no second-pass file left
     return done, out.getvalue()
 
 
@@ -111,6 +127,43 @@ def test_hard_links_follow_the_first_path_of_their_group():
         assert tar.extractfile("z").read() == b"data"
 
 
+def test_a_folders_entries_follow_it_at_once():
+    # text order would put `a.b` and `a-c` between `a` and `a/x`; the engine walks a folder so
+    _, data = _rewrite([("a", "dir", None, BASE + 5), ("a/x", "file", b"x", BASE + 5),
+                        ("a-c", "file", b"c", BASE + 5), ("a.b", "file", b"b", BASE + 5)])
+    assert [m[0] for m in _members(data)] == ["a", "a/x", "a-c", "a.b"]
+
+
+def test_a_link_before_its_file_and_entries_out_of_order_are_sorted_in_a_second_pass():
+    _, data = _rewrite([("a", "link", "z", BASE + 5), ("z", "file", b"data", BASE + 5)])
+    assert [(m[0], m[1], m[7]) for m in _members(data)] == [("a", tarfile.REGTYPE, b"data"), ("z", tarfile.LNKTYPE, None)]
+    _, data = _rewrite([("z", "file", b"1", BASE + 5), ("m", "dir", None, BASE + 5), ("a", "file", b"2", BASE)])
+    assert [m[0] for m in _members(data)] == ["a", "m", "z"]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_streamed_and_seekable_rewrites_agree_on_any_layer(seed):
+    # random layers: folders, files, links (hard links at any place), volatile paths, in any order
+    rng = random.Random(seed)
+    names = sorted({rng.choice(["a", "a.b", "a-c", "tmp", "var/log/apt", "usr"]) + "/" +
+                    rng.choice(["x", "x.y", "x/y", "z", "history.log"]) for _ in range(rng.randint(1, 9))})
+    entries = [(name, "file", name.encode() * rng.randint(0, 3), BASE + rng.choice([-9, 5])) for name in names]
+    for _ in range(rng.randint(0, 3)):
+        entries.append((f"usr/link{rng.randint(0, 99)}", "link", rng.choice(names), BASE + 5))
+    entries = list({entry[0]: entry for entry in entries}.values())
+    if rng.random() < 0.5:
+        rng.shuffle(entries)
+    else:  # the engine's way: each file before the links to it, folders walked in order
+        entries.sort(key=lambda entry: (entry[1] == "link", path_order(entry[0])))
+    removed = {name for name, kind, _, _ in entries if kind == "file" and why_volatile(name)}
+    files_at = {name: index for index, (name, kind, _, _) in enumerate(entries) if kind == "file"}
+    links_at = [(index, target) for index, (_, kind, target, _) in enumerate(entries) if kind == "link"]
+    # a volatile file goes as it streams by unless a link named it before: a link after it is then too late
+    gone = {name for name in removed if not any(t == name and i < files_at[name] for i, t in links_at)}
+    streamable = not any(target in gone and files_at[target] < index for index, target in links_at)
+    _rewrite(entries, streamable=streamable)
+
+
 def test_volatile_files_removed_with_their_reason():
     done, data = _rewrite([("var/log/apt/history.log", "file", b"Start-Date: now", BASE + 5),
                            ("var/log/apt", "dir", None, BASE + 5),
@@ -123,7 +176,9 @@ def test_volatile_files_removed_with_their_reason():
 
 
 def test_a_volatile_file_another_entry_links_to_stays():
-    _, data = _rewrite([("tmp/data", "file", b"d", BASE + 5), ("opt/data", "link", "tmp/data", BASE + 5)])
+    # streamed, the file is gone when the link comes: normalise.py saves the image again for the seekable way
+    _, data = _rewrite([("tmp/data", "file", b"d", BASE + 5), ("opt/data", "link", "tmp/data", BASE + 5)],
+                       streamable=False)
     assert [(m[0], m[1]) for m in _members(data)] == [("opt/data", tarfile.REGTYPE), ("tmp/data", tarfile.LNKTYPE)]
 
 

@@ -1,7 +1,10 @@
 """One layer's tar rewritten deterministically: the same files, modes and owners give the same bytes.
 
-- entries in the order of their paths (a hard link after the file it names: the first path of a
-  group of links carries the data, the others link to it);
+- entries in the order of their paths taken component by component, so a folder's entries follow it
+  at once: the order the engine walks a folder in, so a layer as the engine saves it is already in
+  order and is rewritten as it streams (`rewrite_stream`; one that is not is sorted in a second pass);
+  a hard link comes after the file it names: the first path of a group of links carries the data, the
+  others link to it;
 - every time by one rule (`Times`); no access or change times, no other PAX records than extended
   attributes (file capabilities live there);
 - what is volatile by nature removed (volatile.py);
@@ -17,12 +20,25 @@ import hashlib
 import io
 import tarfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import BinaryIO
 
 from ngcbuild.engine.volatile import why_volatile
 
 _PYC_MAGIC_TAIL = b"\r\n"  # every CPython .pyc magic number ends so
 _KEPT_PAX = "SCHILY.xattr."
+_CHUNK = 1 << 20
+
+
+def path_order(name: str) -> list[str]:
+    """The key entries are written in: a path's components, so `a/b` comes before `a.b` (as the engine
+    walks folders), where plain text order would put `a.b` first."""
+    return name.split("/")
+
+
+class Unstreamable(Exception):
+    """A layer the streamed rewrite cannot do as it reads: a hard link names a file it already removed
+    as volatile (the file's data is gone by then; the seekable rewrite keeps such a file)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +101,7 @@ def _carriers(members: list[tarfile.TarInfo]) -> dict[str, str]:
             groups.setdefault(member.linkname, [member.linkname]).append(member.name)
     carriers = {}
     for paths in groups.values():
-        first = min(paths)
+        first = min(paths, key=path_order)
         carriers.update({path: first for path in paths})
     return carriers
 
@@ -119,7 +135,7 @@ def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times) -> Rewritten
                 kept.append(member)
         carriers = _carriers(kept)
         with tarfile.open(fileobj=hashing, mode="w|", format=tarfile.PAX_FORMAT) as out:
-            for member in sorted(kept, key=lambda m: m.name):
+            for member in sorted(kept, key=lambda m: path_order(m.name)):
                 carrier = carriers.get(member.name)
                 if carrier is None:
                     _copy(raw, member.name, member, out, times, done)
@@ -132,6 +148,73 @@ def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times) -> Rewritten
                 done.entries += 1
     done.diff_id, done.size = "sha256:" + hashing.digest.hexdigest(), hashing.size
     return done
+
+
+class _HashingReader:
+    """A readable file that hashes what is read through it."""
+
+    def __init__(self, source: BinaryIO):
+        self.source, self.digest = source, hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.source.read(size)
+        self.digest.update(data)
+        return data
+
+
+def rewrite_stream(source: BinaryIO, target: Path, times: Times) -> tuple[Rewritten, str]:
+    """The layer tar `source`, read once to its end (a stream: the engine's save as it comes), written
+    normalised to `target` as it is read, and the diff id of what was read. Entries that come in
+    `path_order` (every layer an engine writes) go straight through; when one does not, the entries
+    as read are sorted in a second pass from `target` (`rewrite_layer`): the same bytes either way.
+    Raises Unstreamable when a hard link names a volatile file already removed."""
+    done = Rewritten()
+    reader = _HashingReader(source)
+    dropped: set[str] = set()
+    seen: set[str] = set()
+    linked: set[str] = set()
+    previous: list[str] | None = None
+    in_order = True
+    with target.open("wb") as sink:
+        hashing = _Hashing(sink)
+        with tarfile.open(fileobj=reader, mode="r|") as raw, \
+                tarfile.open(fileobj=hashing, mode="w|", format=tarfile.PAX_FORMAT) as out:
+            for member in raw:
+                if member.islnk() and member.linkname in dropped:
+                    raise Unstreamable(f"{member.name} is a hard link to {member.linkname}, removed as volatile")
+                reason = why_volatile(member.name)
+                if member.islnk():
+                    linked.add(member.linkname)
+                elif reason is not None and member.name not in linked:  # a link named it first: it stays
+                    done.removed[member.name] = reason
+                    dropped.add(member.name)
+                    continue
+                key = path_order(member.name)
+                # a link to a path still to come: its group's first path is the link, which must carry the data
+                in_order = in_order and (previous is None or previous < key) and \
+                    (not member.islnk() or member.linkname in seen)
+                previous = key
+                seen.add(member.name)
+                if member.islnk():  # in order, the first path of its group carries the data: it came first
+                    out.addfile(_clean(member, times))
+                else:
+                    _copy(raw, member.name, member, out, times, done)
+                done.entries += 1
+    while reader.read(_CHUNK):  # what follows the tar's end marker is the layer's too
+        pass
+    raw_diff_id = "sha256:" + reader.digest.hexdigest()
+    if in_order:
+        done.diff_id, done.size = "sha256:" + hashing.digest.hexdigest(), hashing.size
+        return done, raw_diff_id
+    unsorted = target.with_name(target.name + ".unsorted")
+    target.rename(unsorted)
+    try:
+        with unsorted.open("rb") as first, target.open("wb") as sink:
+            sorted_pass = rewrite_layer(first, sink, times)
+    finally:
+        unsorted.unlink()
+    sorted_pass.removed, sorted_pass.pyc_clamped = done.removed, done.pyc_clamped  # the first pass did them
+    return sorted_pass, raw_diff_id
 
 
 def _copy(raw: tarfile.TarFile, name: str, data: tarfile.TarInfo, out: tarfile.TarFile, times: Times,

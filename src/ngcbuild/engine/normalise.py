@@ -26,9 +26,9 @@ from pathlib import Path
 import docker
 
 from ngcbuild.core.errors import BuildFailed
-from ngcbuild.engine.layer_tar import Times, rewrite_layer
+from ngcbuild.engine.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
 
-VERSION = 1  # of the rules: a change to them is a new memo tag, never a stale memo hit
+VERSION = 2  # of the rules: a change to them is a new memo tag, never a stale memo hit
 CREATED_LABEL = "org.opencontainers.image.created"
 # What a config says about the container and engine that ran the last step, never about the image.
 _ENGINE_KEYS = ("container", "container_config", "docker_version")
@@ -127,27 +127,26 @@ def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch:
     say(f"normalising {raw['Id'][:19]}: {len(raw_ids) - kept} layers the build wrote, times as of {rfc3339(epoch)}")
     with tempfile.TemporaryDirectory(prefix="ngcbuild-normalise-", dir="/var/tmp") as tmp:
         folder = Path(tmp)
-        config, spooled = save_layers(client, raw["Id"], set(raw_ids[kept:]), folder / "raw")
+        wanted = set(raw_ids[kept:])
+        try:
+            config, rewritten = rewrite_as_saved(client, raw["Id"], wanted, folder / "streamed", times)
+        except Unstreamable as exc:
+            say(f"normalising: {exc}; saving the image again to rewrite it from files")
+            config, rewritten = rewrite_from_files(client, raw["Id"], wanted, folder / "files", times)
         diff_ids, names = list(base_ids[:kept]), [f"base/{i}/layer.tar" for i in range(kept)]
-        files: dict[str, tuple[str, str, Path]] = {}  # raw diff id -> (rewritten diff id, name, file)
         for index in range(kept, len(raw_ids)):
-            raw_id = raw_ids[index]
-            if raw_id not in files:
-                target = folder / f"{index}.tar"
-                with spooled[raw_id].open("rb") as source, target.open("wb") as out:
-                    rewritten = rewrite_layer(source, out, times)
-                spooled[raw_id].unlink()  # the disk holds one copy of a layer, not two
-                files[raw_id] = (rewritten.diff_id, f"{index}/layer.tar", target)
-                done.removed.update(rewritten.removed)
-                done.pyc_clamped += rewritten.pyc_clamped
-                done.layers_rewritten += 1
-            diff_ids.append(files[raw_id][0])
-            names.append(files[raw_id][1])
+            layer, path = rewritten[raw_ids[index]]
+            diff_ids.append(layer.diff_id)
+            names.append(f"{path.stem}/layer.tar")
+        for layer, _ in rewritten.values():
+            done.removed.update(layer.removed)
+            done.pyc_clamped += layer.pyc_clamped
+            done.layers_rewritten += 1
         data = normalised_config(json.loads(config), diff_ids, times, kept)
         image_id = "sha256:" + hashlib.sha256(data).hexdigest()
         # tagged as it is loaded: never a dangling image that a prune beside the build could remove
         entry = {"Config": f"{image_id[7:]}.json", "RepoTags": [f"{memo_repository}:{tag}"], "Layers": names}
-        _load(client, _archive(data, entry, [(name, path) for _, name, path in files.values()]))
+        _load(client, _archive(data, entry, [(f"{path.stem}/layer.tar", path) for _, path in rewritten.values()]))
     if client.inspect_image(image_id)["Id"] != image_id:
         raise BuildFailed(f"the engine loaded the normalised image of {raw['Id'][:19]} under another id")
     done.image_id, done.seconds = image_id, round(time.monotonic() - started, 1)
@@ -187,6 +186,41 @@ def read_save(client, image_id: str, on_layer) -> bytes:
     return config
 
 
+def rewrite_as_saved(client, image_id: str, wanted: set[str], folder: Path,
+                     times: Times) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
+    """The config's bytes and, for each layer in `wanted` (by diff id), its rewrite (layer_tar.py) in a file
+    of `folder`: each layer rewritten as the engine's save streams it, never spooled first. Raises
+    Unstreamable (layer_tar.py) for a layer only the seekable rewrite can do."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rewritten: dict[str, tuple[Rewritten, Path]] = {}
+    numbers = itertools.count()
+
+    def rewrite(source) -> None:
+        path = folder / f"{next(numbers)}.tar"
+        layer, raw_diff_id = rewrite_stream(source, path, times)
+        if raw_diff_id in wanted and raw_diff_id not in rewritten:
+            rewritten[raw_diff_id] = (layer, path)
+        else:  # a base layer, or one the image holds twice
+            path.unlink()
+
+    config = read_save(client, image_id, rewrite)
+    _require(config, wanted - set(rewritten), image_id)
+    return config, rewritten
+
+
+def rewrite_from_files(client, image_id: str, wanted: set[str], folder: Path,
+                       times: Times) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
+    """As rewrite_as_saved, each layer first spooled to a file and rewritten from it (seekable)."""
+    config, spooled = save_layers(client, image_id, wanted, folder / "raw")
+    rewritten = {}
+    for number, (raw_diff_id, source_path) in enumerate(spooled.items()):
+        path = folder / f"{number}.tar"
+        with source_path.open("rb") as source, path.open("wb") as out:
+            rewritten[raw_diff_id] = (rewrite_layer(source, out, times), path)
+        source_path.unlink()  # the disk holds one copy of a layer, not two
+    return config, rewritten
+
+
 def save_layers(client, image_id: str, wanted: set[str], folder: Path) -> tuple[bytes, dict[str, Path]]:
     """An image's config (its bytes) and a file in `folder` per layer in `wanted` (by diff id), from
     the engine's save of the image."""
@@ -207,10 +241,13 @@ def save_layers(client, image_id: str, wanted: set[str], folder: Path) -> tuple[
             path.unlink()
 
     config = read_save(client, image_id, spool)
-    missing = wanted - set(spooled)
+    _require(config, wanted - set(spooled), image_id)
+    return config, spooled
+
+
+def _require(config: bytes, missing: set[str], image_id: str) -> None:
     if not config or missing:
         raise BuildFailed(f"the engine's save of {image_id[:19]} lacked its config or {len(missing)} of its layers")
-    return config, spooled
 
 
 def _header(name: str, size: int) -> bytes:
