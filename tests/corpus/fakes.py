@@ -20,6 +20,7 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 from ..fake_index import FakeIndex, endless, send, trickle  # noqa: F401 - the one fake index, and its answers
 
@@ -145,8 +146,7 @@ class FakeServer:
             def _any(self):
                 server.record(self)
                 length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
+                self.body = self.rfile.read(length) if length else b""  # a write's, for a fake that stores
                 try:
                     server.answer(self)
                 except (BrokenPipeError, ConnectionResetError, OSError):
@@ -183,12 +183,14 @@ class FakeServer:
 
 
 class FakeRegistry(FakeServer):
-    """A distribution registry of `content`, as hostile as asked:
+    """A distribution registry of `content` that also stores what is pushed to it (blob uploads, opened by
+    POST and closed by one PUT with the digest; manifests PUT by tag), as hostile as asked:
 
     auth: None, ("basic", {user: password}) or ("bearer", realm URL) with tokens from FakeTokens;
     lie: a Docker-Content-Digest to send for every manifest instead of the true one;
     swap: {digest: bytes} served for that digest instead of its own;
-    raw: {path: callable(handler)} for a path answered otherwise (trickled, endless, an error body)."""
+    raw: {path or "METHOD path": callable(handler)} for a path answered otherwise (trickled, endless, an
+    error body, an upload sent elsewhere)."""
 
     def __init__(self, log: Path, content: Content, auth=None, lie: str | None = None, swap: dict | None = None,
                  raw: dict | None = None, address: str = "127.0.0.1"):
@@ -212,14 +214,21 @@ class FakeRegistry(FakeServer):
 
     def answer(self, handler) -> None:
         path = handler.path.split("?")[0]
-        if path in self.raw:
-            return self.raw[path](handler)
+        raw = self.raw.get(f"{handler.command} {path}") or self.raw.get(path)
+        if raw is not None:
+            return raw(handler)
         if not self.authorized(handler):
             return send(handler, 401, b'{"errors": [{"code": "UNAUTHORIZED"}]}',
                         {"WWW-Authenticate": self.challenge(), "Content-Type": "application/json"})
         if path == "/v2/":
             return send(handler, 200, b"{}")
         prefix = f"/v2/{REPOSITORY}/"
+        if path.startswith(prefix + "blobs/uploads/"):
+            return self.upload(handler, prefix)
+        if path.startswith(prefix + "manifests/") and handler.command == "PUT":
+            digest = self.content.add_manifest(handler.body, handler.headers.get("Content-Type", ""),
+                                               tag=path[len(prefix + "manifests/"):])
+            return send(handler, 201, b"", {"Docker-Content-Digest": self.lie or digest})
         if path.startswith(prefix + "manifests/"):
             reference = path[len(prefix + "manifests/"):]
             digest = self.content.tags.get(reference, reference)
@@ -236,6 +245,15 @@ class FakeRegistry(FakeServer):
             return send(handler, 200, self.swap.get(digest, self.content.blobs[digest]),
                         {"Docker-Content-Digest": digest})
         return send(handler, 404, b"{}")
+
+    def upload(self, handler, prefix: str) -> None:
+        if handler.command == "POST":
+            return send(handler, 202, b"", {"Location": f"{prefix}blobs/uploads/upload-{len(self.content.blobs)}"})
+        digest = parse_qs(urlsplit(handler.path).query).get("digest", [""])[0]
+        if handler.command != "PUT" or digest != digest_of(handler.body):
+            return send(handler, 400, b'{"errors": [{"code": "DIGEST_INVALID"}]}')
+        self.content.add_blob(handler.body)
+        return send(handler, 201, b"", {"Docker-Content-Digest": digest})
 
 
 class FakeTokens(FakeServer):

@@ -259,8 +259,8 @@ def _with_retries(ref: str, action, out, sleep):
         try:
             return action()
         except DigestMismatch as exc:
-            raise PushFailed(f"{ref}: {_after(str(exc), host)}; the local image is kept, nothing was recorded") \
-                from None
+            said = str(exc).removeprefix(f"{ref}: ")  # it names the reference too: once is enough
+            raise PushFailed(f"{ref}: {_after(said, host)}; the local image is kept, nothing was recorded") from None
         except RegistryError as exc:
             last = _after(str(exc), host)
         except _AttemptFailed as exc:

@@ -1,0 +1,275 @@
+"""ngcbuild's own push (publish/push.py, issue 41) against a registry that misbehaves on purpose: an
+upload sent to another host or to no address at all, a manifest the registry says is another digest, a
+tag read back as other bytes, error bodies nested 100 000 deep or full of escape sequences, an answer
+declaring 10 GB. Each is `invoke push --release dev` as a user runs it: exit 1, one line naming what the
+registry did, nothing recorded, nothing sent where it was not asked for; and a control case, the
+same push to an honest fake, which must succeed (else the cases prove nothing).
+
+The engine is a fake of its own (`TinyEngine`: a recorded image of one small layer, answered on a Unix
+socket as the engine's API answers ping, version, inspect, save, tag and untag): the corpus runs with
+no engine, and what is under test is the push's reading of the registry, not the engine's save.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import json
+import shutil
+import socketserver
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from . import fakes
+from .fakes import REPOSITORY, Content, FakeRegistry, FakeServer, other_host_available
+from .hostile import HostileCase, dev, setup_all, write
+
+RELEASE_TAG = "nvcr.io/nvidia/pytorch:dev-py3"
+UPLOADS = f"/v2/{REPOSITORY}/blobs/uploads/"
+TAG_PATH = f"/v2/{REPOSITORY}/manifests/dev-py3"
+DEEP = b'{"errors": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+
+def _tiny_image() -> tuple[str, str, bytes]:
+    """(image id, diff id, the engine's save of it): one layer holding one file, a config naming it."""
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        body = b"a tiny image of the hostile push cases\n"
+        info = tarfile.TarInfo("etc/ngcbuild-tiny")
+        info.size, info.mtime = len(body), 1_700_000_000
+        tar.addfile(info, io.BytesIO(body))
+    diff_id = "sha256:" + hashlib.sha256(layer.getvalue()).hexdigest()
+    config = json.dumps({"architecture": "amd64", "os": "linux", "created": "2026-01-01T00:00:00Z",
+                         "config": {"Labels": {"io.ngcbuild.release": "dev"}},
+                         "rootfs": {"type": "layers", "diff_ids": [diff_id]}}, sort_keys=True).encode()
+    image_id = "sha256:" + hashlib.sha256(config).hexdigest()
+    saved = io.BytesIO()
+    with tarfile.open(fileobj=saved, mode="w") as tar:  # as docker 20.10 lays a save out
+        for name, data in ((f"{'1' * 64}/VERSION", b"1.0"), (f"{'1' * 64}/layer.tar", layer.getvalue()),
+                           (f"{image_id[7:]}.json", config),
+                           ("manifest.json", json.dumps([{"Config": f"{image_id[7:]}.json", "RepoTags": [RELEASE_TAG],
+                                                          "Layers": [f"{'1' * 64}/layer.tar"]}]).encode())):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return image_id, diff_id, saved.getvalue()
+
+
+IMAGE_ID, DIFF_ID, SAVED = _tiny_image()
+
+
+class TinyEngine:
+    """The engine's API for one image, on a Unix socket in a short folder of its own (a socket's path has
+    at most 107 characters): what a push asks of it, and 404 for anything else."""
+
+    def __init__(self):
+        self.folder = Path(tempfile.mkdtemp(prefix="ngcbuild-tiny-", dir="/tmp"))
+        self.socket = self.folder / "engine.sock"
+        self.tags: set[str] = {RELEASE_TAG}
+        engine = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                try:
+                    engine.answer(self)
+                except OSError:
+                    self.close_connection = True
+
+            do_GET = do_HEAD = do_POST = do_DELETE = _any
+
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+        self.server = Server(str(self.socket), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def known(self, ref: str) -> bool:
+        return ref in (IMAGE_ID, IMAGE_ID[7:]) or ref in self.tags
+
+    def answer(self, handler) -> None:
+        url = urlsplit(handler.path)
+        parts = url.path.strip("/").split("/")
+        if parts and parts[0].startswith("v1."):
+            parts = parts[1:]
+        json_of = {"Content-Type": "application/json"}
+        if parts == ["_ping"]:
+            return fakes.send(handler, 200, b"OK", {"Api-Version": "1.41"})
+        if parts == ["version"]:
+            return fakes.send(handler, 200, json.dumps({"ApiVersion": "1.41", "MinAPIVersion": "1.12",
+                                                        "Version": "20.10.24"}).encode(), json_of)
+        if len(parts) >= 3 and parts[0] == "images":
+            ref, action = unquote("/".join(parts[1:-1])), parts[-1]
+            if handler.command == "DELETE":
+                ref = unquote("/".join(parts[1:]))
+                self.tags.discard(ref)
+                return fakes.send(handler, 200, b"[]", json_of)
+            if not self.known(ref):
+                return fakes.send(handler, 404, json.dumps({"message": f"No such image: {ref}"}).encode(), json_of)
+            if action == "json":
+                return fakes.send(handler, 200, json.dumps({
+                    "Id": IMAGE_ID, "RepoTags": sorted(self.tags), "Created": "2026-01-01T00:00:00Z",
+                    "RootFS": {"Type": "layers", "Layers": [DIFF_ID]}}).encode(), json_of)
+            if action == "get":
+                return fakes.send(handler, 200, SAVED, {"Content-Type": "application/x-tar"})
+            if action == "tag" and handler.command == "POST":
+                query = dict(pair.split("=", 1) for pair in url.query.split("&") if "=" in pair)
+                self.tags.add(f"{unquote(query.get('repo', ''))}:{unquote(query.get('tag', 'latest'))}")
+                return fakes.send(handler, 201, b"", json_of)
+        return fakes.send(handler, 404, b'{"message": "not in this engine"}', json_of)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _record(project, outside):
+    write("build/dev/record.json", json.dumps({
+        "release": "dev", "platform": "linux/amd64", "image_id": IMAGE_ID, "context_sha256": "0" * 64,
+        "tags": [RELEASE_TAG], "pushed": {}}))(project, outside)
+
+
+def pushing(misbehave=None):
+    """A case's servers: the tiny engine, the fake registry REG (storing what is pushed), and, for
+    `misbehave(registry, outside) -> [servers]`, what it does otherwise and any server it points at."""
+    def serve(project, outside):
+        engine = TinyEngine()
+        registry = FakeRegistry(outside / "registry.log", Content())
+        others = misbehave(registry, outside) if misbehave is not None else []
+        return {"REG": registry.address, "TINYENGINE": str(engine.socket)}, [engine, registry, *others]
+    return serve
+
+
+def _pushed(project) -> dict:
+    return json.loads((project.root / "build" / "dev" / "record.json").read_text()).get("pushed") or {}
+
+
+def nothing_recorded(project, outside) -> str | None:
+    pushed = _pushed(project)
+    return f"the record lists a push: {sorted(pushed)}" if pushed else None
+
+
+def recorded_as_stored(project, outside) -> str | None:
+    """The control: the record's digest is the manifest the registry stored under the tag, which names the
+    tiny image's config and one layer blob the registry holds."""
+    requests = [line for line in (outside / "registry.log").read_text().splitlines() if '"PUT"' in line]
+    pushed = _pushed(project)
+    if len(pushed) != 1 or len(requests) < 3:
+        return f"recorded {sorted(pushed)} after {len(requests)} PUTs"
+    (entry,) = pushed.values()
+    stored = outside / "stored" / entry["digest"].removeprefix("sha256:")
+    if not stored.exists():
+        return f"the record's digest {entry['digest'][:19]} is no manifest the registry stored"
+    manifest = json.loads(stored.read_bytes())
+    if manifest["config"]["digest"] != IMAGE_ID or len(manifest["layers"]) != 1:
+        return f"the manifest pushed names {manifest['config']['digest'][:19]} and {len(manifest['layers'])} layers"
+    return None
+
+
+def _keep_stored(registry, outside):
+    """The control's registry, honest; each manifest it stores also written to OUTSIDE/stored/ (by digest)."""
+    folder = outside / "stored"
+    folder.mkdir()
+    add = registry.content.add_manifest
+
+    def keeping(body, media_type, tag=None):
+        digest = add(body, media_type, tag)
+        (folder / digest.removeprefix("sha256:")).write_bytes(body)
+        return digest
+
+    registry.content.add_manifest = keeping
+    return []
+
+
+def _elsewhere(registry, outside):
+    """Uploads sent to a server on 127.0.0.2, which logs whatever reaches it."""
+    other = FakeServer(outside / "elsewhere.log", "127.0.0.2")
+    registry.raw[f"POST {UPLOADS}"] = lambda handler: fakes.send(handler, 202, b"", {
+        "Location": f"http://{other.address}{UPLOADS}stolen"})
+    return [other]
+
+
+def nothing_elsewhere(project, outside) -> str | None:
+    log = outside / "elsewhere.log"
+    if log.exists() and log.read_text().strip():
+        return "a request reached the other host: " + log.read_text().splitlines()[0][:120]
+    return nothing_recorded(project, outside)
+
+
+def _answer(key: str, status: int, body: bytes = b"", headers: dict | None = None):
+    def misbehave(registry, outside):
+        registry.raw[key] = lambda handler: fakes.send(handler, status, body, headers or {})
+        return []
+    return misbehave
+
+
+def _lie(registry, outside):
+    registry.lie = "sha256:" + "0" * 64
+    return []
+
+
+def _serve_other(registry, outside):
+    """The tag's manifest stored as written, but read back as other bytes."""
+    other = json.dumps({"schemaVersion": 2, "layers": []}).encode()
+    registry.raw[f"GET {TAG_PATH}"] = lambda handler: fakes.send(handler, 200, other, {
+        "Content-Type": "application/vnd.docker.distribution.manifest.v2+json"})
+    registry.raw[f"HEAD {TAG_PATH}"] = registry.raw[f"GET {TAG_PATH}"]
+    return []
+
+
+def _huge(registry, outside):
+    """The upload's opening answered with a body declared as 10 GB (a few megabytes of it sent)."""
+    def answer(handler):
+        handler.send_response(202)
+        handler.send_header("Location", UPLOADS + "huge")
+        handler.send_header("Content-Length", str(10 << 30))
+        handler.end_headers()
+        for _ in range(64):
+            handler.wfile.write(b"x" * 65536)
+        handler.close_connection = True
+    registry.raw[f"POST {UPLOADS}"] = answer
+    return []
+
+
+def push_cases(add) -> None:
+    klass = "hostile registry (push)"
+    setup = setup_all(dev, _record)
+    argv = ("push", "--release", "dev", "--registry", "REG")
+    env = {"DOCKER_HOST": "unix://TINYENGINE"}
+    add(HostileCase("push-to-an-honest-registry", klass, argv, setup, exit_status=0, serve=pushing(_keep_stored),
+                    extra_env=env, after=recorded_as_stored, shows=("(verified against the registry)",)))
+    cases = [
+        ("push-upload-location-file", _answer(f"POST {UPLOADS}", 202, b"", {"Location": "file:///etc/passwd"}),
+         ("sent elsewhere",)),
+        ("push-upload-no-location", _answer(f"POST {UPLOADS}", 202), ("no Location",)),
+        ("push-upload-location-option-like", _answer(f"POST {UPLOADS}", 202, b"", {"Location": "--upload-file=/x"}),
+         ("sent elsewhere",)),
+        ("push-manifest-digest-lie", _lie, ("says the manifest is", "refused")),
+        ("push-reads-back-other-bytes", _serve_other, ("the registry serves",)),
+        ("push-error-body-deep", _answer(f"PUT {TAG_PATH}", 400, DEEP, {"Content-Type": "application/json"}),
+         ("PUT",)),
+        ("push-error-body-escapes", _answer(f"PUT {TAG_PATH}", 400, json.dumps(
+            {"errors": [{"code": "DENIED\x1b[2J", "message": "\x1b]0;owned\x07 push here instead"}]}).encode(),
+            {"Content-Type": "application/json"}), ("PUT",)),
+        ("push-upload-answer-10gb", _huge, ("POST blob upload",)),
+    ]
+    if other_host_available():
+        cases.append(("push-upload-to-another-host", _elsewhere, ("sent elsewhere",)))
+    for name, misbehave, says in cases:
+        check = nothing_elsewhere if misbehave is _elsewhere else nothing_recorded
+        add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(misbehave), extra_env=env,
+                        mentions=says, absent=("\x1b", "RecursionError", "Traceback", "dev-py3: 127.0.0.1"),
+                        after=check,
+                        hides=("retry",) if misbehave in (_lie, _serve_other) else ()))
