@@ -188,13 +188,14 @@ class FakeRegistry(FakeServer):
 
     auth: None, ("basic", {user: password}) or ("bearer", realm URL) with tokens from FakeTokens;
     lie: a Docker-Content-Digest to send for every manifest instead of the true one;
-    swap: {digest: bytes} served for that digest instead of its own;
+    swap: {digest: bytes} served for that digest instead of its own (`swap_all`: every manifest altered);
     raw: {path or "METHOD path": callable(handler)} for a path answered otherwise (trickled, endless, an
     error body, an upload sent elsewhere)."""
 
     def __init__(self, log: Path, content: Content, auth=None, lie: str | None = None, swap: dict | None = None,
                  raw: dict | None = None, address: str = "127.0.0.1"):
         self.content, self.auth, self.lie, self.swap, self.raw = content, auth, lie, swap or {}, raw or {}
+        self.swap_all = False  # every manifest served as other bytes (one space more), whatever its digest
         self.token = "fake-token-" + hashlib.sha256(str(id(self)).encode()).hexdigest()[:16]
         super().__init__(log, address)
 
@@ -236,6 +237,8 @@ class FakeRegistry(FakeServer):
                 return send(handler, 404, b'{"errors": [{"code": "MANIFEST_UNKNOWN"}]}')
             body, media_type = self.content.manifests[digest]
             body = self.swap.get(digest, body)
+            if self.swap_all:
+                body = body.replace(b'"schemaVersion": 2', b'"schemaVersion":  2')
             return send(handler, 200, body, {"Content-Type": media_type,
                                              "Docker-Content-Digest": self.lie or digest_of(body)})
         if path.startswith(prefix + "blobs/"):

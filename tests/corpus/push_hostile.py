@@ -62,6 +62,19 @@ def _tiny_image() -> tuple[str, str, bytes]:
 IMAGE_ID, DIFF_ID, SAVED = _tiny_image()
 
 
+def _held(content: Content, config_digest: str = IMAGE_ID) -> str:
+    """A Docker schema-2 manifest in `content`, naming a config of `config_digest` and one layer blob, both
+    stored: what an earlier push of the tiny image left (or, with another config, of another image)."""
+    layer = content.add_blob(b"an earlier push's layer blob")
+    config = {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 100, "digest": config_digest}
+    if config_digest == IMAGE_ID:
+        content.blobs[IMAGE_ID] = b"the config, as far as a HEAD can tell"
+    body = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                       "config": config, "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                                                     "size": 28, "digest": layer}]}, indent=3).encode()
+    return content.add_manifest(body, "application/vnd.docker.distribution.manifest.v2+json")
+
+
 class TinyEngine:
     """The engine's API for one image, on a Unix socket in a short folder of its own (a socket's path has
     at most 107 characters): what a push asks of it, and 404 for anything else."""
@@ -135,19 +148,24 @@ class TinyEngine:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _record(project, outside):
+def _record(project, outside, pushed: dict | None = None):
     write("build/dev/record.json", json.dumps({
         "release": "dev", "platform": "linux/amd64", "image_id": IMAGE_ID, "context_sha256": "0" * 64,
-        "tags": [RELEASE_TAG], "pushed": {}}))(project, outside)
+        "tags": [RELEASE_TAG], "pushed": pushed or {}}))(project, outside)
 
 
-def pushing(misbehave=None):
+def pushing(misbehave=None, before=None):
     """A case's servers: the tiny engine, the fake registry REG (storing what is pushed), and, for
-    `misbehave(registry, outside) -> [servers]`, what it does otherwise and any server it points at."""
+    `misbehave(registry, outside) -> [servers]`, what it does otherwise and any server it points at.
+    `before(content) -> digest`: what an earlier push left in the registry, and the record says so."""
     def serve(project, outside):
         engine = TinyEngine()
         registry = FakeRegistry(outside / "registry.log", Content())
         others = misbehave(registry, outside) if misbehave is not None else []
+        if before is not None:  # the record of that push names the registry, whose address is known only now
+            digest = before(registry.content)
+            _record(project, outside, {f"{registry.address}/{REPOSITORY}:dev-py3": {
+                "digest": digest, "registry": registry.address, "at": "2026-11-01T00:00:00Z"}})
         return {"REG": registry.address, "TINYENGINE": str(engine.socket)}, [engine, registry, *others]
     return serve
 
@@ -191,6 +209,27 @@ def _keep_stored(registry, outside):
 
     registry.content.add_manifest = keeping
     return []
+
+
+def _swap_held(registry, outside):
+    """The manifest an earlier push left, read by its digest, served as other bytes."""
+    registry.swap_all = True
+    return []
+
+
+def sent_nothing(project, outside) -> str | None:
+    log = (outside / "registry.log").read_text()
+    if '"POST"' in log:
+        return "a blob upload was opened"
+    pushed = _pushed(project)
+    if len(pushed) != 1:
+        return f"recorded {sorted(pushed)}"
+    return None
+
+
+def pushed_anew(project, outside) -> str | None:
+    log = (outside / "registry.log").read_text()
+    return None if '"POST"' in log else "no blob was sent: the manifest of another image was taken for this one's"
 
 
 def _elsewhere(registry, outside):
@@ -250,6 +289,16 @@ def push_cases(add) -> None:
     env = {"DOCKER_HOST": "unix://TINYENGINE"}
     add(HostileCase("push-to-an-honest-registry", klass, argv, setup, exit_status=0, serve=pushing(_keep_stored),
                     extra_env=env, after=recorded_as_stored, shows=("(verified against the registry)",)))
+    # a retried push: the record names the manifest an earlier push wrote to this registry
+    add(HostileCase("push-again-to-a-registry-holding-it-whole", klass, argv, setup, exit_status=0,
+                    serve=pushing(before=_held), extra_env=env, after=sent_nothing,
+                    shows=("holds this image already",), hides=("compressed layer",)))
+    add(HostileCase("push-again-the-manifest-is-another-images", klass, argv, setup, exit_status=0,
+                    serve=pushing(before=lambda content: _held(content, "sha256:" + "e" * 64)), extra_env=env,
+                    after=pushed_anew, shows=("compressed layer 1/1",), hides=("holds this image already",)))
+    add(HostileCase("push-again-the-manifest-served-is-other-bytes", klass, argv, setup, exit_status=1,
+                    serve=pushing(_swap_held, before=_held), extra_env=env, mentions=("refused",),
+                    after=lambda project, outside: None if len(_pushed(project)) == 1 else "the record changed"))
     cases = [
         ("push-upload-location-file", _answer(f"POST {UPLOADS}", 202, b"", {"Location": "file:///etc/passwd"}),
          ("sent elsewhere",)),

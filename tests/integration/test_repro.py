@@ -28,7 +28,8 @@ def test_dev_pushed_by_ngcbuild_from_each_engine_is_one_manifest_and_a_second_pu
         dev_build, repro_run, engine, second_engine):
     """ngcbuild's own push (publish/layer_blobs.py) of the shared engine's dev and of the second engine's
     cold rebuild, each to an empty registry of its own: the same manifest digest and the same blobs,
-    whatever each engine would have compressed; pushed again, nothing is sent and the digest stays."""
+    whatever each engine would have compressed; pushed again, nothing is sent and the digest stays; pushed
+    again knowing the digest it was pushed as (a retried push), nothing is even compressed."""
     import io
     import time
 
@@ -52,11 +53,18 @@ def test_dev_pushed_by_ngcbuild_from_each_engine_is_one_manifest_and_a_second_pu
             again = io.StringIO()
             repeated = push_and_read_back(client, Registry(registry.address), "nvidia/pytorch", ["dev-py3"],
                                           image_id, again, time.sleep)
+            # as `push` does with the record's digests: one the registry lacks is passed over, the next used
+            retried = io.StringIO()
+            third = push_and_read_back(client, Registry(registry.address), "nvidia/pytorch", ["dev-py3", "again"],
+                                       image_id, retried, time.sleep, ["sha256:" + "0" * 64, uploaded.digest])
         finally:
             registry.close()
         assert repeated.digest == uploaded.digest
         layers = [layer.digest for layer in manifest.image().layers]
         assert f"{len(set(layers))} layers: 0 sent, {len(set(layers))} already in the registry" in again.getvalue()
+        assert third.digest == uploaded.digest
+        assert f"holds this image already (manifest {uploaded.digest})" in retried.getvalue()
+        assert "compressed" not in retried.getvalue(), retried.getvalue()
         pushed.append((uploaded.digest, layers))
         outputs.append(out.getvalue())
     print(f"dev {image_id} pushed by ngcbuild from two engines: manifest {pushed[0][0]} / {pushed[1][0]}")  # -s

@@ -123,7 +123,10 @@ def publish_release(project: Project, name: str, host: str, out=sys.stdout, slee
             for tag in tags:
                 tag_for_push(repository, tag)
             say(f"pushing {', '.join(f'{repository}:{tag}' for tag in tags)} ({platform})")
-            digest = push_and_read_back(client, registry, repository_path, tags, image["Id"], out, sleep).digest
+            before = [entry.digest for entry in built.pushed.values() if entry.registry == host and entry.digest]
+            before += [listed.platforms[platform] for listed in record.published.values()
+                       if listed.registry == host and platform in listed.platforms]
+            digest = push_and_read_back(client, registry, repository_path, tags, image["Id"], out, sleep, before).digest
             manifest = registry.manifest(repository_path, digest)
             if manifest is None or manifest.is_list:
                 raise PublishRefused(f"{repository}@{digest}: the registry does not serve the image manifest "

@@ -84,7 +84,8 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
     with registry_tags(client, image_id, out) as tag_for_push:
         refs = [tag_for_push(repository, tag) for tag in tags]
         print(f"pushing {', '.join(refs)}", file=out, flush=True)
-        uploaded = push_and_read_back(client, registry, release.image.repository, tags, image_id, out, sleep)
+        before = [entry.digest for entry in record.pushed.values() if entry.registry == host and entry.digest]
+        uploaded = push_and_read_back(client, registry, release.image.repository, tags, image_id, out, sleep, before)
         for ref in refs:
             pushed[ref] = Pushed.of(digest=uploaded.digest, size=uploaded.size, registry=host, at=utc_timestamp())
             print(f"pushed {ref}@{uploaded.digest} (verified against the registry)", file=out, flush=True)
@@ -201,13 +202,15 @@ class Uploaded:
 
 
 def push_and_read_back(client, registry: Registry, repository_path: str, tags: list[str], image_id: str, out,
-                       sleep) -> Uploaded:
+                       sleep, before: list[str] = ()) -> Uploaded:
     """ngcbuild's own push of `image_id` as `registry.host/repository_path:TAG` for each of `tags`: the
     layers compressed by ngcbuild (publish/layer_blobs.py: the same blobs and manifest digest on any
     engine), each blob sent unless the registry has it, the manifest written under every tag, the whole
     retried on the one schedule; then the manifest each tag serves read back through our own client: its
-    bytes must hash to the digest written, whatever a header says."""
-    from ngcbuild.publish.layer_blobs import MANIFEST_MEDIA, image_blobs
+    bytes must hash to the digest written, whatever a header says. `before`: the digests this image was
+    pushed as to this registry (the record's): one it still holds whole is written again under the tags,
+    and nothing is saved, compressed or sent (a retried push costs a few requests)."""
+    from ngcbuild.publish.layer_blobs import MANIFEST_MEDIA
 
     repository = f"{registry.host}/{repository_path}"
     shown = f"{repository}:{tags[0]}"
@@ -215,7 +218,59 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
     uploader = registry.without_retries()
     # the registry asked first (its config blob, by the image id): one that is down or refuses the login
     # fails before a layer is compressed
-    _with_retries(shown, lambda: uploader.has_blob(repository_path, image_id), out, sleep)
+    config_held = _with_retries(shown, lambda: uploader.has_blob(repository_path, image_id), out, sleep)
+    held = None
+    if config_held and before:
+        held = _with_retries(shown, lambda: _held_whole(uploader, repository_path, image_id, before), out, sleep)
+    if held is not None:
+        say(f"    {repository} holds this image already (manifest {digest_of(held)}): nothing compressed or sent")
+
+        def write_tags() -> None:
+            for tag in tags:
+                uploader.put_manifest(repository_path, tag, held, MANIFEST_MEDIA)
+
+        _with_retries(shown, write_tags, out, sleep)
+        body = held
+    else:
+        body = _upload(client, uploader, repository, repository_path, tags, image_id, out, sleep)
+    digest = digest_of(body)
+    for tag in tags:
+        ref = f"{repository}:{tag}"
+        try:
+            served = registry.digest(repository_path, tag)
+        except RegistryError as exc:
+            raise PushFailed(f"{ref}: pushed, but reading it back failed: {_after(str(exc), registry.host)}; the "
+                             "local image is kept, nothing was recorded") from None
+        if served != digest:
+            raise PushFailed(f"{ref}: the push wrote {digest} but the registry serves {served or 'nothing'}; "
+                             "the local image is kept, nothing was recorded")
+    return Uploaded(digest, len(body))
+
+
+def _held_whole(uploader: Registry, repository_path: str, image_id: str, before: list[str]) -> bytes | None:
+    """The bytes of the first manifest of `before` the registry still serves (read by digest: the bytes
+    hash to it) that is an image manifest of `image_id`'s config whose every blob the registry holds."""
+    from ngcbuild.publish.layer_blobs import MANIFEST_MEDIA
+
+    for digest in dict.fromkeys(before):
+        served = uploader.manifest(repository_path, digest)
+        if served is None or served.media_type != MANIFEST_MEDIA:
+            continue
+        image = served.image()
+        if image.config.digest == image_id and all(uploader.has_blob(repository_path, layer.digest)
+                                                   for layer in image.layers):
+            return served.body
+    return None
+
+
+def _upload(client, uploader: Registry, repository: str, repository_path: str, tags: list[str], image_id: str,
+            out, sleep) -> bytes:
+    """The image saved from the engine, its layers compressed, each blob the registry lacks sent, the
+    manifest written under every tag: its bytes."""
+    from ngcbuild.publish.layer_blobs import MANIFEST_MEDIA, image_blobs
+
+    shown = f"{repository}:{tags[0]}"
+    say = printer(out)
     with tempfile.TemporaryDirectory(prefix="ngcbuild-push-", dir="/var/tmp") as tmp:
         blobs = image_blobs(client, image_id, Path(tmp), say)
         body = blobs.manifest()
@@ -232,20 +287,9 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
             return sent
 
         sent = _with_retries(shown, upload, out, sleep)
-    digest = digest_of(body)
     layers = len(set(blobs.layers))
-    say(f"    {layers} layers: {sent} sent, {layers - sent} already in the registry; manifest {digest}")
-    for tag in tags:
-        ref = f"{repository}:{tag}"
-        try:
-            served = registry.digest(repository_path, tag)
-        except RegistryError as exc:
-            raise PushFailed(f"{ref}: pushed, but reading it back failed: {_after(str(exc), registry.host)}; the "
-                             "local image is kept, nothing was recorded") from None
-        if served != digest:
-            raise PushFailed(f"{ref}: the push wrote {digest} but the registry serves {served or 'nothing'}; "
-                             "the local image is kept, nothing was recorded")
-    return Uploaded(digest, len(body))
+    say(f"    {layers} layers: {sent} sent, {layers - sent} already in the registry; manifest {digest_of(body)}")
+    return body
 
 
 def _with_retries(ref: str, action, out, sleep):
