@@ -342,17 +342,28 @@ def dev_base(engine) -> str:
     return release.base.image
 
 
+SECOND_ENGINE = os.environ.get("NGCBUILD_SECOND_ENGINE", "/run/ngcbuild-engine2/docker.sock")  # .ci/engine's
+
+
 @pytest.fixture(scope="session")
 def second_engine(engine):
-    """A fresh runner's engine for the reproducibility tests: a private dockerd with its own data root,
-    online (its builds reach Debian and PyPI as the shared engine's do), holding only dev's base image
-    (loaded from the shared engine: the base is an input, by digest)."""
-    from .private import PrivateEngine
+    """A fresh runner's engine for the reproducibility tests: the second dockerd `.ci/engine` starts (its
+    own data root, socket and bridge; online: its builds reach Debian and PyPI as the shared engine's do),
+    emptied, then holding only dev's base image (loaded from the shared engine: the base is an input, by
+    digest). Where none answers: in CI a failure; else a private dockerd of the session's own."""
+    from .private import PrivateEngine, StartedEngine
 
-    second = PrivateEngine(online=True)
+    second = StartedEngine(SECOND_ENGINE)
+    if not second.answers():
+        if IN_CI:
+            pytest.fail(f"CI=true and no second engine answers at unix://{SECOND_ENGINE} (`bash .ci/engine` "
+                        "starts it)", pytrace=False)
+        second = PrivateEngine(online=True)
     second.base = dev_base(engine)
     try:
         second.start()
+        if isinstance(second, StartedEngine):
+            second.reset()
         second.load_image(engine, second.base)
         yield second
     finally:

@@ -175,6 +175,42 @@ class PrivateEngine:
             subprocess.run(["ip", "link", "delete", self.bridge], check=False, capture_output=True)
 
 
+class StartedEngine(PrivateEngine):
+    """The second engine `.ci/engine` starts (its own data root, socket and bridge, online: a fresh runner's
+    engine), used as it is: never started or stopped here, emptied before use and after."""
+
+    def __init__(self, socket: str):
+        super().__init__(online=True)
+        shutil.rmtree(self.root, ignore_errors=True)  # nothing of its own on disk: the engine's are .ci/engine's
+        self.socket = Path(socket)
+
+    def answers(self) -> bool:
+        return Path(self.socket).exists() and self._answers()
+
+    def start(self) -> None:
+        if not self.answers():
+            raise RuntimeError(f"the second engine at {self.host} stopped answering")
+
+    def reset(self, keep: str | None = None) -> None:
+        """Empty: no container, no image but `keep` (when given), no build cache."""
+        client = self.client()
+        for container in client.containers(all=True):
+            client.remove_container(container["Id"], force=True, v=True)
+        for _ in range(5):  # an image with children goes once they have gone
+            images = [image for image in client.images(all=True) if keep not in (image.get("RepoTags") or [])]
+            if not images:
+                break
+            for image in images:
+                try:
+                    client.remove_image(image["Id"], force=True)
+                except docker.errors.APIError:
+                    pass  # a parent of one still there, or gone with a child already
+        client.prune_builds()
+
+    def close(self) -> None:
+        self.reset()
+
+
 def _host_resolver() -> str:
     """The first name server of the host's resolv.conf that a container can reach (not a loopback one)."""
     for line in Path("/etc/resolv.conf").read_text().splitlines():
