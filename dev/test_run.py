@@ -1,8 +1,8 @@
 """`invoke test`'s whole run as two pytest processes side by side: the integration tests (the engine's
 builds, pushes and workflow runs, which keep one core of our two busy and leave the other idle for long
 stretches: measured, about 50% of the machine) and the rest (the corpus of broken and hostile inputs, the
-site and the unit tests: pure Python, no engine), the rest at a lower priority so that it takes the idle
-core and the engine's work keeps what it needs.
+site and the unit tests: pure Python, no engine; then the integration files that need PyPI but no engine),
+the rest at a lower priority so that it takes the idle core and the engine's work keeps what it needs.
 
 Each session leaves what its reliability tests measured in a part file (tests/reliability_plugin.py,
 NGCBUILD_FIGURES_PART); the parts are judged together as one session would be, the report written to
@@ -13,6 +13,7 @@ when both have ended. An interrupt stops both."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +25,15 @@ LOG = Path("build") / "tests" / "rest.log"
 PARTS = Path("build") / "reliability"
 NICE = 5  # the rest yields the cores to the engine's work when both want them
 STOP_WAIT_S = 60
+_NETWORK_ONLY = re.compile(r"^pytestmark = pytest\.mark\.network$", re.M)
+
+
+def network_only(root: Path) -> list[str]:
+    """The integration test files whose tests need PyPI but no engine (their module's only mark is
+    `network`: verify's rows, the resolver's agreement): they run in the second process, after the rest,
+    and leave the engine's lane their minutes."""
+    return [str(path.relative_to(root)) for path in sorted((root / ENGINE).glob("test_*.py"))
+            if _NETWORK_ONLY.search(path.read_text(encoding="utf-8"))]
 
 
 def the_rest(root: Path) -> list[str]:
@@ -44,17 +54,19 @@ def run_whole_suite(root: Path, out: TextIO) -> int:
     parts = [root / PARTS / "part-integration.json", root / PARTS / "part-rest.json"]
     for part in parts:  # a session that never starts must leave no earlier run's part to be judged
         part.unlink(missing_ok=True)
-    rest = the_rest(root)
-    out.write(f"invoke test: {ENGINE} here, and beside it in a second pytest process {', '.join(rest)} "
-              f"(output in {LOG}, shown when both have ended)\n")
+    rest, network = the_rest(root), network_only(root)
+    out.write(f"invoke test: {ENGINE} here (but {len(network)} files of it that need no engine), and beside it in "
+              f"a second pytest process {', '.join(rest)} and those {len(network)} (output in {LOG}, shown when "
+              "both have ended)\n")
     out.flush()
     beside = main = None
     with open(log, "w", encoding="utf-8") as sink:
         try:
-            beside = subprocess.Popen([sys.executable, "-m", "pytest", *rest], cwd=root, stdout=sink,
+            beside = subprocess.Popen([sys.executable, "-m", "pytest", *rest, *network], cwd=root, stdout=sink,
                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                       env={**os.environ, PART: str(parts[1])}, preexec_fn=lambda: os.nice(NICE))
-            main = subprocess.Popen([sys.executable, "-m", "pytest", ENGINE], cwd=root,
+            main = subprocess.Popen([sys.executable, "-m", "pytest", ENGINE, *(f"--ignore={path}" for path in network)],
+                                    cwd=root,
                                     env={**os.environ, PART: str(parts[0])})
             engine_status = main.wait()
             if beside.poll() is None:
@@ -64,7 +76,7 @@ def run_whole_suite(root: Path, out: TextIO) -> int:
         finally:
             for process in (main, beside):
                 _stop(process)
-    out.write(f"\n{'=' * 30} {', '.join(rest)} ({LOG}) {'=' * 30}\n")
+    out.write(f"\n{'=' * 30} {', '.join(rest)} and {len(network)} files of {ENGINE} ({LOG}) {'=' * 30}\n")
     out.write(log.read_text(encoding="utf-8", errors="replace"))
     verdict = judge_parts(root, parts, in_ci)
     if verdict:

@@ -17,7 +17,7 @@ from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PER_VERSION, PROJEC
 from ..conftest import IN_CI, REPO
 from .conftest import run_invoke
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.engine]  # the dev image it audits is built by the engine
 SOURCES = (PER_VERSION, PROJECT_JSON)  # a local build's per-version source names its public version
 
 
