@@ -136,18 +136,8 @@ class PrivateEngine:
         if self.process is None or self.process.poll() is not None:
             self.start()
         client = self.client()
-        for container in client.containers(all=True):
-            client.remove_container(container["Id"], force=True, v=True)
         kept = client.inspect_image(keep)["Id"]
-        for _ in range(5):  # an image with children goes once they have gone
-            images = [image for image in client.images(all=True) if image["Id"] != kept]
-            if not images:
-                break
-            for image in images:
-                try:
-                    client.remove_image(image["Id"], force=True)
-                except docker.errors.APIError:
-                    pass  # a parent of one still there, or gone with a child already
+        empty(client, kept)
         for tag in client.inspect_image(kept)["RepoTags"]:
             if tag != keep:
                 client.remove_image(tag)  # an untag: the image stays under `keep`
@@ -175,6 +165,21 @@ class PrivateEngine:
             subprocess.run(["ip", "link", "delete", self.bridge], check=False, capture_output=True)
 
 
+def empty(client: docker.APIClient, kept: str | None) -> None:
+    """Every container of an engine removed, and every image but the one of id `kept`."""
+    for container in client.containers(all=True):
+        client.remove_container(container["Id"], force=True, v=True)
+    for _ in range(5):  # an image with children goes once they have gone
+        images = [image for image in client.images(all=True) if image["Id"] != kept]
+        if not images:
+            break
+        for image in images:
+            try:
+                client.remove_image(image["Id"], force=True)
+            except docker.errors.APIError:
+                pass  # a parent of one still there, or gone with a child already
+
+
 class StartedEngine(PrivateEngine):
     """The second engine `.ci/engine` starts (its own data root, socket and bridge, online: a fresh runner's
     engine), used as it is: never started or stopped here, emptied before use and after."""
@@ -194,17 +199,7 @@ class StartedEngine(PrivateEngine):
     def reset(self, keep: str | None = None) -> None:
         """Empty: no container, no image but `keep` (when given), no build cache."""
         client = self.client()
-        for container in client.containers(all=True):
-            client.remove_container(container["Id"], force=True, v=True)
-        for _ in range(5):  # an image with children goes once they have gone
-            images = [image for image in client.images(all=True) if keep not in (image.get("RepoTags") or [])]
-            if not images:
-                break
-            for image in images:
-                try:
-                    client.remove_image(image["Id"], force=True)
-                except docker.errors.APIError:
-                    pass  # a parent of one still there, or gone with a child already
+        empty(client, client.inspect_image(keep)["Id"] if keep else None)
         client.prune_builds()
 
     def close(self) -> None:
