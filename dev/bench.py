@@ -65,11 +65,12 @@ class Figure:
         return f"{min(self.samples):.3g}–{max(self.samples):.3g}"
 
 
-def timed_process(argv: list[str], cwd: Path) -> float:
+def timed_process(argv: list[str], cwd: Path, extra_env: dict | None = None) -> float:
     """Seconds `argv` takes as a process of its own, timed from outside; the ngcbuild it runs is this
     checkout's (src/ first on PYTHONPATH)."""
-    code = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (code, os.environ.get("PYTHONPATH")) if p)}
+    code = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, **(extra_env or {}),
+           "PYTHONPATH": os.pathsep.join(p for p in (code, os.environ.get("PYTHONPATH")) if p)}
     started = time.monotonic()
     result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.monotonic() - started

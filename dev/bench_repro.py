@@ -16,6 +16,8 @@ from pathlib import Path
 
 from dev.bench import _with_section, timed_process
 from ngcbuild.core.project import Project
+from ngcbuild.engine.epoch import source_date_epoch
+from ngcbuild.manifest.loader import load_release
 from ngcbuild.workspace.record import read_record
 
 TARGET = 0.25
@@ -23,10 +25,14 @@ TARGET = 0.25
 
 def run_repro_bench(project: Project, release: str, runs: int, registry: str = "127.0.0.1:5000",
                     out_path: Path | None = None, log=print) -> Path:
+    # one epoch for every run, as the bench starts: a commit landing meanwhile (the epoch is the commit's
+    # time) would make the runs' images differ by their times alone, which is no finding
+    epoch = source_date_epoch(project, load_release(project, release).release.build.source_date_epoch)
+    log(f"every run with SOURCE_DATE_EPOCH={epoch.seconds} ({epoch.source})")
     rows = []
     for number in range(1, runs + 1):
         seconds = timed_process([sys.executable, "-m", "invoke", "build", "--release", release, "--no-cache",
-                                 "--force"], project.root)
+                                 "--force"], project.root, {"SOURCE_DATE_EPOCH": str(epoch.seconds)})
         build = read_record(project.out(release)).build
         step = build.normalisation.seconds
         rows.append((seconds, step, build.image_id, build.normalisation.raw_image_id))
@@ -45,7 +51,8 @@ def run_repro_bench(project: Project, release: str, runs: int, registry: str = "
         f"## Reproducible `{release}`: the normalising step (`invoke bench --repro --release {release}`)",
         "",
         f"Measured {time.strftime('%Y-%m-%d', time.gmtime())}: {runs} runs of `invoke build --release {release} "
-        "--no-cache --force`, each a process timed from outside, one after another on this engine.",
+        "--no-cache --force`, each a process timed from outside, one after another on this engine, each with "
+        f"`SOURCE_DATE_EPOCH={epoch.seconds}` ({epoch.source}, as the bench started).",
         "",
         "| run | whole command | normalising step | fraction of the cold build | image id |",
         "|---|---|---|---|---|",
