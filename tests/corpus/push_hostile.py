@@ -79,7 +79,8 @@ class TinyEngine:
     """The engine's API for one image, on a Unix socket in a short folder of its own (a socket's path has
     at most 107 characters): what a push asks of it, and 404 for anything else."""
 
-    def __init__(self):
+    def __init__(self, saved: bytes = SAVED):
+        self.saved = saved
         self.folder = Path(tempfile.mkdtemp(prefix="ngcbuild-tiny-", dir="/tmp"))
         self.socket = self.folder / "engine.sock"
         self.tags: set[str] = {RELEASE_TAG}
@@ -135,7 +136,7 @@ class TinyEngine:
                     "Id": IMAGE_ID, "RepoTags": sorted(self.tags), "Created": "2026-01-01T00:00:00Z",
                     "RootFS": {"Type": "layers", "Layers": [DIFF_ID]}}).encode(), json_of)
             if action == "get":
-                return fakes.send(handler, 200, SAVED, {"Content-Type": "application/x-tar"})
+                return fakes.send(handler, 200, self.saved, {"Content-Type": "application/x-tar"})
             if action == "tag" and handler.command == "POST":
                 query = dict(pair.split("=", 1) for pair in url.query.split("&") if "=" in pair)
                 self.tags.add(f"{unquote(query.get('repo', ''))}:{unquote(query.get('tag', 'latest'))}")
@@ -154,12 +155,13 @@ def _record(project, outside, pushed: dict | None = None):
         "tags": [RELEASE_TAG], "pushed": pushed or {}}))(project, outside)
 
 
-def pushing(misbehave=None, before=None):
+def pushing(misbehave=None, before=None, saved: bytes = SAVED):
     """A case's servers: the tiny engine, the fake registry REG (storing what is pushed), and, for
     `misbehave(registry, outside) -> [servers]`, what it does otherwise and any server it points at.
-    `before(content) -> digest`: what an earlier push left in the registry, and the record says so."""
+    `before(content) -> digest`: what an earlier push left in the registry, and the record says so.
+    `saved`: what the engine's save of the image is (the tiny image's own, or a broken one)."""
     def serve(project, outside):
-        engine = TinyEngine()
+        engine = TinyEngine(saved)
         registry = FakeRegistry(outside / "registry.log", Content())
         others = misbehave(registry, outside) if misbehave is not None else []
         if before is not None:  # the record of that push names the registry, whose address is known only now
@@ -282,6 +284,34 @@ def _huge(registry, outside):
     return []
 
 
+def _member(name: str, size: int, kind: bytes = tarfile.REGTYPE) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.type = size, kind
+    return info.tobuf(format=tarfile.GNU_FORMAT)  # base-256 sizes: any size can be claimed
+
+
+def _damaged_checksum() -> bytes:
+    saved = bytearray(SAVED)
+    saved[150] ^= 0x55
+    return bytes(saved)
+
+
+# The engine's save as the push reads it (engine/image_save.py): cut short, damaged, or claiming sizes no
+# save has. Each: exit 1, one line, nothing sent, nothing recorded.
+BROKEN_SAVES = [
+    ("push-engine-save-cut-short", SAVED[:len(SAVED) // 2 + 7], ("the save ended",)),
+    ("push-engine-save-empty", b"", ("the save ended",)),
+    ("push-engine-save-damaged-header", _damaged_checksum(), ("damaged tar header",)),
+    ("push-engine-save-config-of-10gb", _member(f"{IMAGE_ID[7:]}.json", 10 << 30), ("says 10737418240 bytes",)),
+    ("push-engine-save-pax-header-of-1gb", _member("././@PaxHeader", 1 << 30, tarfile.XHDTYPE),
+     ("extended header",)),
+    ("push-engine-save-pax-garbage", _member("././@PaxHeader", 8, tarfile.XHDTYPE) + b"99 a=b\n\x1b" + bytes(504),
+     ("damaged PAX header",)),
+    ("push-engine-save-not-a-tar", b"<html>\x1b[2J502 Bad Gateway</html>" + bytes(2048), ("damaged tar header",)),
+    ("push-engine-save-no-config", SAVED[:SAVED.index(IMAGE_ID[7:].encode())], ("the save ended",)),
+]
+
+
 def push_cases(add) -> None:
     klass = "hostile registry (push)"
     setup = setup_all(dev, _record)
@@ -316,6 +346,10 @@ def push_cases(add) -> None:
     ]
     if other_host_available():
         cases.append(("push-upload-to-another-host", _elsewhere, ("sent elsewhere",)))
+    for name, saved, says in BROKEN_SAVES:
+        add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(_keep_stored, saved=saved),
+                        extra_env=env, mentions=says, absent=("\x1b", "Traceback", "compressed layer"),
+                        after=nothing_recorded, hides=("retry",)))
     for name, misbehave, says in cases:
         check = nothing_elsewhere if misbehave is _elsewhere else nothing_recorded
         add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(misbehave), extra_env=env,

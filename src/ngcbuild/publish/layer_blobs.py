@@ -85,7 +85,7 @@ def compress(source, target) -> tuple[str, int, str]:
 def image_blobs(client, image_id: str, folder: Path, say) -> ImageBlobs:
     """The config and compressed layers of `image_id`, from the engine's save of it (one pass: each layer is
     compressed as the save streams it; a layer the image holds twice is compressed once)."""
-    from ngcbuild.engine.normalise import read_save
+    from ngcbuild.engine.image_save import read_save
 
     diff_ids = list(client.inspect_image(image_id)["RootFS"]["Layers"])
     folder.mkdir(parents=True, exist_ok=True)
