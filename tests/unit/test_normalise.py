@@ -281,24 +281,3 @@ def test_copy_steps_name_their_layer_not_the_engines_hash_of_the_source():
     assert [entry["created_by"] for entry in config["history"]] == [
         "ADD file:" + "a" * 64 + " in / ", "COPY dir:" + "2" * 64 + " in / ", "LABEL x=1"]
     assert config["config"]["Image"] == ""
-
-
-def test_a_streamed_load_archive_is_a_tar_of_the_layers_then_the_config_then_the_manifest(tmp_path):
-    from ngcbuild.engine.normalise import _archive
-
-    layers = {"3/layer.tar": b"x" * 513, "5/layer.tar": b"y" * 1024}
-    files = []
-    for name, data in layers.items():
-        path = tmp_path / name.replace("/", "-")
-        path.write_bytes(data)
-        files.append((name, path))
-    config = b'{"rootfs": {"type": "layers", "diff_ids": []}}'
-    entry = {"Config": "c.json", "RepoTags": ["memo/x:y"], "Layers": ["base/0/layer.tar", *layers]}
-    archive = b"".join(_archive(config, entry, files))
-    assert len(archive) % tarfile.BLOCKSIZE == 0
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as read:
-        names = read.getnames()
-        assert names == ["3/layer.tar", "5/layer.tar", "c.json", "manifest.json"]
-        assert {name: read.extractfile(name).read() for name in layers} == layers
-        assert read.extractfile("c.json").read() == config
-        assert json.loads(read.extractfile("manifest.json").read()) == [entry]

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import calendar
 import hashlib
-import io
 import itertools
 import json
 import re
+import shutil
 import tarfile
 import tempfile
 import time
@@ -26,6 +26,8 @@ from pathlib import Path
 import docker
 
 from ngcbuild.core.errors import BuildFailed
+from ngcbuild.engine.image_load import Loading
+from ngcbuild.engine.image_save import SaveUnreadable, read_save
 from ngcbuild.engine.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
 
 VERSION = 2  # of the rules: a change to them is a new memo tag, never a stale memo hit
@@ -123,83 +125,76 @@ def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch:
     base_ids = list(base["RootFS"]["Layers"])
     kept = len(base_ids) if raw_ids[:len(base_ids)] == base_ids else 0
     times = Times(epoch, made_after)
+    tag_ref = f"{memo_repository}:{tag}"
     done = Normalised("", raw["Id"], epoch, made_after)
     say(f"normalising {raw['Id'][:19]}: {len(raw_ids) - kept} layers the build wrote, times as of {rfc3339(epoch)}")
     with tempfile.TemporaryDirectory(prefix="ngcbuild-normalise-", dir="/var/tmp") as tmp:
         folder = Path(tmp)
         wanted = set(raw_ids[kept:])
+
+        def rewrite_and_load(rewrite, subfolder: str) -> str:
+            with Loading(client) as loading:  # each layer sent to the engine as soon as it is rewritten
+                config, rewritten = rewrite(client, raw["Id"], wanted, folder / subfolder, times,
+                                            on_rewritten=loading.send)
+                return _finish(loading, config, rewritten, raw_ids, base_ids[:kept], times, tag_ref, done)
+
         try:
-            config, rewritten = rewrite_as_saved(client, raw["Id"], wanted, folder / "streamed", times)
+            image_id = rewrite_and_load(rewrite_as_saved, "streamed")
         except Unstreamable as exc:
             say(f"normalising: {exc}; saving the image again to rewrite it from files")
-            config, rewritten = rewrite_from_files(client, raw["Id"], wanted, folder / "files", times)
-        diff_ids, names = list(base_ids[:kept]), [f"base/{i}/layer.tar" for i in range(kept)]
-        for index in range(kept, len(raw_ids)):
-            layer, path = rewritten[raw_ids[index]]
-            diff_ids.append(layer.diff_id)
-            names.append(f"{path.stem}/layer.tar")
-        for layer, _ in rewritten.values():
-            done.removed.update(layer.removed)
-            done.pyc_clamped += layer.pyc_clamped
-            done.layers_rewritten += 1
-        data = normalised_config(json.loads(config), diff_ids, times, kept)
-        image_id = "sha256:" + hashlib.sha256(data).hexdigest()
-        # tagged as it is loaded: never a dangling image that a prune beside the build could remove
-        entry = {"Config": f"{image_id[7:]}.json", "RepoTags": [f"{memo_repository}:{tag}"], "Layers": names}
-        _load(client, _archive(data, entry, [(f"{path.stem}/layer.tar", path) for _, path in rewritten.values()]))
+            shutil.rmtree(folder / "streamed")  # the disk holds one rewrite at a time
+            image_id = rewrite_and_load(rewrite_from_files, "files")
     if client.inspect_image(image_id)["Id"] != image_id:
         raise BuildFailed(f"the engine loaded the normalised image of {raw['Id'][:19]} under another id")
     done.image_id, done.seconds = image_id, round(time.monotonic() - started, 1)
     return done
 
 
-def _archive(config: bytes, entry: dict, files: list[tuple[str, Path]]):
-    """A load archive, streamed: each (name, file) as a member, the config, manifest.json, the end."""
-    for name, path in files:
-        size = path.stat().st_size
-        yield _header(name, size)
-        with path.open("rb") as data:
-            while chunk := data.read(_CHUNK):
-                yield chunk
-        if size % tarfile.BLOCKSIZE:
-            yield b"\0" * (tarfile.BLOCKSIZE - size % tarfile.BLOCKSIZE)
-    for name, data in ((entry["Config"], config), ("manifest.json", json.dumps([entry]).encode())):
-        yield _header(name, len(data))
-        yield data
-        if len(data) % tarfile.BLOCKSIZE:
-            yield b"\0" * (tarfile.BLOCKSIZE - len(data) % tarfile.BLOCKSIZE)
-    yield b"\0" * 1024
+def _finish(loading: Loading, config: bytes, rewritten: dict, raw_ids: list[str], base_ids: list[str],
+            times: Times, tag_ref: str, done: Normalised) -> str:
+    """The normalised config made from the rewritten layers and sent last, the load waited for: its id."""
+    kept = len(base_ids)
+    diff_ids, names = list(base_ids), [f"base/{i}/layer.tar" for i in range(kept)]
+    for index in range(kept, len(raw_ids)):
+        layer, path = rewritten[raw_ids[index]]
+        diff_ids.append(layer.diff_id)
+        names.append(_member_name(path))
+    for layer, _ in rewritten.values():
+        done.removed.update(layer.removed)
+        done.pyc_clamped += layer.pyc_clamped
+        done.layers_rewritten += 1
+    data = normalised_config(json.loads(config), diff_ids, times, kept)
+    image_id = "sha256:" + hashlib.sha256(data).hexdigest()
+    # tagged as it is loaded: never a dangling image that a prune beside the build could remove
+    entry = {"Config": f"{image_id[7:]}.json", "RepoTags": [tag_ref], "Layers": names}
+    loading.finish(entry["Config"], data, entry)
+    return image_id
 
 
-def read_save(client, image_id: str, on_layer) -> bytes:
-    """The engine's save of `image_id`, streamed: `on_layer(source)` for each layer's tar (a file to read
-    to its end), in the save's order; the config's bytes are returned."""
-    config = b""
-    stream = io.BufferedReader(ChunkReader(client.get_image(image_id, chunk_size=_CHUNK)), _CHUNK)
-    with tarfile.open(fileobj=stream, mode="r|") as saved:
-        for member in saved:
-            if member.name == f"{image_id[7:]}.json":
-                config = saved.extractfile(member).read()
-            elif member.name.endswith("/layer.tar") and member.isreg():
-                with saved.extractfile(member) as source:
-                    on_layer(source)
-    return config
+def _member_name(path: Path) -> str:
+    return f"{path.stem}/layer.tar"
 
 
-def rewrite_as_saved(client, image_id: str, wanted: set[str], folder: Path,
-                     times: Times) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
+def rewrite_as_saved(client, image_id: str, wanted: set[str], folder: Path, times: Times,
+                     on_rewritten=None) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
     """The config's bytes and, for each layer in `wanted` (by diff id), its rewrite (layer_tar.py) in a file
-    of `folder`: each layer rewritten as the engine's save streams it, never spooled first. Raises
-    Unstreamable (layer_tar.py) for a layer only the seekable rewrite can do."""
+    of `folder`: each layer rewritten as the engine's save streams it, never spooled first, and handed to
+    `on_rewritten(member name, path)` as soon as it is written. Raises Unstreamable (layer_tar.py) for a
+    layer only the seekable rewrite can do."""
     folder.mkdir(parents=True, exist_ok=True)
     rewritten: dict[str, tuple[Rewritten, Path]] = {}
     numbers = itertools.count()
 
     def rewrite(source) -> None:
         path = folder / f"{next(numbers)}.tar"
-        layer, raw_diff_id = rewrite_stream(source, path, times)
+        try:
+            layer, raw_diff_id = rewrite_stream(source, path, times)
+        except tarfile.TarError as exc:
+            raise SaveUnreadable(f"the engine's save of {image_id[:19]}: a layer that is not a tar ({exc})") from None
         if raw_diff_id in wanted and raw_diff_id not in rewritten:
             rewritten[raw_diff_id] = (layer, path)
+            if on_rewritten is not None:
+                on_rewritten(_member_name(path), path)
         else:  # a base layer, or one the image holds twice
             path.unlink()
 
@@ -208,8 +203,8 @@ def rewrite_as_saved(client, image_id: str, wanted: set[str], folder: Path,
     return config, rewritten
 
 
-def rewrite_from_files(client, image_id: str, wanted: set[str], folder: Path,
-                       times: Times) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
+def rewrite_from_files(client, image_id: str, wanted: set[str], folder: Path, times: Times,
+                       on_rewritten=None) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
     """As rewrite_as_saved, each layer first spooled to a file and rewritten from it (seekable)."""
     config, spooled = save_layers(client, image_id, wanted, folder / "raw")
     rewritten = {}
@@ -218,6 +213,8 @@ def rewrite_from_files(client, image_id: str, wanted: set[str], folder: Path,
         with source_path.open("rb") as source, path.open("wb") as out:
             rewritten[raw_diff_id] = (rewrite_layer(source, out, times), path)
         source_path.unlink()  # the disk holds one copy of a layer, not two
+        if on_rewritten is not None:
+            on_rewritten(_member_name(path), path)
     return config, rewritten
 
 
@@ -248,38 +245,3 @@ def save_layers(client, image_id: str, wanted: set[str], folder: Path) -> tuple[
 def _require(config: bytes, missing: set[str], image_id: str) -> None:
     if not config or missing:
         raise BuildFailed(f"the engine's save of {image_id[:19]} lacked its config or {len(missing)} of its layers")
-
-
-def _header(name: str, size: int) -> bytes:
-    info = tarfile.TarInfo(name)
-    info.size, info.mode, info.mtime = size, 0o644, 0
-    return info.tobuf(format=tarfile.PAX_FORMAT)
-
-
-def _load(client, archive) -> None:
-    """`archive` (the chunks of a load archive, sent as they come) loaded by the engine."""
-    for event in client.load_image(archive):
-        detail = event.get("errorDetail", {}).get("message") or event.get("error")
-        if detail:
-            raise BuildFailed(f"the engine refused the normalised image: {detail}")
-
-
-class ChunkReader(io.RawIOBase):
-    """A file over the chunks of a streamed response (read through io.BufferedReader)."""
-
-    def __init__(self, chunks):
-        self.chunks, self.pending = iter(chunks), memoryview(b"")
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        while not self.pending:
-            chunk = next(self.chunks, None)
-            if chunk is None:
-                return 0
-            self.pending = memoryview(chunk)
-        size = min(len(buffer), len(self.pending))
-        buffer[:size] = self.pending[:size]
-        self.pending = self.pending[size:]
-        return size
