@@ -89,3 +89,16 @@ def test_an_error_on_our_side_gives_the_load_up_and_ends_its_thread(tmp_path):
         raise KeyError("the rewrite failed")
     assert not loading._thread.is_alive()
     assert b"manifest.json" not in engine.body, "an aborted load was given an archive to load"
+
+
+def test_any_failure_of_the_request_is_the_loads_failure_said_once(tmp_path, capsys):
+    class Odd(Engine):
+        def load_image(self, chunks):
+            next(iter(chunks))
+            raise ValueError("an answer docker-py could not read")
+
+    with pytest.raises(BuildFailed, match="refused the normalised image: an answer docker-py could not read"), \
+            Loading(Odd()) as loading:
+        loading.send("0/layer.tar", _layers(tmp_path)[0])
+        loading.finish("c.json", b"{}", {})
+    assert "Traceback" not in capsys.readouterr().err

@@ -14,13 +14,11 @@ import tarfile
 import threading
 from pathlib import Path
 
-import docker
-import requests
-
 from ngcbuild.core.errors import BuildFailed
 
 _CHUNK = 1 << 20
 _END, _ABORT = object(), object()
+_ABORT_WAIT_S = 30
 
 
 class _Aborted(Exception):
@@ -58,9 +56,10 @@ class Loading:
         self._raise_failure()
 
     def abort(self) -> None:
-        """The request given up mid-archive (the engine loads nothing of it); waits for the thread."""
+        """The request given up mid-archive (the engine loads nothing of it); waits a while for the
+        thread (a daemon: an engine that stopped reading does not hold the process)."""
         self._queue.put(_ABORT)
-        self._thread.join()
+        self._thread.join(_ABORT_WAIT_S)
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -77,7 +76,7 @@ class Loading:
                     raise BuildFailed(f"the engine refused the normalised image: {detail}")
         except _Aborted:
             pass
-        except (BuildFailed, docker.errors.APIError, requests.exceptions.RequestException, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - whatever ends the request is the load's failure, said once
             self._failure = exc
 
     def _archive(self):

@@ -144,8 +144,13 @@ def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch:
             say(f"normalising: {exc}; saving the image again to rewrite it from files")
             shutil.rmtree(folder / "streamed")  # the disk holds one rewrite at a time
             image_id = rewrite_and_load(rewrite_from_files, "files")
-    if client.inspect_image(image_id)["Id"] != image_id:
-        raise BuildFailed(f"the engine loaded the normalised image of {raw['Id'][:19]} under another id")
+    try:
+        loaded = client.inspect_image(image_id)["Id"]
+    except docker.errors.ImageNotFound:
+        loaded = "nothing"
+    if loaded != image_id:
+        raise BuildFailed(f"the engine loaded the normalised image of {raw['Id'][:19]} as {loaded[:19]}, "
+                          f"not as {image_id[:19]}")
     done.image_id, done.seconds = image_id, round(time.monotonic() - started, 1)
     return done
 
