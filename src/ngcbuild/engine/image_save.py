@@ -88,9 +88,7 @@ def read_members(stream, config_name: str, on_layer, what: str) -> bytes:
         elif name.endswith("/layer.tar"):
             on_layer(member)
         member.skip()
-    while stream.read(_CHUNK):  # the record's padding after the end marker: the response read to its end
-        pass
-    return config
+    return config  # what follows the end marker (padding) is not waited for: an engine may hold the line open
 
 
 def _members(stream, what: str):
