@@ -312,6 +312,61 @@ BROKEN_SAVES = [
 ]
 
 
+def _save_of(entries: list[tuple[str, bytes | str]]) -> bytes:
+    """A save of the given members: bytes are a file's, a str a symbolic link's target."""
+    saved = io.BytesIO()
+    with tarfile.open(fileobj=saved, mode="w") as tar:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            if isinstance(data, str):
+                info.type, info.linkname = tarfile.SYMTYPE, data
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return saved.getvalue()
+
+
+def _layer_of(saved: bytes) -> bytes:
+    with tarfile.open(fileobj=io.BytesIO(saved)) as tar:
+        return tar.extractfile(f"{'1' * 64}/layer.tar").read()
+
+
+def _config_of(saved: bytes) -> bytes:
+    with tarfile.open(fileobj=io.BytesIO(saved)) as tar:
+        return tar.extractfile(f"{IMAGE_ID[7:]}.json").read()
+
+
+def _declaring(config_name: str, layers: list[str]) -> tuple[str, bytes]:
+    return ("manifest.json", json.dumps([{"Config": config_name, "RepoTags": [RELEASE_TAG], "Layers": layers}]).encode())
+
+
+_LAYER = _layer_of(SAVED)
+_OTHER_CONFIG = b'{"rootfs": {"type": "layers", "diff_ids": ["' + DIFF_ID.encode() + b'"]}, "os": "other"}'
+# A save that declares what it holds (engine/image_save.py) and lies about it, or lays it out as Podman does.
+# Each lie: exit 1, one line, nothing sent, nothing recorded.
+DECLARING_SAVES = [
+    ("push-engine-save-of-another-image", _save_of([
+        ("1/layer.tar", _LAYER), ("other.json", _OTHER_CONFIG), _declaring("other.json", ["1/layer.tar"])]),
+     ("no image whose config is the inspected image's",)),
+    ("push-engine-save-layer-link-out-of-it", _save_of([
+        ("1/layer.tar", "../../../etc/passwd"), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED)),
+        _declaring(f"{IMAGE_ID[7:]}.json", ["1/layer.tar"])]), ("leads out of the save",)),
+    ("push-engine-save-layer-of-other-bytes", _save_of([
+        ("1/layer.tar", _LAYER[:-1024] + bytes(1024) + bytes(1024)), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED)),
+        _declaring(f"{IMAGE_ID[7:]}.json", ["1/layer.tar"])]), ("not the layer",)),
+    ("push-engine-save-declares-nothing", _save_of([
+        ("1/layer.tar", _LAYER), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED))]), ("declares no image",)),
+    ("push-engine-save-link-loop", _save_of([
+        ("a", "b"), ("b", "a"), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED)),
+        _declaring(f"{IMAGE_ID[7:]}.json", ["a"])]), ("hops",)),
+]
+# Podman's layout: each layer a file named by its diff id, `<id>/layer.tar` a link to it (pushed as any other)
+PODMAN_SAVE = _save_of([(f"{DIFF_ID[7:]}.tar", _LAYER), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED)),
+                        (f"{'1' * 64}/layer.tar", f"../{DIFF_ID[7:]}.tar"),
+                        _declaring(f"{IMAGE_ID[7:]}.json", [f"{DIFF_ID[7:]}.tar"])])
+
+
 def push_cases(add) -> None:
     klass = "hostile registry (push)"
     setup = setup_all(dev, _record)
@@ -350,6 +405,13 @@ def push_cases(add) -> None:
         add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(_keep_stored, saved=saved),
                         extra_env=env, mentions=says, absent=("\x1b", "Traceback", "compressed layer"),
                         after=nothing_recorded, hides=("retry",)))
+    for name, saved, says in DECLARING_SAVES:  # its layers may be compressed before the lie is found: never sent
+        add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(_keep_stored, saved=saved),
+                        extra_env=env, mentions=says, absent=("\x1b", "Traceback"),
+                        after=nothing_recorded, hides=("retry",)))
+    add(HostileCase("push-from-a-podman-save", klass, argv, setup, exit_status=0,
+                    serve=pushing(_keep_stored, saved=PODMAN_SAVE), extra_env=env, after=recorded_as_stored,
+                    shows=("(verified against the registry)",)))
     for name, misbehave, says in cases:
         check = nothing_elsewhere if misbehave is _elsewhere else nothing_recorded
         add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(misbehave), extra_env=env,

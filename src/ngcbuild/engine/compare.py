@@ -139,9 +139,9 @@ def compare_images(client, first: str, second: str) -> Comparison:
     differing = [i for i in range(max(len(ids_one), len(ids_two)))
                  if (ids_one[i] if i < len(ids_one) else None) != (ids_two[i] if i < len(ids_two) else None)]
     with tempfile.TemporaryDirectory(prefix="ngcbuild-compare-", dir="/var/tmp") as tmp:
-        config_one, layers_one = save_layers(client, one["Id"], {ids_one[i] for i in differing if i < len(ids_one)},
+        config_one, layers_one = save_layers(client, one, {ids_one[i] for i in differing if i < len(ids_one)},
                                              Path(tmp) / "1")
-        config_two, layers_two = save_layers(client, two["Id"], {ids_two[i] for i in differing if i < len(ids_two)},
+        config_two, layers_two = save_layers(client, two, {ids_two[i] for i in differing if i < len(ids_two)},
                                              Path(tmp) / "2")
         result.config = config_differences(json.loads(config_one), json.loads(config_two))
         for index in differing:

@@ -134,7 +134,7 @@ def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch:
 
         def rewrite_and_load(rewrite, subfolder: str) -> str:
             with Loading(client) as loading:  # each layer sent to the engine as soon as it is rewritten
-                config, rewritten = rewrite(client, raw["Id"], wanted, folder / subfolder, times,
+                config, rewritten = rewrite(client, raw, wanted, folder / subfolder, times,
                                             on_rewritten=loading.send)
                 return _finish(loading, config, rewritten, raw_ids, base_ids[:kept], times, tag_ref, done)
 
@@ -180,12 +180,12 @@ def _member_name(path: Path) -> str:
     return f"{path.stem}/layer.tar"
 
 
-def rewrite_as_saved(client, image_id: str, wanted: set[str], folder: Path, times: Times,
+def rewrite_as_saved(client, image: dict, wanted: set[str], folder: Path, times: Times,
                      on_rewritten=None) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
     """The config's bytes and, for each layer in `wanted` (by diff id), its rewrite (layer_tar.py) in a file
-    of `folder`: each layer rewritten as the engine's save streams it, never spooled first, and handed to
-    `on_rewritten(member name, path)` as soon as it is written. Raises Unstreamable (layer_tar.py) for a
-    layer only the seekable rewrite can do."""
+    of `folder`: each layer rewritten as the engine's save of `image` (its inspect answer) streams it, never
+    spooled first, and handed to `on_rewritten(member name, path)` as soon as it is written. Raises
+    Unstreamable (layer_tar.py) for a layer only the seekable rewrite can do."""
     folder.mkdir(parents=True, exist_ok=True)
     rewritten: dict[str, tuple[Rewritten, Path]] = {}
     numbers = itertools.count()
@@ -195,7 +195,7 @@ def rewrite_as_saved(client, image_id: str, wanted: set[str], folder: Path, time
         try:
             layer, raw_diff_id = rewrite_stream(source, path, times)
         except tarfile.TarError as exc:
-            raise SaveUnreadable(f"the engine's save of {image_id[:19]}: a layer that is not a tar ({exc})") from None
+            raise SaveUnreadable(f"{source.what}: a layer that is not a tar ({exc})") from None
         if raw_diff_id in wanted and raw_diff_id not in rewritten:
             rewritten[raw_diff_id] = (layer, path)
             if on_rewritten is not None:
@@ -203,29 +203,33 @@ def rewrite_as_saved(client, image_id: str, wanted: set[str], folder: Path, time
         else:  # a base layer, or one the image holds twice
             path.unlink()
 
-    config = read_save(client, image_id, rewrite)
-    _require(config, wanted - set(rewritten), image_id)
-    return config, rewritten
+    saved = read_save(client, image, rewrite)
+    _require(wanted - set(rewritten), image["Id"])
+    return saved.config, rewritten
 
 
-def rewrite_from_files(client, image_id: str, wanted: set[str], folder: Path, times: Times,
+def rewrite_from_files(client, image: dict, wanted: set[str], folder: Path, times: Times,
                        on_rewritten=None) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
     """As rewrite_as_saved, each layer first spooled to a file and rewritten from it (seekable)."""
-    config, spooled = save_layers(client, image_id, wanted, folder / "raw")
+    config, spooled = save_layers(client, image, wanted, folder / "raw")
     rewritten = {}
     for number, (raw_diff_id, source_path) in enumerate(spooled.items()):
         path = folder / f"{number}.tar"
         with source_path.open("rb") as source, path.open("wb") as out:
-            rewritten[raw_diff_id] = (rewrite_layer(source, out, times), path)
+            try:
+                rewritten[raw_diff_id] = (rewrite_layer(source, out, times), path)
+            except tarfile.TarError as exc:
+                raise SaveUnreadable(f"the engine's save of {image['Id'][:19]}: a layer that is not a tar "
+                                     f"({exc})") from None
         source_path.unlink()  # the disk holds one copy of a layer, not two
         if on_rewritten is not None:
             on_rewritten(_member_name(path), path)
     return config, rewritten
 
 
-def save_layers(client, image_id: str, wanted: set[str], folder: Path) -> tuple[bytes, dict[str, Path]]:
+def save_layers(client, image: dict, wanted: set[str], folder: Path) -> tuple[bytes, dict[str, Path]]:
     """An image's config (its bytes) and a file in `folder` per layer in `wanted` (by diff id), from
-    the engine's save of the image."""
+    the engine's save of `image` (its inspect answer)."""
     folder.mkdir(parents=True, exist_ok=True)
     spooled, numbers = {}, itertools.count()
 
@@ -242,11 +246,11 @@ def save_layers(client, image_id: str, wanted: set[str], folder: Path) -> tuple[
         else:
             path.unlink()
 
-    config = read_save(client, image_id, spool)
-    _require(config, wanted - set(spooled), image_id)
-    return config, spooled
+    saved = read_save(client, image, spool)
+    _require(wanted - set(spooled), image["Id"])
+    return saved.config, spooled
 
 
-def _require(config: bytes, missing: set[str], image_id: str) -> None:
-    if not config or missing:
-        raise BuildFailed(f"the engine's save of {image_id[:19]} lacked its config or {len(missing)} of its layers")
+def _require(missing: set[str], image_id: str) -> None:
+    if missing:  # the save's reader checked every layer it declares: a layer wanted is not among them
+        raise BuildFailed(f"the engine's save of {image_id[:19]} lacked {len(missing)} of its layers")

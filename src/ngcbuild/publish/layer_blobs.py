@@ -18,8 +18,6 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ngcbuild.core.errors import OperationError
-
 LEVEL = 1
 MEMORY_LEVEL = 8  # zlib's default, named: a change of it is a change of every blob
 LAYER_MEDIA = "application/vnd.docker.image.rootfs.diff.tar.gzip"
@@ -87,24 +85,22 @@ def image_blobs(client, image_id: str, folder: Path, say) -> ImageBlobs:
     compressed as the save streams it; a layer the image holds twice is compressed once)."""
     from ngcbuild.engine.image_save import read_save
 
-    diff_ids = list(client.inspect_image(image_id)["RootFS"]["Layers"])
+    image = client.inspect_image(image_id)
+    count = len(set(image["RootFS"]["Layers"]))
     folder.mkdir(parents=True, exist_ok=True)
     blobs: dict[str, Blob] = {}
     numbers = itertools.count()
 
-    def keep(source) -> None:
+    def keep(source) -> Blob:
         path = folder / f"{next(numbers)}.tar.gz"
         with path.open("wb") as target:
             digest, size, diff_id = compress(source, target)
         if diff_id in blobs:
             path.unlink()
-            return
+            return blobs[diff_id]
         blobs[diff_id] = Blob(digest, size, path)
-        say(f"compressed layer {len(blobs)}/{len(set(diff_ids))}: {size / 1e6:.1f} MB ({digest[:19]})")
+        say(f"compressed layer {len(blobs)}/{count}: {size / 1e6:.1f} MB ({digest[:19]})")
+        return blobs[diff_id]
 
-    config = read_save(client, image_id, keep)
-    missing = [d for d in diff_ids if d not in blobs]
-    if "sha256:" + hashlib.sha256(config).hexdigest() != image_id or missing:
-        raise OperationError(f"the engine's save of {image_id[:19]} lacked its config or {len(missing)} of its "
-                             "layers; nothing was pushed")
-    return ImageBlobs(config, tuple(blobs[d] for d in diff_ids))
+    saved = read_save(client, image, keep)  # the image as the save declares it, checked against the inspect
+    return ImageBlobs(saved.config, tuple(layer.result for layer in saved.layers))
