@@ -16,11 +16,13 @@ from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import ImageRef
 from ngcbuild.core.text import safe
+from ngcbuild.engine.normalise import CREATED_LABEL
 from ngcbuild.registry.client import Registry, RegistryError
 from ngcbuild.workspace.record import Record, record_build
 from ngcbuild.workspace.sections import BuildRecord
 
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
+COMPLETE_LABEL = CREATED_LABEL  # written by the normalising step alone
 HASH_CHARS = 12
 _LABEL_KEY_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
 
@@ -67,8 +69,11 @@ def build_tags(repository: str, names: ImageNames, context_hash: str, platform: 
 
 
 def matches(image: dict, context_hash: str, platform: str) -> bool:
+    """An image of this context and platform that the build finished: the engine's own image of the
+    context carries the context's label too, but only a normalised image carries the label the
+    normalising step writes (a step that failed leaves the engine's image, never the release's)."""
     labels = (image.get("Config") or {}).get("Labels") or {}
-    return (labels.get(CONTEXT_HASH_LABEL) == context_hash
+    return (labels.get(CONTEXT_HASH_LABEL) == context_hash and COMPLETE_LABEL in labels
             and f"{image.get('Os')}/{image.get('Architecture')}" == platform)
 
 

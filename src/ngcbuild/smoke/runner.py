@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import resource
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
@@ -17,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import docker
-from docker.types import DeviceRequest, Ulimit
+from docker.types import DeviceRequest
 
 from ngcbuild.core.errors import SmokeFailed, UserError
 from ngcbuild.core.outputs import printer
@@ -35,6 +34,7 @@ from ngcbuild.smoke.perf import (
     with_baseline,
     write_report,
 )
+from ngcbuild.smoke.run_limits import MOST_ATTEMPTS, Limits
 from ngcbuild.smoke.staging import stage_expectations, stage_pytest
 from ngcbuild.smoke.suite_output import JUNIT_LIMIT, read_output
 from ngcbuild.smoke.summary import render_table, rows_from_junit
@@ -46,7 +46,6 @@ CHECKS_DIR = Path(__file__).parent / "checks"
 MOUNT = "/opt/ngcbuild"
 TIMEOUT_S = 1800
 VERSION_TIMEOUT_S = 120
-NGC_RUN_FLAGS = {"shm_size": "1g", "memlock": -1, "stack": 67108864}
 
 
 def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str | None = None,
@@ -203,13 +202,6 @@ def gpu_visible(client: docker.APIClient) -> bool:
     return "nvidia" in runtimes and Path("/dev/nvidiactl").exists()
 
 
-def run_flags(memlock: int) -> dict:
-    """NGC's `docker run` flags: --shm-size=1g --ulimit memlock=<memlock> --ulimit stack=67108864."""
-    return {"shm_size": NGC_RUN_FLAGS["shm_size"],
-            "ulimits": [Ulimit(name="memlock", soft=memlock, hard=memlock),
-                        Ulimit(name="stack", soft=NGC_RUN_FLAGS["stack"], hard=NGC_RUN_FLAGS["stack"])]}
-
-
 def image_python(client, ref: str) -> str:
     """MAJOR.MINOR of the image's python3."""
     ran = run_once(client, ref, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], entrypoint=["python3"],
@@ -234,11 +226,10 @@ def _run_container(client, ref: str, tmp: Path, gpu: bool, args: list[str], out,
         str(tmp / "pytest"): {"bind": f"{MOUNT}/pytest", "mode": "ro"},
         str(tmp / "out"): {"bind": f"{MOUNT}/out", "mode": "rw"},
     }
-    # memlock=-1 needs a host that allows it; where the engine may not raise it (a sandbox, rootless
-    # Docker), run with the host's own hard limit and say so.
-    for memlock in (NGC_RUN_FLAGS["memlock"], resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]):
+    limits = Limits()  # NGC's flags, lowered where the engine may not set them (run_limits.py)
+    for _ in range(MOST_ATTEMPTS):
         host_config = client.create_host_config(
-            binds=binds, network_mode="none", **run_flags(memlock),
+            binds=binds, network_mode="none", **limits.host_config_flags(),
             device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpu else None,
         )
         try:
@@ -247,11 +238,11 @@ def _run_container(client, ref: str, tmp: Path, gpu: bool, args: list[str], out,
                            environment={"PYTHONDONTWRITEBYTECODE": "1", "NGCBUILD_SMOKE_DIR": MOUNT},
                            on_output=_shown_on(out))
         except docker.errors.APIError as exc:
-            if "rlimit" in str(exc) and memlock == NGC_RUN_FLAGS["memlock"]:
-                print(f"note: this engine may not set memlock=-1; running with the host's limit "
-                      f"({resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]} bytes)", file=out, flush=True)
-                continue
-            raise
+            note = limits.lower(str(exc)) if "rlimit" in str(exc) else None
+            if note is None:
+                raise
+            print(note, file=out, flush=True)
+            continue
         return ran.exit_code
     raise SmokeFailed("the engine refused to start the smoke container")
 
