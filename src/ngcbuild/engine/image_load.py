@@ -21,6 +21,17 @@ _END, _ABORT = object(), object()
 _ABORT_WAIT_S = 30
 
 
+def takes_partial_load(client) -> bool:
+    """Whether the engine takes a load that leaves out layers it holds already (by their chain): Docker's
+    own image store does; Podman and Docker's containerd image store refuse one ("Some layer tarfiles are
+    missing in the tarball")."""
+    components = client.version().get("Components") or []
+    if any("podman" in str(part.get("Name", "")).lower() for part in components if isinstance(part, dict)):
+        return False
+    status = client.info().get("DriverStatus") or []
+    return not any("containerd.snapshotter" in str(value) for pair in status for value in pair)
+
+
 class _Aborted(Exception):
     """Raised inside the request's body: the load is given up, the engine keeps nothing of it."""
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import docker
 
 from ngcbuild.core.errors import BuildFailed
-from ngcbuild.engine.image_load import Loading
+from ngcbuild.engine.image_load import Loading, takes_partial_load
 from ngcbuild.engine.image_save import SaveUnreadable, read_save
 from ngcbuild.engine.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
 
@@ -128,6 +128,8 @@ def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch:
     tag_ref = f"{memo_repository}:{tag}"
     done = Normalised("", raw["Id"], epoch, made_after)
     say(f"normalising {raw['Id'][:19]}: {len(raw_ids) - kept} layers the build wrote, times as of {rfc3339(epoch)}")
+    # an engine that refuses a load leaving out the layers it holds is sent the base's layers too, as saved
+    whole = set() if takes_partial_load(client) else set(base_ids[:kept])
     with tempfile.TemporaryDirectory(prefix="ngcbuild-normalise-", dir="/var/tmp") as tmp:
         folder = Path(tmp)
         wanted = set(raw_ids[kept:])
@@ -135,7 +137,7 @@ def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch:
         def rewrite_and_load(rewrite, subfolder: str) -> str:
             with Loading(client) as loading:  # each layer sent to the engine as soon as it is rewritten
                 config, rewritten = rewrite(client, raw, wanted, folder / subfolder, times,
-                                            on_rewritten=loading.send)
+                                            on_rewritten=loading.send, as_saved=whole)
                 return _finish(loading, config, rewritten, raw_ids, base_ids[:kept], times, tag_ref, done)
 
         try:
@@ -159,7 +161,7 @@ def _finish(loading: Loading, config: bytes, rewritten: dict, raw_ids: list[str]
             times: Times, tag_ref: str, done: Normalised) -> str:
     """The normalised config made from the rewritten layers and sent last, the load waited for: its id."""
     kept = len(base_ids)
-    diff_ids, names = list(base_ids), [f"base/{i}/layer.tar" for i in range(kept)]
+    diff_ids, names = list(base_ids), [base_member_name(diff_id) for diff_id in base_ids]
     for index in range(kept, len(raw_ids)):
         layer, path = rewritten[raw_ids[index]]
         diff_ids.append(layer.diff_id)
@@ -180,22 +182,52 @@ def _member_name(path: Path) -> str:
     return f"{path.stem}/layer.tar"
 
 
+def base_member_name(diff_id: str) -> str:
+    """A base layer's member in the load (sent only to an engine that takes no partial load)."""
+    return f"base-{diff_id[7:]}/layer.tar"
+
+
+class _Tee:
+    """A readable file that also writes what is read through it to `target`."""
+
+    def __init__(self, source, target):
+        self.source, self.target = source, target
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.source.read(size)
+        self.target.write(data)
+        return data
+
+
 def rewrite_as_saved(client, image: dict, wanted: set[str], folder: Path, times: Times,
-                     on_rewritten=None) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
+                     on_rewritten=None, as_saved: set[str] = frozenset()) -> tuple[bytes, dict]:
     """The config's bytes and, for each layer in `wanted` (by diff id), its rewrite (layer_tar.py) in a file
     of `folder`: each layer rewritten as the engine's save of `image` (its inspect answer) streams it, never
-    spooled first, and handed to `on_rewritten(member name, path)` as soon as it is written. Raises
-    Unstreamable (layer_tar.py) for a layer only the seekable rewrite can do."""
+    spooled first, and handed to `on_rewritten(member name, path)` as soon as it is written; each layer in
+    `as_saved` is handed on as saved (base_member_name). Raises Unstreamable (layer_tar.py) for a layer only
+    the seekable rewrite can do."""
     folder.mkdir(parents=True, exist_ok=True)
     rewritten: dict[str, tuple[Rewritten, Path]] = {}
+    sent_as_saved: set[str] = set()
     numbers = itertools.count()
 
     def rewrite(source) -> None:
-        path = folder / f"{next(numbers)}.tar"
+        number = next(numbers)
+        path, copy = folder / f"{number}.tar", folder / f"{number}.saved.tar"
         try:
-            layer, raw_diff_id = rewrite_stream(source, path, times)
+            if as_saved:
+                with copy.open("wb") as target:
+                    layer, raw_diff_id = rewrite_stream(_Tee(source, target), path, times)
+            else:
+                layer, raw_diff_id = rewrite_stream(source, path, times)
         except tarfile.TarError as exc:
             raise SaveUnreadable(f"{source.what}: a layer that is not a tar ({exc})") from None
+        if raw_diff_id in as_saved and raw_diff_id not in sent_as_saved:
+            sent_as_saved.add(raw_diff_id)
+            if on_rewritten is not None:
+                on_rewritten(base_member_name(raw_diff_id), copy)
+        else:
+            copy.unlink(missing_ok=True)
         if raw_diff_id in wanted and raw_diff_id not in rewritten:
             rewritten[raw_diff_id] = (layer, path)
             if on_rewritten is not None:
@@ -204,15 +236,18 @@ def rewrite_as_saved(client, image: dict, wanted: set[str], folder: Path, times:
             path.unlink()
 
     saved = read_save(client, image, rewrite)
-    _require(wanted - set(rewritten), image["Id"])
+    _require((wanted | as_saved) - set(rewritten) - sent_as_saved, image["Id"])
     return saved.config, rewritten
 
 
 def rewrite_from_files(client, image: dict, wanted: set[str], folder: Path, times: Times,
-                       on_rewritten=None) -> tuple[bytes, dict[str, tuple[Rewritten, Path]]]:
+                       on_rewritten=None, as_saved: set[str] = frozenset()) -> tuple[bytes, dict]:
     """As rewrite_as_saved, each layer first spooled to a file and rewritten from it (seekable)."""
-    config, spooled = save_layers(client, image, wanted, folder / "raw")
+    config, spooled = save_layers(client, image, wanted | as_saved, folder / "raw")
     rewritten = {}
+    for diff_id in as_saved:
+        if on_rewritten is not None:
+            on_rewritten(base_member_name(diff_id), spooled.pop(diff_id))
     for number, (raw_diff_id, source_path) in enumerate(spooled.items()):
         path = folder / f"{number}.tar"
         with source_path.open("rb") as source, path.open("wb") as out:
