@@ -25,15 +25,16 @@ LOG = Path("build") / "tests" / "rest.log"
 PARTS = Path("build") / "reliability"
 NICE = 5  # the rest yields the cores to the engine's work when both want them
 STOP_WAIT_S = 60
-_NETWORK_ONLY = re.compile(r"^pytestmark = pytest\.mark\.network$", re.M)
+# the marks of integration files that need no Docker engine: PyPI alone (verify's rows, the resolver's
+# agreement) or Podman's service alone (dev's pipeline on Podman)
+_BESIDE_THE_ENGINE = re.compile(r"^pytestmark = pytest\.mark\.(network|podman)$", re.M)
 
 
 def network_only(root: Path) -> list[str]:
-    """The integration test files whose tests need PyPI but no engine (their module's only mark is
-    `network`: verify's rows, the resolver's agreement): they run in the second process, after the rest,
-    and leave the engine's lane their minutes."""
+    """The integration test files whose tests need no Docker engine (their module's only mark is `network`
+    or `podman`): they run in the second process, after the rest, and leave the engine's lane their minutes."""
     return [str(path.relative_to(root)) for path in sorted((root / ENGINE).glob("test_*.py"))
-            if _NETWORK_ONLY.search(path.read_text(encoding="utf-8"))]
+            if _BESIDE_THE_ENGINE.search(path.read_text(encoding="utf-8"))]
 
 
 def the_rest(root: Path) -> list[str]:

@@ -29,7 +29,7 @@ def test_each_refusal_lowers_the_limit_it_names_and_says_so():
     # Podman sets the open files and processes of every container itself: refused, they are named too
     note = limits.lower(RUNC.format(7))
     assert "nofile to the engine's default" in note
-    assert _ulimits(limits)["nofile"][0] == max(candidates("nofile"))
+    assert _ulimits(limits)["nofile"][0] == candidates("nofile")[0]
     assert limits.lower(RUNC.format(6)) is not None and "nproc" in _ulimits(limits)
     assert limits.lowered[0].startswith("memlock unlimited -> ")
 
@@ -63,4 +63,5 @@ def test_candidates_are_this_machines_limits_then_floors():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     found = candidates("nofile")
     assert found == sorted(set(found), reverse=True) and 1024 in found
-    assert all(value in found for value in (soft, hard) if value != resource.RLIM_INFINITY)
+    own = [value for value in (hard, soft) if value != resource.RLIM_INFINITY]
+    assert found[:len(set(own))] == sorted(set(own), reverse=True)  # what an engine started here has, first

@@ -60,5 +60,6 @@ def candidates(name: str) -> list[int]:
     """Values to try for the limit `name`, highest first: this process's own hard and soft limits (an
     engine started here has them), then common floors."""
     soft, hard = resource.getrlimit(_TYPES[_BY_NAME[name]][1])
-    found = {value for value in (hard, soft, *_FLOORS[name]) if value != resource.RLIM_INFINITY and value > 0}
-    return sorted(found, reverse=True)
+    own = [value for value in (hard, soft) if value != resource.RLIM_INFINITY and value > 0]
+    floors = [value for value in _FLOORS[name] if not own or value < min(own)]
+    return sorted(set(own), reverse=True) + sorted(set(floors), reverse=True)

@@ -1,0 +1,98 @@
+"""dev's pipeline end to end on Podman, through its Docker-compatible API service (`podman system service`,
+as `.ci/engine` starts it on a socket of its own; docs/engines.md): the base made there, a cold build (buildah
+behind the API; the save Podman writes, each layer a file named by its diff id; a load that must hold every
+layer), the smoke suite with the limits Podman may set, ngcbuild's own push to a registry of the test's own,
+read back by skopeo, and the skip by context hash. Needs no Docker engine: it runs beside the engine's lane."""
+
+import hashlib
+import json
+import os
+import subprocess
+
+import pytest
+
+from ..conftest import IN_CI
+
+pytestmark = pytest.mark.podman
+
+PODMAN_SOCKET = os.environ.get("NGCBUILD_PODMAN_SOCKET", "/run/ngcbuild-podman/podman.sock")
+
+
+@pytest.fixture(scope="module")
+def podman():
+    """Podman's API, emptied of images (a fresh runner's: the build is cold); fails in CI, skips elsewhere,
+    where no Podman answers."""
+    import docker
+
+    client = docker.APIClient(base_url=f"unix://{PODMAN_SOCKET}", timeout=600)
+    try:
+        components = client.version().get("Components") or []
+    except Exception as exc:  # noqa: BLE001 - whatever keeps the service from answering
+        message = f"no Podman API service at unix://{PODMAN_SOCKET} (`bash .ci/engine` starts it): {exc}"
+        if IN_CI:
+            pytest.fail(f"CI=true and {message}", pytrace=False)
+        pytest.skip(message)
+    assert any("podman" in part.get("Name", "").lower() for part in components), components
+    _empty(client)
+    yield client
+    _empty(client)  # gigabytes of layers: nothing of the test's stays on the machine
+
+
+def _empty(client) -> None:
+    for container in client.containers(all=True):
+        client.remove_container(container["Id"], force=True)
+    for image in client.images():
+        try:
+            client.remove_image(image["Id"], force=True)
+        except Exception:  # noqa: BLE001, S110 - an image removed with its child already
+            pass
+
+
+def test_dev_is_built_smoked_and_pushed_on_podman(podman, scratch, private_registry_of_its_own):
+    scratch.copy_release("dev")
+    env = {"DOCKER_HOST": f"unix://{PODMAN_SOCKET}"}
+
+    made = scratch.invoke_env(env, "base", "--release", "dev", timeout=900)
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+
+    built = scratch.invoke_env(env, "build", "--release", "dev", timeout=1800)
+    assert built.returncode == 0, built.stdout[-6000:] + built.stderr[-3000:]
+    assert "normalised sha256:" in built.stdout, built.stdout[-3000:]
+    record = json.loads((scratch.root / "build" / "dev" / "record.json").read_text())
+    image_id = record["build"]["image_id"]
+    assert podman.inspect_image("nvcr.io/nvidia/pytorch:dev-py3")["Id"] == image_id
+    labels = podman.inspect_image(image_id)["Config"]["Labels"]
+    assert "org.opencontainers.image.created" in labels  # the normalised image, loaded whole into Podman
+
+    smoked = scratch.invoke_env(env, "smoke", "--release", "dev", timeout=1200)
+    assert smoked.returncode == 0, smoked.stdout[-6000:] + smoked.stderr[-3000:]
+    assert " 0 failed, 0 errors" in smoked.stdout, smoked.stdout[-3000:]
+    assert "Traceback" not in smoked.stdout + smoked.stderr
+
+    host = private_registry_of_its_own.address
+    pushed = scratch.invoke_env(env, "push", "--release", "dev", "--registry", host, timeout=1200)
+    assert pushed.returncode == 0, pushed.stdout[-6000:] + pushed.stderr[-3000:]
+    digest = json.loads((scratch.root / "build" / "dev" / "record.json").read_text())["pushed"][
+        f"{host}/nvidia/pytorch:dev-py3"]["digest"]
+    read_back = subprocess.run(["skopeo", "inspect", "--tls-verify=false", "--raw",
+                                f"docker://{host}/nvidia/pytorch:dev-py3"], capture_output=True, timeout=120)
+    assert read_back.returncode == 0, read_back.stderr
+    assert "sha256:" + hashlib.sha256(read_back.stdout).hexdigest() == digest
+    config = json.loads(read_back.stdout)["config"]["digest"]
+    assert config == image_id  # the config pushed is the very image Podman holds and the suite smoked
+    print(f"dev on Podman: image {image_id}, release digest {digest}")  # -s: the closing note's figures
+
+    again = scratch.invoke_env(env, "build", "--release", "dev", timeout=600)
+    assert again.returncode == 0 and "already built locally" in again.stdout, again.stdout[-3000:]
+
+
+@pytest.fixture
+def private_registry_of_its_own():
+    from .private import PrivateRegistry
+
+    registry = PrivateRegistry()
+    registry.start()
+    try:
+        yield registry
+    finally:
+        registry.close()
