@@ -59,7 +59,7 @@ def test_dev_is_built_smoked_and_pushed_on_podman(podman, scratch, private_regis
     assert built.returncode == 0, built.stdout[-6000:] + built.stderr[-3000:]
     assert "normalised sha256:" in built.stdout, built.stdout[-3000:]
     record = json.loads((scratch.root / "build" / "dev" / "record.json").read_text())
-    image_id = record["build"]["image_id"]
+    image_id = record["image_id"]
     assert podman.inspect_image("nvcr.io/nvidia/pytorch:dev-py3")["Id"] == image_id
     labels = podman.inspect_image(image_id)["Config"]["Labels"]
     assert "org.opencontainers.image.created" in labels  # the normalised image, loaded whole into Podman
