@@ -202,6 +202,18 @@ def cuda_dev_started(request, tmp_path_factory):
         started.close()
 
 
+def checkout_epoch(release: str) -> int:
+    """The epoch a build of `release` in this checkout takes (its inputs' newest commit): a copy of the
+    project without git is given it as SOURCE_DATE_EPOCH."""
+    from ngcbuild.core.project import Project
+    from ngcbuild.engine.epoch import source_date_epoch
+    from ngcbuild.manifest.loader import load_release
+    from ngcbuild.render.stamp import epoch_inputs
+
+    project = Project.at(REPO)
+    return source_date_epoch(project, None, {}, inputs=epoch_inputs(project, load_release(project, release))).seconds
+
+
 class ReproStarted:
     """`dev` built without the layer cache on the second engine (a fresh runner's), then `repro` of it
     there (a second cold build, compared file by file), in a copy of the project (its own build/dev/;
@@ -215,9 +227,8 @@ class ReproStarted:
         self.project = ScratchProject(folder / "project")
         self.project.copy_release("dev")
         self.log = folder / "repro.log"
-        commit = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%ct"], capture_output=True,
-                                text=True, check=True).stdout.strip()
-        self.epoch = int(commit)
+        self.epoch = checkout_epoch("dev")
+        commit = str(self.epoch)
         steps = [[sys.executable, "-m", "invoke", "build", "--release", "dev", "--no-cache", "--force",
                   "--engine", second.host],
                  [sys.executable, "-m", "invoke", "repro", "--release", "dev", "--engine", second.host]]

@@ -75,8 +75,9 @@ def _members(data: bytes):
 
 
 def test_times_rule():
-    assert TIMES(BASE + 1) == EPOCH  # written by the build, before the epoch (a cached step)
-    assert TIMES(EPOCH + 99) == EPOCH  # written by the build, after it (a cold build)
+    assert TIMES(BASE + 1) == BASE  # written by the build, before the epoch (a cached step): the base's time
+    assert TIMES(EPOCH + 99) == BASE  # written by the build, after it (a cold build): the same
+    assert Times(EPOCH + 86400, BASE)(EPOCH) == BASE  # another epoch (another commit): the same file time
     assert TIMES(BASE) == BASE  # a packaged file's own time stays
     assert TIMES(BASE - 50) == BASE - 50
     early = Times(epoch=1000, made_after=BASE)
@@ -94,7 +95,7 @@ def test_a_cached_steps_layer_equals_a_cold_builds():
     assert data_first == data_second
     assert first.diff_id == second.diff_id == "sha256:" + hashlib.sha256(data_first).hexdigest()
     assert {name: mtime for name, _, mtime, *_ in _members(data_first)} == {
-        "usr": EPOCH, "usr/a.py": EPOCH, "usr/pkg.txt": BASE - 10}
+        "usr": BASE, "usr/a.py": BASE, "usr/pkg.txt": BASE - 10}
 
 
 def test_entries_in_path_order_owners_and_modes_kept():
@@ -113,7 +114,7 @@ def test_access_and_change_times_dropped_extended_attributes_kept():
     _, data = _rewrite([("bin/ping", "file", b"elf", BASE + 5)], pax=pax)
     (member,) = _members(data)
     assert member[6] == {"SCHILY.xattr.security.capability": "\x01cap"}
-    assert member[2] == EPOCH
+    assert member[2] == BASE  # written by the build: the base's time
 
 
 def test_hard_links_follow_the_first_path_of_their_group():
@@ -194,13 +195,13 @@ def _pyc(stamp: int, flags: int = 0) -> bytes:
 
 
 def test_pyc_header_gets_its_sources_time():
-    assert clamp_pyc(_pyc(BASE + 77), TIMES) == _pyc(EPOCH)
+    assert clamp_pyc(_pyc(BASE + 77), TIMES) == _pyc(BASE)
     assert clamp_pyc(_pyc(BASE - 77), TIMES) == _pyc(BASE - 77)
     hashed = _pyc(BASE + 77, flags=3)  # checked-hash: no time in it
     assert clamp_pyc(hashed, TIMES) == hashed
     assert clamp_pyc(b"not a pyc", TIMES) == b"not a pyc"
     done, data = _rewrite([("m/__pycache__/a.cpython-311.pyc", "file", _pyc(BASE + 77), BASE + 77)])
-    assert done.pyc_clamped == 1 and _members(data)[0][7] == _pyc(EPOCH)
+    assert done.pyc_clamped == 1 and _members(data)[0][7] == _pyc(BASE)
 
 
 def test_the_rewrite_is_a_fixed_point():
@@ -225,7 +226,7 @@ def test_config_times_by_the_rule_and_no_trace_of_the_container():
     assert one == two
     config = json.loads(one)
     assert config["created"] == rfc3339(EPOCH)
-    assert [entry["created"] for entry in config["history"]] == [base_time, rfc3339(EPOCH)]
+    assert [entry["created"] for entry in config["history"]] == [base_time, rfc3339(BASE)]
     assert "container" not in config and "container_config" not in config and "docker_version" not in config
     assert config["config"]["Hostname"] == ""
     assert config["config"]["Labels"]["org.opencontainers.image.created"] == rfc3339(EPOCH)
@@ -266,6 +267,33 @@ def test_epoch_of_a_commit(tmp_path):
     epoch = source_date_epoch(Project.at(tmp_path), None, {})
     assert epoch.seconds == EPOCH and "commit" in epoch.source
     assert time.gmtime(epoch.seconds).tm_year == 2026
+
+
+def test_epoch_of_the_newest_commit_to_touch_the_release_s_inputs(tmp_path):
+    # a later commit that touches only README.md leaves the release's epoch where its inputs' commit put it
+    import subprocess
+
+    def commit(day: str, path: str) -> None:
+        env = {"GIT_AUTHOR_DATE": f"{day}T00:00:00Z", "GIT_COMMITTER_DATE": f"{day}T00:00:00Z",
+               "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(day)
+        subprocess.run(["git", "-C", str(tmp_path), "add", path], check=True, env=env)
+        subprocess.run(["git", "-C", str(tmp_path), "commit", "-q", "-m", path], check=True, env=env)
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    commit("2026-01-01", "manifests/dev.yaml")
+    commit("2026-02-01", "templates/image/Dockerfile.j2")
+    commit("2026-03-01", "README.md")
+    commit("2026-04-01", "manifests/other.yaml")
+    project = Project.at(tmp_path)
+    inputs = [tmp_path / "manifests" / "dev.yaml", tmp_path / "templates"]
+    epoch = source_date_epoch(project, None, {}, inputs=inputs)
+    assert time.strftime("%Y-%m-%d", time.gmtime(epoch.seconds)) == "2026-02-01"
+    assert "newest commit to touch the release's inputs" in epoch.source
+    assert time.strftime("%Y-%m-%d", time.gmtime(source_date_epoch(project, None, {}).seconds)) == "2026-04-01"
+    assert source_date_epoch(project, None, {"SOURCE_DATE_EPOCH": "7"}, inputs=inputs).seconds == 7
 
 
 def test_copy_steps_name_their_layer_not_the_engines_hash_of_the_source():

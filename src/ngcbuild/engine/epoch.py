@@ -1,9 +1,12 @@
-"""SOURCE_DATE_EPOCH: the one time a build's image says (every file a step wrote, the history, `created`).
+"""SOURCE_DATE_EPOCH: the time a build's image says it was made (its config's `created`).
 
 It comes from the release's manifest (`build.source_date_epoch`), else from the environment's
 SOURCE_DATE_EPOCH (reproducible-builds.org's variable, which a CI job or a consumer's rebuild sets),
-else from the time of the checkout's commit: the same commit gives the same epoch on any machine,
-any day. Outside a git checkout with neither set it is 0 (1970-01-01), and the build says so.
+else from the time of the newest commit that touched the release's inputs (its manifest chain, its
+constraints, the templates): a commit that touches nothing the release reads (a README, another release)
+leaves it as it was, and the same checkout gives the same epoch on any machine, any day. Outside a git
+checkout with neither set it is 0 (1970-01-01), and the build says so. The files the build wrote do not
+carry it (layer_tar.Times): a new epoch changes the config, never a layer.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
@@ -35,24 +40,28 @@ def parse_epoch(text: str, where: str) -> int:
     return int(text)
 
 
-def source_date_epoch(project: Project, manifest_value: int | None, environ=os.environ) -> Epoch:
+def source_date_epoch(project: Project, manifest_value: int | None, environ=os.environ,
+                      inputs: Sequence[Path] = ()) -> Epoch:
+    """The release's epoch; `inputs`: the files and folders the release reads (none: the whole checkout)."""
     if manifest_value is not None:
         return Epoch(manifest_value, "the manifest's build.source_date_epoch")
     if environ.get(VARIABLE):
         return Epoch(parse_epoch(environ[VARIABLE], VARIABLE), f"{VARIABLE} in the environment")
-    commit = _commit_time(project)
+    commit = _commit_time(project, inputs)
     if commit is not None:
         return Epoch(*commit)
     return Epoch(0, "no commit and no SOURCE_DATE_EPOCH: 1970-01-01")
 
 
-def _commit_time(project: Project) -> tuple[int, str] | None:
+def _commit_time(project: Project, inputs: Sequence[Path]) -> tuple[int, str] | None:
+    paths = [str(path.relative_to(project.root)) for path in inputs if path.is_relative_to(project.root)]
     try:
-        result = subprocess.run(["git", "-C", str(project.root), "log", "-1", "--format=%ct %H"],
+        result = subprocess.run(["git", "-C", str(project.root), "log", "-1", "--format=%ct %H", "--", *paths],
                                 capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     fields = result.stdout.split()
     if result.returncode != 0 or len(fields) != 2 or not _SECONDS_RE.fullmatch(fields[0]):
         return None
-    return int(fields[0]), f"the time of commit {fields[1][:12]}"
+    whose = "the newest commit to touch the release's inputs" if paths else "the checkout's commit"
+    return int(fields[0]), f"the time of commit {fields[1][:12]}, {whose}"

@@ -34,6 +34,7 @@ from ngcbuild.engine.options import BuildOptions, image_repository
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, arch_of, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
 from ngcbuild.registry.auth import keychain
+from ngcbuild.render.stamp import epoch_inputs
 from ngcbuild.workspace.record import Record, previous_record, record_build, record_path
 from ngcbuild.workspace.release_dir import DOCKERFILE
 from ngcbuild.workspace.sections import BuildFacts, BuildRecord, Normalisation
@@ -54,7 +55,8 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     client = connect()
     platform = options.platform or names.default_platform
     repository = image_repository(options.registry, names)
-    epoch = source_date_epoch(project, release.build.source_date_epoch)
+    epoch = source_date_epoch(project, release.build.source_date_epoch,
+                              inputs=epoch_inputs(project, rendered.plan.loaded))
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
     cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, out, say)
 

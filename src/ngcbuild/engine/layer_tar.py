@@ -43,11 +43,12 @@ class Unstreamable(Exception):
 
 @dataclass(frozen=True)
 class Times:
-    """The one rule for every time in a normalised image. A time later than the base image's creation
-    (`made_after`) was written by the build itself (a file a step wrote, a history entry): it becomes
-    the epoch, whether the step ran before the epoch (a step the layer cache gave, built days ago) or
-    after it. An earlier time is a file's own time as its package packed it: it stays, unless it is
-    later than the epoch (clamped)."""
+    """The one rule for every time in a normalised image's layers and history. A time later than the base
+    image's creation (`made_after`) was written by the build itself (a file a step wrote, a history
+    entry): it becomes the base's time, whenever the step ran (a step the layer cache gave, built days ago,
+    or a cold one), so a layer depends on its files and its base alone, never on the commit or the day:
+    a new epoch changes the config, not a layer. An earlier time is a file's own time as its package
+    packed it: it stays. Either is clamped to the epoch (SOURCE_DATE_EPOCH's rule: nothing later)."""
 
     epoch: int
     made_after: int
@@ -55,7 +56,7 @@ class Times:
     def __call__(self, seconds: int | float) -> int:
         seconds = int(seconds)
         if seconds > self.made_after:
-            return self.epoch
+            return min(self.made_after, self.epoch)
         return min(seconds, self.epoch)
 
 

@@ -30,7 +30,7 @@ from ngcbuild.engine.image_load import Loading, takes_partial_load
 from ngcbuild.engine.image_save import SaveUnreadable, read_save
 from ngcbuild.engine.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
 
-VERSION = 2  # of the rules: a change to them is a new memo tag, never a stale memo hit
+VERSION = 3  # of the rules: a change to them is a new memo tag, never a stale memo hit
 CREATED_LABEL = "org.opencontainers.image.created"
 # What a config says about the container and engine that ran the last step, never about the image.
 _ENGINE_KEYS = ("container", "container_config", "docker_version")

@@ -51,6 +51,12 @@ def release_inputs(project: Project, loaded: LoadedRelease) -> list[Path]:
     return [*loaded.chain, project.constraints / f"{loaded.release.release}.txt"]
 
 
+def epoch_inputs(project: Project, loaded: LoadedRelease) -> list[Path]:
+    """What the release's steps read, for its epoch (engine/epoch.py): its own inputs and every template.
+    ngcbuild's code is not among them: it decides how the image is made, and its rules carry a version."""
+    return [*release_inputs(project, loaded), project.templates]
+
+
 def shared_inputs(project: Project) -> tuple[tuple[Path, str], ...]:
     """What every release's render depends on, as (folder, file pattern): every image template and
     ngcbuild's own code. The one definition: the stamp digests these files, and `changed` (changed.py)
