@@ -32,6 +32,13 @@ PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
 _OUTCOMES = {"failure": FAILED, "error": ERROR, "skipped": SKIPPED}
 _ORDER = ("failure", "error", "skipped")  # which outcome a case holding several reports
 
+# pytest's words for a check parametrised over an empty set: the id "[NOTSET]" and "got empty parameter
+# set for (name)" (older pytest: "got empty parameter set ['name'], function f at path:line"). The checks
+# give such a set a reason of their own (checks/conftest.each); one that does not is still shown in ours.
+_NOTSET = "[NOTSET]"
+_NONE_DECLARED = "[none declared]"  # checks/conftest.NONE_DECLARED
+_EMPTY_SET = re.compile(r"got empty parameter set (?:for )?[(\[]([^)\]]*)[)\]].*")
+
 
 @dataclass(frozen=True)
 class Row:
@@ -148,6 +155,12 @@ def _row(case: dict) -> Row:
             if figure and result != SKIPPED:
                 detail = f"{figure}; {detail}"
             break
+    if name.endswith(_NOTSET):
+        name = name[: -len(_NOTSET)] + _NONE_DECLARED
+    empty = _EMPTY_SET.fullmatch(detail) if result == SKIPPED else None
+    if empty:
+        names = ", ".join(part.strip(" '\"") for part in empty.group(1).split(","))
+        detail = f"nothing to check: none declared for {names}"
     check = f"{module}::{name}" if module else name
     return Row(safe(check, SHOWN), result, detail)
 
