@@ -26,9 +26,9 @@ from ngcbuild.core.files import read_text
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem
-from ngcbuild.derive.lock_check import check_lock
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import MAX_BYTES
+from ngcbuild.manifest.lock_check import check_lock
 from ngcbuild.manifest.platforms import MACHINES
 from ngcbuild.render.image import render_image, render_pip_conf
 from ngcbuild.render.plan import PIP_CONSTRAINT_PATH
