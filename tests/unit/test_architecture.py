@@ -17,7 +17,7 @@ MAY_IMPORT = {
     "registry": {"core"},
     "manifest": {"core"},
     "verify": {"core", "manifest"},
-    "render": {"core", "manifest", "workspace"},  # and MAY_IMPORT_MODULES
+    "render": {"core", "manifest", "workspace"},
     "engine": {"core", "manifest", "render", "workspace", "registry"},
     "smoke": {"core", "manifest", "render", "engine", "workspace"},
     "supply": {"core", "manifest", "render", "engine", "workspace", "registry"},
@@ -35,11 +35,6 @@ MAY_IMPORT = {
     "cli": {"core", "workspace", "registry", "manifest", "verify", "resolver", "render", "engine", "smoke", "supply",
             "publish", "docs", "workflow", "derive", "bump"},
 }
-
-# Single modules a package may import beyond MAY_IMPORT: a derived release's render asks the one check of
-# its lock (derive/lock_check.py) first, and nothing else of derive/.
-MAY_IMPORT_MODULES = {"render": {"ngcbuild.derive.lock_check"}}
-
 
 def _modules():
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -82,8 +77,7 @@ def test_imports_flow_one_way_and_private_names_stay_home(package, path):
         target = parts[1] if len(parts) > 1 else None
         if target is None:  # `from ngcbuild import x`
             continue
-        assert target == package or target in MAY_IMPORT.get(package, set()) \
-            or module in MAY_IMPORT_MODULES.get(package, set()), \
+        assert target == package or target in MAY_IMPORT.get(package, set()), \
             f"{path.name} ({package}/) imports {module}: {package}/ may import only {sorted(MAY_IMPORT[package])}"
         private = [n for n in names if n.startswith("_")]
         assert not private, f"{path.name} imports private names {private} from {module}"

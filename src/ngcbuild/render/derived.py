@@ -7,7 +7,7 @@ the derived image adds). Byte-identical for the same manifest, lock and base ima
 The base's image: for one of our releases, its record's image named by digest (the latest push, else
 the image id: workspace/record.image_by_digest, every value checked by the record's reader); for an
 image base, the digest its manifest names; `base` given (the record of a derived build says what it
-was built FROM), that image. The lock is checked first (derive/lock_check.check_lock) and nothing
+was built FROM), that image. The lock is checked first (manifest/lock_check.check_lock) and nothing
 else about it is decided here.
 """
 
