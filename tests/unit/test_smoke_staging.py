@@ -1,50 +1,55 @@
-"""The locked pytest of each image's Python: markers evaluated for the target, the lock files, the
+"""The locked pytest of each image's Python: resolved by the one resolver with markers evaluated for the target, the lock files, the
 hash-verified cache under build/ and the unpacking of pure wheels."""
 
+import hashlib
 import io
 import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
-from packaging.requirements import Requirement
 
-from ngcbuild.core.errors import SmokeFailed, UserError
+from ngcbuild.core.errors import OperationError, SmokeFailed, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import buildable_releases, load_release
 from ngcbuild.smoke import pytest_lock
-from ngcbuild.smoke.pytest_lock import lock_path, needed, read_lock, target_environment
+from ngcbuild.smoke.pytest_lock import Pin, lock_path, read_lock
 from ngcbuild.smoke.staging import CACHE_DIR, stage_pytest, unpack_wheel
 
 from ..conftest import IN_CI
+from ..fake_index import FakeIndex, Wheel, wheel
 
 REPO = Path(__file__).resolve().parents[2]
 
 # What pytest 7.x/8.x declare (Requires-Dist): the markers decide what each Python needs.
-PYTEST_REQUIRES = [Requirement(r) for r in (
+PYTEST_REQUIRES = [
     "iniconfig", "packaging", "pluggy<2,>=1.5",
     'exceptiongroup>=1.0.0rc8; python_version < "3.11"',
     'tomli>=1; python_version < "3.11"',
     'importlib-metadata>=0.12; python_version < "3.8"',
     'colorama; sys_platform == "win32"',
     'pygments>=2.7.2; extra == "dev"',
-)]
+]
+PYTEST_LIKE = [Wheel("pytest", "8.4.0", PYTEST_REQUIRES), Wheel("iniconfig", "2.0.0"), Wheel("packaging", "25.0"),
+               Wheel("pluggy", "1.6.0"), Wheel("exceptiongroup", "1.3.0"), Wheel("tomli", "2.2.1"),
+               Wheel("importlib-metadata", "6.7.0"), Wheel("colorama", "0.4.6"), Wheel("pygments", "2.19.1")]
 
 
-@pytest.mark.parametrize("python,extra", [
-    ("3.6", {"exceptiongroup", "tomli", "importlib-metadata"}),
-    ("3.8", {"exceptiongroup", "tomli"}),
-    ("3.11", set()),
-    ("3.12", set()),
+@pytest.fixture(scope="module")
+def pytest_index():
+    with FakeIndex() as index:
+        index.add_wheels(*PYTEST_LIKE)
+        yield index
+
+
+@pytest.mark.parametrize("python,root,extra", [
+    ("3.6", "pytest", {"exceptiongroup", "tomli", "importlib-metadata"}),
+    ("3.8", "pytest", {"exceptiongroup", "tomli"}),
+    ("3.12", "pytest[dev]", {"pygments"}),  # an extra asked for brings its requirements
 ])
-def test_markers_are_evaluated_for_the_image_python_not_this_one(python, extra):
-    names = {r.name for r in needed(PYTEST_REQUIRES, set(), target_environment(python))}
-    assert names == {"iniconfig", "packaging", "pluggy"} | extra
-
-
-def test_an_extra_asked_for_brings_its_requirements():
-    names = {r.name for r in needed(PYTEST_REQUIRES, {"dev"}, target_environment("3.12"))}
-    assert "pygments" in names and "colorama" not in names
+def test_markers_are_evaluated_for_the_image_python_not_this_one(pytest_index, python, root, extra):
+    pins = pytest_lock.resolve(python, roots=(root,), log=io.StringIO(), indexes=[pytest_index.url])
+    assert {p.name for p in pins} == {"pytest", "iniconfig", "packaging", "pluggy"} | extra
 
 
 def test_every_buildable_release_has_a_lock_for_its_python():
@@ -130,31 +135,31 @@ def test_nothing_cached_and_nothing_reachable_is_a_clear_failure(tmp_path, monke
     assert "Traceback" not in str(info.value)
 
 
-def _dist(wheelhouse: Path, name: str, version: str, requires=(), requires_python=None) -> None:
-    dist = f"{name}-{version}"
-    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-    metadata += "".join(f"Requires-Dist: {r}\n" for r in requires)
-    if requires_python:
-        metadata += f"Requires-Python: {requires_python}\n"
-    files = {f"{name}/__init__.py": "", f"{dist}.dist-info/METADATA": metadata,
-             f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-             f"{dist}.dist-info/RECORD": ""}
-    _wheel(wheelhouse / f"{dist}-py3-none-any.whl", files)
+def test_resolve_evaluates_markers_for_the_target_with_the_resolver_choosing_versions():
+    """The one resolver (uv) chooses for the image's Python: pip alone (markers of the running 3.11)
+    would drop the backport a 3.6 image needs."""
+    with FakeIndex() as index:
+        index.add_wheels(Wheel("runner", "2.0", ["helper>=1", 'backport>=1; python_version < "3.8"'],
+                               requires_python=">=3.8"),
+                         Wheel("runner", "1.0", ["helper>=1", 'backport>=1; python_version < "3.8"']),
+                         Wheel("helper", "1.5"), Wheel("helper", "1.2"),
+                         Wheel("backport", "1.1", ["helper<1.5"]))  # narrows helper for the target that needs it
+        log = io.StringIO()
+        old = {p.name: p.version for p in pytest_lock.resolve("3.6", roots=("runner",), log=log, indexes=[index.url])}
+        assert old == {"runner": "1.0", "helper": "1.2", "backport": "1.1"}
+        new = {p.name: p.version for p in pytest_lock.resolve("3.11", roots=("runner",), log=log, indexes=[index.url])}
+        assert new == {"runner": "2.0", "helper": "1.5"}
+        assert "python 3.6: backport==1.1, helper==1.2, runner==1.0" in log.getvalue()
 
 
-def test_resolve_evaluates_markers_for_the_target_with_pip_choosing_versions(tmp_path, monkeypatch):
-    """pip alone (markers of the running 3.11) would drop the backport a 3.6 image needs."""
-    house = tmp_path / "house"
-    house.mkdir()
-    _dist(house, "runner", "2.0", ["helper>=1", 'backport>=1; python_version < "3.8"'], requires_python=">=3.8")
-    _dist(house, "runner", "1.0", ["helper>=1", 'backport>=1; python_version < "3.8"'])
-    _dist(house, "helper", "1.5")
-    _dist(house, "backport", "1.1", ["helper<1.5"])  # narrows helper for the target that needs it
-    _dist(house, "helper", "1.2")
-    monkeypatch.setenv("PIP_NO_INDEX", "1")
-    monkeypatch.setenv("PIP_FIND_LINKS", str(house))
-    log = io.StringIO()
-    old = {p.name: p.version for p in pytest_lock.resolve("3.6", roots=("runner",), log=log)}
-    assert old == {"runner": "1.0", "helper": "1.2", "backport": "1.1"}
-    new = {p.name: p.version for p in pytest_lock.resolve("3.11", roots=("runner",), log=log)}
-    assert new == {"runner": "2.0", "helper": "1.5"}
+def test_each_pin_is_the_sha256_of_its_pure_wheel_and_a_platform_wheel_alone_is_refused():
+    with FakeIndex() as index:
+        index.add_wheels(Wheel("runner", "1.0", ["native"]), Wheel("native", "1.0", tag="cp36-cp36m-manylinux1_x86_64"))
+        pure_name, pure = wheel("both", "1.0")
+        index.add(pure_name, pure)
+        index.add(*wheel("both", "1.0", tag="cp36-cp36m-manylinux1_x86_64"))
+        (pin,) = pytest_lock.resolve("3.6", roots=("both",), log=io.StringIO(), indexes=[index.url])
+        assert pin == Pin("both", "1.0", (hashlib.sha256(pure).hexdigest(),))
+        with pytest.raises(OperationError, match=r"native==1.0: the resolver chose it for Python 3.6, but no index "
+                                                 r"lists a pure-Python wheel of it"):
+            pytest_lock.resolve("3.6", roots=("runner",), log=io.StringIO(), indexes=[index.url])

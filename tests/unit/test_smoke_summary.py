@@ -1,9 +1,11 @@
-"""The summary table, read from a JUnit report that a real pytest run wrote."""
+"""The summary table, of the rows the one reader (smoke/junit.py) makes of a JUnit report that a real
+pytest run wrote."""
 
 import subprocess
 import sys
 
-from ngcbuild.smoke.summary import Row, collapse_passes, render_table, rows_from_junit
+from ngcbuild.smoke.junit import Row, read_junit
+from ngcbuild.smoke.summary import collapse_passes, render_table
 
 CHECKS = '''
 import pytest
@@ -27,11 +29,11 @@ def junit_of(tmp_path):
     junit = tmp_path / "junit.xml"
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
                     f"--junitxml={junit}", str(tmp_path / "test_sample.py")], cwd=tmp_path, capture_output=True)
-    return junit
+    return read_junit(junit.read_bytes())
 
 
 def test_rows_carry_result_figure_and_reason(tmp_path):
-    rows = {r.check: r for r in rows_from_junit(junit_of(tmp_path))}
+    rows = {r.check: r for r in junit_of(tmp_path)}
     assert rows["sample::alpha"] == Row("sample::alpha", "passed", "")
     assert rows["sample::gamma"] == Row("sample::gamma", "passed", "712.4 TFLOP/s")
     assert rows["sample::delta"] == Row("sample::delta", "skipped", "no GPU visible to PyTorch 2.13.0+cpu")
@@ -40,7 +42,7 @@ def test_rows_carry_result_figure_and_reason(tmp_path):
 
 
 def test_table_fits_the_width_collapses_plain_passes_and_counts_everything(tmp_path):
-    text = render_table(rows_from_junit(junit_of(tmp_path)), width=80)
+    text = render_table(junit_of(tmp_path), width=80)
     lines = text.splitlines()
     assert all(len(line) <= 80 for line in lines)
     assert any(line.startswith("sample::* (2 checks)") for line in lines)  # alpha and beta

@@ -40,7 +40,7 @@ class LockedPin:
     marker: str | None = None
     url: str | None = None
     # Who asked for it, as the resolver said: "-r" (a requirement of the resolve) or a distribution's
-    # canonical name. The lock's check follows these from the team's requirements (derive/lock_check.py).
+    # canonical name. The lock's check follows these from the team's requirements (lock_check.py).
     via: tuple[str, ...] = ()
     line: int = field(default=0, compare=False)  # where its entry begins in the file it was read from
 

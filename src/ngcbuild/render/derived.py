@@ -7,7 +7,7 @@ the derived image adds). Byte-identical for the same manifest, lock and base ima
 The base's image: for one of our releases, its record's image named by digest (the latest push, else
 the image id: workspace/record.image_by_digest, every value checked by the record's reader); for an
 image base, the digest its manifest names; `base` given (the record of a derived build says what it
-was built FROM), that image. The lock is checked first (derive/lock_check.check_lock) and nothing
+was built FROM), that image. The lock is checked first (manifest/lock_check.check_lock) and nothing
 else about it is decided here.
 """
 
@@ -26,9 +26,9 @@ from ngcbuild.core.files import read_text
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem
-from ngcbuild.derive.lock_check import check_lock
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import MAX_BYTES
+from ngcbuild.manifest.lock_check import check_lock
 from ngcbuild.manifest.platforms import MACHINES
 from ngcbuild.render.image import render_image, render_pip_conf
 from ngcbuild.render.plan import PIP_CONSTRAINT_PATH

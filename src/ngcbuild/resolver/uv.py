@@ -110,8 +110,9 @@ class Uv:
         return Path(self._scratch.name)
 
     def compile(self, requirements: list[str], constraints: list[str], target: Target, *,
-                hashes: bool = False) -> Compiled:
-        """Resolve `requirements` under `constraints` (lines of each file) for `target`."""
+                hashes: bool = False, wheels_only: bool = False) -> Compiled:
+        """Resolve `requirements` under `constraints` (lines of each file) for `target`; `wheels_only`:
+        no source archive is a candidate (a set staged unpacked, never built: pure_wheels.py)."""
         scratch = self.scratch
         requirements_file, constraints_file = scratch / "requirements.in", scratch / "constraints.txt"
         output = scratch / "resolved.txt"
@@ -126,6 +127,8 @@ class Uv:
         command += [path_option("--find-links", folder) for folder in self.find_links]
         if hashes:
             command.append("--generate-hashes")
+        if wheels_only:
+            command.append("--only-binary=:all:")
         if self.index_as_of:
             command.append(f"--exclude-newer={self.index_as_of}")
         command += ["--", str(requirements_file.resolve())]

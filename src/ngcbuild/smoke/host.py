@@ -19,10 +19,11 @@ from packaging.utils import canonicalize_name
 from ngcbuild.core.errors import NgcbuildError, SmokeFailed, UserError
 from ngcbuild.core.interrupts import Interrupted, install, leave
 from ngcbuild.smoke.checks.gpu_facts import TORCH_API_SINCE, cudnn_string, nccl_tuple, release_at_least
+from ngcbuild.smoke.junit import counts, read_junit
 from ngcbuild.smoke.perf import perf_report, read_measured, render_perf, write_report
 from ngcbuild.smoke.staging import stage_expectations, stage_pytest
 from ngcbuild.smoke.suite_output import JUNIT_LIMIT, read_output
-from ngcbuild.smoke.summary import render_table, rows_from_junit
+from ngcbuild.smoke.summary import render_table
 from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
 
 CHECKS_DIR = Path(__file__).parent / "checks"
@@ -175,19 +176,18 @@ def run_host(build_dir: Path, expected_json: bytes, release: str, python: str | 
             raise SmokeFailed(f"host smoke wrote no JUnit report (exit {exit_code})")
         ReleaseDir.of(directory).write(JUNIT, junit)
         measured = read_measured(tmp / "out") if perf else None
-    rows = rows_from_junit(directory / JUNIT)
+    rows = read_junit(junit)
     print(render_table(rows), file=out, end="", flush=True)
-    result = {"junit": str(directory / JUNIT), "exit_code": exit_code,
-              "failed": sum(r.result in ("failed", "error") for r in rows),
-              "skipped": sum(r.result == "skipped" for r in rows),
-              "passed": sum(r.result == "passed" for r in rows)}
+    total = counts(rows)
+    result = {"junit": str(directory / JUNIT), "exit_code": exit_code, "passed": total.passed,
+              "failed": total.failed, "errors": total.errors, "skipped": total.skipped}
     if perf:
         report = perf_report(release, None, measured)
         result["perf"] = str(write_report(directory, report))
         print(render_perf(report), file=out, end="", flush=True)
     print(f"smoke (host): JUnit: {directory / JUNIT}", file=out, flush=True)
     if exit_code != 0:
-        raise SmokeFailed(f"host smoke failed ({result['failed']} failed, {result['skipped']} skipped); "
+        raise SmokeFailed(f"host smoke failed ({total.line()}); "
                           f"see {directory / JUNIT}")
     return result
 

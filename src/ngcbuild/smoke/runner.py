@@ -11,7 +11,6 @@ import io
 import json
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from ngcbuild.engine.container import run_once
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_as_built
 from ngcbuild.smoke.base_stack import with_base_stack
+from ngcbuild.smoke.junit import counts, read_junit
 from ngcbuild.smoke.perf import (
     DEFAULT_THRESHOLD,
     perf_report,
@@ -37,7 +37,7 @@ from ngcbuild.smoke.perf import (
 from ngcbuild.smoke.run_limits import MOST_ATTEMPTS, Limits
 from ngcbuild.smoke.staging import stage_expectations, stage_pytest
 from ngcbuild.smoke.suite_output import JUNIT_LIMIT, read_output
-from ngcbuild.smoke.summary import render_table, rows_from_junit
+from ngcbuild.smoke.summary import render_table
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
 from ngcbuild.workspace.release_dir import EXPECTED, JUNIT, PERF_MEASURED, ReleaseDir
 from ngcbuild.workspace.sections import SmokeRun, utc_timestamp
@@ -88,11 +88,13 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
         directory.mkdir(parents=True, exist_ok=True)  # --image: R may never have been built here
         ReleaseDir.of(directory).write(JUNIT, junit)
         measured = read_measured(tmp / "out") if perf else None
-    counts = junit_counts(directory / JUNIT)
+    rows = read_junit(junit)
+    total = counts(rows)
     image_id = client.inspect_image(ref)["Id"]
-    result = SmokeRun.of(**counts, image_id=image_id, require_gpu=require_gpu, gpu_visible=gpu, exit_code=exit_code,
+    result = SmokeRun.of(passed=total.passed, failed=total.failed, errors=total.errors, skipped=total.skipped,
+                         image_id=image_id, require_gpu=require_gpu, gpu_visible=gpu, exit_code=exit_code,
                          junit=str(directory / JUNIT), at=utc_timestamp())
-    print(render_table(rows_from_junit(directory / JUNIT)), file=out, end="", flush=True)
+    print(render_table(rows), file=out, end="", flush=True)
     regressed = []
     if perf:
         report = perf_report(name, image_id, measured)
@@ -105,7 +107,7 @@ def run_smoke(project: Project, name: str, require_gpu: bool = False, image: str
         print(render_perf(report), file=out, end="", flush=True)
     if record is not None:
         write_record(directory, replace(record, smoke=result))
-    summary = ", ".join(f"{counts[k]} {k}" for k in ("passed", "failed", "errors", "skipped"))
+    summary = total.line()
     print(f"smoke: {summary}; JUnit: {directory / JUNIT}", file=out, flush=True)
     if exit_code != 0:
         raise SmokeFailed(f"smoke suite failed for {name} ({summary}); see {directory / JUNIT}")
@@ -179,8 +181,8 @@ def run_suite(client, ref: str, expected_json: bytes, python: str, build_dir: Pa
         tmp = Path(tmp)
         stage_suite(tmp, expected_json, client.inspect_image(ref)["Config"], python, build_dir)
         exit_code = _run_container(client, ref, tmp, False, [*suite_args(), *args], out, labels)
-        junit = tmp / "out" / JUNIT
-        return exit_code, rows_from_junit(junit) if junit.is_file() else None
+        junit = read_output(tmp / "out", JUNIT, JUNIT_LIMIT)
+        return exit_code, read_junit(junit) if junit is not None else None
 
 
 def collect_in_image(client, ref: str, expected_json: bytes, python: str, build_dir: Path) -> list[str]:
@@ -254,13 +256,3 @@ def _shown_on(out):
         out.flush()
     return show
 
-
-def junit_counts(path: Path) -> dict:
-    root = ET.parse(path).getroot()
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for suite in suites:
-        for key in total:
-            total[key] += int(suite.get(key, 0))
-    return {"passed": total["tests"] - total["failures"] - total["errors"] - total["skipped"],
-            "failed": total["failures"], "errors": total["errors"], "skipped": total["skipped"]}

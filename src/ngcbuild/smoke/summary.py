@@ -1,43 +1,13 @@
-"""The one-screen summary at the end of a smoke run, read back from the JUnit report: each check,
-its result, its headline figure (the `figure` property a check records) or why it was skipped or
-failed. The same table for container and host runs, and what CI's JUnit viewer shows."""
+"""The one-screen summary at the end of a smoke run, of the rows the JUnit report's one reader
+(smoke/junit.py) made: each check, its result, its headline figure (the `figure` property a check
+records) or why it was skipped or failed. The same table for container and host runs, and what CI's
+JUnit viewer shows."""
 
 from __future__ import annotations
 
-import re
 import shutil
-import xml.etree.ElementTree as ET
-from dataclasses import dataclass
-from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Row:
-    check: str
-    result: str  # passed, failed, error, skipped
-    detail: str  # the figure, or the reason for a skip/failure
-
-
-def rows_from_junit(path: Path) -> list[Row]:
-    rows = []
-    for case in ET.parse(path).getroot().iter("testcase"):
-        # test_gpu_numerics.test_sdpa_backend[flash] -> gpu_numerics::sdpa_backend[flash]: the
-        # test_ prefixes say nothing in a table of checks, and the width goes to the parameters.
-        module = _unprefixed(case.get("classname", "").rsplit(".", 1)[-1])
-        name = _unprefixed(case.get("name", "?"))
-        check = f"{module}::{name}" if module else name
-        figure = next((p.get("value", "") for p in case.iter("property") if p.get("name") == "figure"), "")
-        result, detail = "passed", figure
-        for tag, name in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
-            node = case.find(tag)
-            if node is not None:
-                result = name
-                detail = _first_line(node.get("message") or node.text or "")
-                if figure and name != "skipped":
-                    detail = f"{figure}; {detail}"
-                break
-        rows.append(Row(check, result, detail))
-    return rows
+from ngcbuild.smoke.junit import Row, counts
 
 
 def collapse_passes(rows: list[Row]) -> list[Row]:
@@ -76,23 +46,10 @@ def render_table(rows: list[Row], width: int | None = None) -> str:
     lines = [f"{'check':<{check_w}}  {'result':<{result_w}}  figure / reason", "-" * min(width, 160)]
     for row in shown:
         lines.append(f"{_cut(row.check, check_w):<{check_w}}  {row.result:<{result_w}}  {_cut(row.detail, detail_w)}")
-    counts = {k: sum(r.result == k for r in rows) for k in ("passed", "failed", "error", "skipped")}
+    total = counts(rows)
     lines.append("-" * min(width, 160))
-    lines.append(", ".join(f"{n} {k}" for k, n in counts.items()))
+    lines.append(f"{total.passed} passed, {total.failed} failed, {total.errors} error, {total.skipped} skipped")
     return "\n".join(lines) + "\n"
-
-
-def _unprefixed(name: str) -> str:
-    return name[len("test_"):] if name.startswith("test_") else name
-
-
-def _first_line(text: str) -> str:
-    """The message itself: pytest wraps setup errors as 'failed on setup with "Failed: ..."'."""
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    wrapped = re.fullmatch(r'failed on (?:setup|teardown) with "(.*)"?', line)
-    if wrapped:
-        line = wrapped.group(1).rstrip('"')
-    return line[len("Failed: "):] if line.startswith("Failed: ") else line
 
 
 def _cut(text: str, width: int) -> str:

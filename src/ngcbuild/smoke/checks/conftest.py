@@ -80,6 +80,22 @@ def load_expected() -> dict:
     return json.loads((EXPECT_DIR / "expected.json").read_text())
 
 
+# The id of the one check that stands for an empty parameter set (pytest's own would be "NOTSET").
+NONE_DECLARED = "none declared"
+
+
+def each(metafunc, argname: str, values, none_reason: str) -> None:
+    """One check per value of `values` (the summary names what is wrong); over no value, one check that
+    skips with `none_reason`, in the project's words: pytest's own would be "[NOTSET]" skipped because it
+    "got empty parameter set", which says nothing to whoever reads the summary."""
+    values = list(values)
+    if values:
+        metafunc.parametrize(argname, values)
+    else:
+        skipped = pytest.mark.skip(reason=none_reason)
+        metafunc.parametrize(argname, [pytest.param(None, id=NONE_DECLARED, marks=skipped)])
+
+
 def pytest_runtest_setup(item):
     """Checks that do not apply to this release skip before any fixture (the GPU gate) runs."""
     marks = list(item.iter_markers())

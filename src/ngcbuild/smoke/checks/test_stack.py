@@ -26,7 +26,7 @@ from gpu_facts import (
 from processes import run
 from version_rule import accepts, mismatch
 
-from conftest import import_component, load_expected
+from conftest import each, import_component, load_expected
 
 # A library whose dependencies ldd cannot resolve prints "libfoo.so.1 => not found".
 _NOT_FOUND = re.compile(r"^\s*(\S+) => not found", re.M)
@@ -39,9 +39,11 @@ def _stack():
 def pytest_generate_tests(metafunc):
     # One check per component, so the summary names what is wrong.
     if "module_component" in metafunc.fixturenames:
-        metafunc.parametrize("module_component", sorted(_stack().get("modules", {})))
+        each(metafunc, "module_component", sorted(_stack().get("modules", {})),
+             f"{load_expected().get('release')} declares no component with a Python module to check")
     if "library_component" in metafunc.fixturenames:
-        metafunc.parametrize("library_component", sorted(_stack().get("libraries", {})))
+        each(metafunc, "library_component", sorted(_stack().get("libraries", {})),
+             f"{load_expected().get('release')} declares no component with a shared library to check")
 
 
 def test_cuda_runtime_version_matches_the_manifest(expected, figure):
