@@ -15,6 +15,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.core.errors import excerpt
 from ngcbuild.manifest.constraints import parse_pin
 from ngcbuild.manifest.fields import Day, PackageName, Reason
 
@@ -25,7 +26,7 @@ MAX_OVERRIDES = 200
 
 def _project_file(value: str) -> str:
     if not _PROJECT_FILE.fullmatch(value) or len(value) > 300 or ".." in value.split("/"):
-        shown = repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({len(value)} characters)"
+        shown = excerpt(value)
         raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                   {"value": shown, "expected": "a file of the project, relative to its root "
                                    "(e.g. teams/vision/requirements.txt)"})
@@ -34,7 +35,7 @@ def _project_file(value: str) -> str:
 
 def _exact_pin(value: str) -> str:
     if parse_pin(value, 0) is None:
-        shown = repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({len(value)} characters)"
+        shown = excerpt(value)
         raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                   {"value": shown, "expected": "the base's pin it replaces, NAME==VERSION "
                                    "(e.g. numpy==2.4.6)"})
