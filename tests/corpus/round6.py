@@ -4,6 +4,10 @@ escaped; an index that refuses our credentials; values out of their bounds."""
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
+
 from .hostile import SECRET, HostileCase, a_key, dev, nothing_built, setup_all
 
 # a login long enough that a cut at 40 characters before the mask would show the secret
@@ -33,5 +37,90 @@ def secrets_cases(add) -> None:
                         absent=(SECRET, SECRET[:6]), after=nothing_built))
 
 
+
+
+# an engine's words holding a terminal's escapes (a title set, the screen cleared) and a forged second line
+ENGINE_WORDS = "no\x1b]0;owned\x07 such image\x1b[2J\nERROR: a forged second line"
+
+
+class RefusingEngine:
+    """A Docker engine on a Unix socket that answers its ping and version, has no image, and refuses every
+    pull and build inside the stream (as the engine does) with ENGINE_WORDS; anything else, a 500 saying
+    them."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(self.path)
+        self.server.listen(16)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _reply(first_line: str) -> tuple[str, bytes]:
+        method, target = (first_line.split(" ") + ["", ""])[:2]
+        path = target.split("?", 1)[0]
+        refusal = json.dumps({"message": ENGINE_WORDS}).encode()
+        if path.endswith("/_ping"):
+            return "200 OK", b"OK"
+        if path.endswith("/version"):
+            return "200 OK", json.dumps({"ApiVersion": "1.41", "Version": "20.10.24", "Os": "linux",
+                                         "Arch": "amd64"}).encode()
+        if path.endswith("/images/json"):
+            return "200 OK", b"[]"
+        if method == "GET" and path.endswith("/json") and "/images/" in path:  # the engine's words for it
+            return "404 Not Found", json.dumps({"message": "No such image: " + ENGINE_WORDS}).encode()
+        if method == "POST" and (path.endswith("/images/create") or path.endswith("/build")):
+            return "200 OK", [json.dumps({"stream": "Step 1/1 : FROM x\n"}).encode(),
+                              json.dumps({"error": ENGINE_WORDS, "errorDetail": {"message": ENGINE_WORDS}}).encode()]
+        return "500 Internal Server Error", refusal
+
+    def _answer(self, conn):
+        with conn:
+            try:
+                request = conn.recv(65536).decode("latin-1")
+                status, body = self._reply(request.split("\r\n", 1)[0])
+                head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nApi-Version: 1.41\r\n"
+                if isinstance(body, list):  # a stream: one JSON object a chunk, as the engine sends it
+                    conn.sendall(f"{head}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n".encode()
+                                 + b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in body) + b"0\r\n\r\n")
+                else:
+                    conn.sendall(f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+            except OSError:
+                pass
+
+    def close(self):
+        self.server.close()
+
+
+def refusing_engine(project, outside):
+    engine = RefusingEngine(outside / "refusing-engine.sock")
+    return {"REFUSING_ENGINE": engine.path}, [engine]
+
+
+def escaping_cases(add) -> None:
+    """An engine whose refusals hold escape sequences and a newline: every task that asks it says so in one
+    line (exit 1; an image it has not, exit 2), with the escapes shown escaped on both streams. (A build is
+    left out: against an engine without the base image it would bootstrap one with debootstrap.)"""
+    klass = "printing"
+    raw = ("\x1b", "\x07", "forged second line\n")
+    for name, argv, status in [
+        ("engine-refusal-escapes-repro", ("repro", "--release", "dev", "--against", "host.example/p:dev"), 1),
+        ("engine-refusal-escapes-prune", ("prune",), 1),
+        ("engine-refusal-escapes-smoke", ("smoke", "--release", "dev", "--image", "host.example/p:dev"), 2),
+    ]:
+        add(HostileCase(name, klass, argv, dev, serve=refusing_engine, exit_status=status, engine_allowed=True,
+                        extra_env={"DOCKER_HOST": "unix://REFUSING_ENGINE"}, absent=raw, hides=raw,
+                        **({} if argv[0] == "repro" else {"after": nothing_built})))
+
+
 def round6_cases(add) -> None:
     secrets_cases(add)
+    escaping_cases(add)
