@@ -121,6 +121,44 @@ def escaping_cases(add) -> None:
                         **({} if argv[0] == "repro" else {"after": nothing_built})))
 
 
+def login_index(status: int = 401):
+    """The fake index INDEX wanting ops:SECRET (tests/fake_index.py's login), with einops; `status` 403: it
+    forbids instead (a login it knows but will not serve)."""
+    def serve(project, outside):
+        from ..fake_index import FakeIndex, Wheel
+
+        made = FakeIndex(outside / "index.log", credentials=("ops", SECRET))
+        made.add_wheels(Wheel("einops", "0.8.2"))
+        if status == 403:
+            made.answers["/simple/einops/"] = (403, b"forbidden")
+        return {"INDEX": made.address}, [made]
+    return serve
+
+
+def refused_index_cases(add) -> None:
+    """An index that refuses our credentials (none, or wrong ones: 401; forbidden: 403) is a failure that
+    says so, exit 1, in every task that resolves: never a conflict of the team's requirements (exit 2), never
+    "fits: none" (exit 0)."""
+    from .resolver_hostile import no_lock_written, team_y
+
+    klass = "resolver: index settings, clean room, exit statuses"
+    resolve = ("resolve", "--release", "team-y", "--wheelhouse", "wh", "--index-url")
+    fit = ("fit", "--requirements", "requirements/team-y.txt", "--wheelhouse", "wh", "--index-url")
+    for name, argv, serve, after in [
+        ("resolve-index-wants-a-login", (*resolve, "http://INDEX/simple"), login_index(), no_lock_written),
+        ("resolve-index-refuses-the-login", (*resolve, "http://ops:wrong@INDEX/simple"), login_index(),
+         no_lock_written),
+        ("resolve-index-forbids", (*resolve, f"http://ops:{SECRET}@INDEX/simple"), login_index(403), no_lock_written),
+        ("fit-index-wants-a-login", (*fit, "http://INDEX/simple"), login_index(), nothing_built),
+        ("fit-index-refuses-the-login", (*fit, "http://ops:wrong@INDEX/simple"), login_index(), nothing_built),
+        ("fit-index-forbids", (*fit, f"http://ops:{SECRET}@INDEX/simple"), login_index(403), nothing_built),
+    ]:
+        add(HostileCase(name, klass, argv, team_y, serve=serve, exit_status=1, mentions=("refused our credentials",),
+                        absent=(SECRET, "conflict", "fits: none"), hides=("fits: none",), after=after,
+                        time_bound=60))
+
+
 def round6_cases(add) -> None:
     secrets_cases(add)
     escaping_cases(add)
+    refused_index_cases(add)

@@ -22,7 +22,7 @@ from ngcbuild.resolver.deadline import run_deadline
 from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
-from ngcbuild.resolver.uv import UnresolvedError
+from ngcbuild.resolver.uv import IndexRefused, UnresolvedError
 from ngcbuild.verify.target import Target
 
 FITS, CONFLICTS, NOT_CHECKED = "fits", "no", "not checked"
@@ -72,6 +72,8 @@ def fit_rows(project: Project, file: str, setting: IndexSetting, wheelhouse: str
         try:
             outcome = resolve(fit_problem(loaded, requirements, team, house, ca_bundle, setting, day_end(index_as_of)),
                               deadline=deadline)
+        except IndexRefused:
+            raise  # our credentials refused: no release can be judged, and none is "no"
         except UnresolvedError as exc:
             rows.append(FitRow(name, NOT_CHECKED, (exc.reason,)))
             continue
