@@ -357,3 +357,14 @@ def test_publish_lists_a_derived_release_of_one_platform_and_says_why_not_of_sev
     with pytest.raises(ManifestError, match="team-cuda.yaml: build.platforms: dev is built for linux/amd64, not "
                                             "linux/arm64"):
         load_release(team_project, "team-cuda")
+
+
+def test_an_index_as_of_a_day_to_come_is_a_manifest_error_naming_the_key():
+    import datetime
+
+    from ngcbuild.manifest.derive_spec import day_to_come
+
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    assert day_to_come(today) is None and day_to_come(datetime.date(2026, 1, 1)) is None
+    assert "is in the future" in day_to_come(datetime.date(9999, 12, 31))
+    assert "is in the future" in day_to_come(today + datetime.timedelta(days=1))

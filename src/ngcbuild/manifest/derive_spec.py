@@ -10,6 +10,7 @@ else comes from the base; manifest/derived.py checks the section against the bas
 from __future__ import annotations
 
 import re
+from datetime import date, datetime, timezone
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -42,6 +43,23 @@ def _exact_pin(value: str) -> str:
     return value
 
 
+def day_to_come(day: date) -> str | None:
+    """Why `day` cannot say which index to read (derive.index_as_of, fit --index-as-of), or None: the
+    index as of a day to come is whatever it holds when the resolver runs (the same inputs would lock
+    otherwise on another day), and uv cannot read a day near the end of its calendar at all."""
+    today = datetime.now(timezone.utc).date()
+    if day > today:
+        return f"{day.isoformat()} is in the future (today is {today.isoformat()} UTC); expected a day that has begun"
+    return None
+
+
+def _passed_day(value: date) -> date:
+    problem = day_to_come(value)
+    if problem:
+        raise PydanticCustomError("ngcbuild_date", "{problem}", {"problem": problem})
+    return value
+
+
 ProjectFile = Annotated[str, AfterValidator(_project_file)]
 ExactPin = Annotated[str, AfterValidator(_exact_pin)]
 
@@ -71,7 +89,7 @@ class DeriveSpec(BaseModel):
     protected: list[PackageName] = Field(default_factory=list)
     # The index as it was at the end of this day (uv's --exclude-newer): the same inputs resolve to the
     # same lock on any later day. Without it the lock is what the index holds when `resolve` runs.
-    index_as_of: Day | None = None
+    index_as_of: Annotated[Day, AfterValidator(_passed_day)] | None = None
 
     @model_validator(mode="after")
     def _each_pin_once(self):
