@@ -158,7 +158,65 @@ def refused_index_cases(add) -> None:
                         time_bound=60))
 
 
+def bounds_cases(add) -> None:
+    """Values past what they can mean, refused where they are read (one line, exit 2, nothing run): an index
+    read as of a day to come, a proposal named as a derived release, a repro of what no build makes, more
+    mutants at once than an engine runs; and a team's requirements file read wherever it lives (bounded,
+    never a FIFO), a plain path outside the project never called a link."""
+    import os
+
+    from .derived_hostile import copy_team_vision
+    from .hostile import copy_archived, edit, secret_file, write
+    from .resolver_hostile import index, no_lock_written, team_y
+
+    klass = "values that mean nothing"
+    as_of_9999 = setup_all(team_y, edit("manifests/derived/team-y.yaml", "derive:\n",
+                                        "derive:\n  index_as_of: 9999-12-31\n"))
+    for name, argv, setup, mentions, after in [
+        ("index-as-of-9999-in-a-manifest", ("resolve", "--release", "team-y", "--wheelhouse", "wh"), as_of_9999,
+         ("manifests/derived/team-y.yaml", "derive.index_as_of", "in the future"), no_lock_written),
+        ("index-as-of-9999-renders-nothing", ("render", "--release", "team-y"), as_of_9999,
+         ("derive.index_as_of",), nothing_built),
+        ("fit-index-as-of-9999", ("fit", "--requirements", "requirements/team-y.txt", "--index-as-of", "9999-12-31"),
+         team_y, ("--index-as-of", "in the future"), nothing_built),
+        ("bump-as-a-derived-release", ("bump", "--release", "dev", "--as", "team-vision"),
+         setup_all(dev, lambda p, o: copy_team_vision(p)), ("--as team-vision", "derived release"), nothing_built),
+        ("repro-archived-release", ("repro", "--release", "19.08"), setup_all(dev, copy_archived), ("archived",),
+         nothing_built),
+        ("repro-platform-not-listed", ("repro", "--release", "dev", "--platform", "linux/arm64"), dev,
+         ("build.platforms", "linux/arm64"), nothing_built),
+        ("mutate-jobs-a-billion", ("mutate", "--release", "dev", "--jobs", "1000000000"), dev,
+         ("--jobs", "from 1 to 64"), nothing_built),
+        ("mutate-jobs-past-the-bound", ("mutate", "--release", "dev", "--jobs", "65"), dev,
+         ("--jobs", "from 1 to 64"), nothing_built),
+        ("fit-requirements-outside-a-fifo", ("fit", "--requirements", "OUTSIDE/req.fifo"),
+         setup_all(team_y, lambda p, o: os.mkfifo(o / "req.fifo")), ("FIFO",), nothing_built),
+        ("fit-requirements-outside-a-device", ("fit", "--requirements", "/dev/zero"), team_y, ("device",),
+         nothing_built),
+        ("fit-requirements-outside-credentials", ("fit", "--requirements", "OUTSIDE/credentials"),
+         setup_all(team_y, lambda p, o: secret_file(o)), ("line 1", "not shown"), nothing_built),
+        ("trusted-key-plain-path-outside", ("verify-attestation", "--registry-image",
+                                            "localhost:5000/nvidia/pytorch:dev-py3", "--trusted-key", "OUTSIDE/k.pub"),
+         setup_all(dev, lambda p, o: a_key("../outside/k.pub", 0o644, public=True)(p, o)), ("is outside",),
+         nothing_built),
+    ]:
+        add(HostileCase(name, klass, argv, setup, mentions=mentions, absent=(SECRET, "a link"), after=after))
+    # a team's file in its own checkout, beside the project: read, resolved, fits
+    add(HostileCase("fit-requirements-in-the-teams-checkout", klass,
+                    ("fit", "--requirements", "OUTSIDE/team/requirements.txt", "--wheelhouse", "wh", "--index-url",
+                     "http://INDEX/simple"),
+                    setup_all(team_y, lambda p, o: write("../outside/team/requirements.txt", "einops>=0.8\n")(p, o)),
+                    serve=index(_einops()), exit_status=0, shows=("fits: dev",), after=nothing_built, time_bound=60))
+
+
+def _einops():
+    from ..fake_index import Wheel
+
+    return Wheel("einops", "0.8.2")
+
+
 def round6_cases(add) -> None:
     secrets_cases(add)
     escaping_cases(add)
     refused_index_cases(add)
+    bounds_cases(add)
