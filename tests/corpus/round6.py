@@ -215,8 +215,54 @@ def _einops():
     return Wheel("einops", "0.8.2")
 
 
+def lock_body_cases(add) -> None:
+    """A lock's body edited by hand where no rule of the lock's check sees it (a `# via` forged, a version
+    moved within the team's specifier), or its body digest gone or forged: one line naming the lock file,
+    exit 2, nothing rendered. A lock is exactly what `resolve` writes."""
+    from .derived_hostile import LOCK, REQUIREMENTS, team
+    from .resolver_hostile import GOOD_BODY, fresh_lock
+
+    klass = "derived releases: a lock edited by hand"
+    forged_via = GOOD_BODY.replace("tqdm==4.67.1", f"leftpad==1.0 \\\n    --hash=sha256:{'d' * 64}\n"
+                                                   "    # via einops\ntqdm==4.67.1")
+    for name, setup, mentions in [
+        ("lock-via-forged", setup_all(team, fresh_lock(forged_via)), (LOCK, "not the ones")),
+        ("lock-version-moved-within-the-specifier",
+         setup_all(team, fresh_lock(GOOD_BODY.replace("einops==0.8.2", "einops==0.8.3"))), (LOCK, "not the ones")),
+        ("lock-hash-swapped", setup_all(team, fresh_lock(GOOD_BODY.replace("a" * 64, "e" * 64))),
+         (LOCK, "not the ones")),
+        ("lock-via-moved-to-another-requirer",
+         setup_all(team, fresh_lock(GOOD_BODY.replace(f"    # via -r {REQUIREMENTS}\ntqdm", "    # via tqdm\ntqdm"))),
+         (LOCK, "not the ones")),
+        ("lock-body-digest-recomputed-for-the-old-body", setup_all(team, fresh_lock(
+            GOOD_BODY.replace("einops==0.8.2", "einops==0.8.3"), written=GOOD_BODY)), (LOCK, "not the ones")),
+        ("lock-without-body-digest", setup_all(team, fresh_lock(GOOD_BODY), _drop_body_digest), (LOCK, "body-sha256")),
+        ("lock-body-digest-twice", setup_all(team, fresh_lock(GOOD_BODY), _body_digest_twice), (LOCK, "body-sha256")),
+    ]:
+        add(HostileCase(name, klass, ("render", "--release", "team-x"), setup, mentions=mentions, absent=(SECRET,),
+                        after=nothing_built))
+
+
+def _drop_body_digest(project, outside):
+    from .derived_hostile import LOCK
+
+    path = project.root / LOCK
+    path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                            if not line.startswith("# body-sha256:")))
+
+
+def _body_digest_twice(project, outside):
+    from .derived_hostile import LOCK
+
+    path = project.root / LOCK
+    text = path.read_text()
+    line = next(line for line in text.splitlines(keepends=True) if line.startswith("# body-sha256:"))
+    path.write_text(text.replace(line, line + line))
+
+
 def round6_cases(add) -> None:
     secrets_cases(add)
     escaping_cases(add)
     refused_index_cases(add)
     bounds_cases(add)
+    lock_body_cases(add)
