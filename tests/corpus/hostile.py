@@ -570,6 +570,9 @@ def cases() -> list[HostileCase]:
     from .push_hostile import push_cases  # ngcbuild's own push against a registry that misbehaves (issue 41)
 
     push_cases(add)
+    from .round6 import round6_cases  # issue 54's classes
+
+    round6_cases(add)
     # outcomes are keyed by name: two cases of one name would silently share the first's outcome
     named = Counter(case.name for case in c)
     twice = sorted(name for name, count in named.items() if count > 1)

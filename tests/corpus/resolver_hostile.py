@@ -102,16 +102,18 @@ tqdm==4.67.1 \\
 """
 
 
-def fresh_lock(body: str):
-    """team-x's lock with the header `resolve` writes (the digest of the inputs as they are) and `body`."""
+def fresh_lock(body: str, written: str | None = None):
+    """team-x's lock with the header `resolve` writes (the digest of the inputs as they are, the digest of
+    the body it wrote: `written`, GOOD_BODY unless given) and `body`."""
     def step(project, outside):
         from ngcbuild.core.project import Project
         from ngcbuild.manifest.loader import load_release
-        from ngcbuild.manifest.lock import INPUTS_KEY
+        from ngcbuild.manifest.lock import BODY_KEY, INPUTS_KEY, body_digest
 
         inputs = load_release(Project.at(project.root), "team-x").derived.inputs
         header = (f"# {LOCK}: what derived release team-x adds to dev (a corpus case)\n"
-                  f"# {INPUTS_KEY}: {inputs}\n# release: team-x\n# base: dev\n")
+                  f"# {INPUTS_KEY}: {inputs}\n# {BODY_KEY}: {body_digest(GOOD_BODY if written is None else written)}\n"
+                  "# release: team-x\n# base: dev\n")
         write(LOCK, header + body)(project, outside)
     return step
 
@@ -216,21 +218,21 @@ def resolver_cases(add) -> None:
     for name, setup, mentions in [
         ("lock-protected-pin-moved", hand_edited("tqdm==4.67.1", f"torch==2.14.0+cpu \\\n    --hash=sha256:{'d' * 64}\n"
                                                  f"    # via -r {REQUIREMENTS}\ntqdm==4.67.1"),
-         ("line 8", "torch==2.14.0+cpu moves dev's protected pin", "no entry for torch")),
+         ("line 9", "torch==2.14.0+cpu moves dev's protected pin", "no entry for torch")),
         ("lock-base-pin-moved", hand_edited("tqdm==4.67.1", f"numpy==2.0.0 \\\n    --hash=sha256:{'d' * 64}\n"
                                             "    # via einops\ntqdm==4.67.1"),
-         ("line 8", "numpy==2.0.0 moves dev's pin numpy==2.4.6", "no override")),
+         ("line 9", "numpy==2.0.0 moves dev's pin numpy==2.4.6", "no override")),
         ("lock-below-the-requirement", hand_edited("einops==0.8.2", "einops==0.7.0"),
-         ("line 5", "einops==0.7.0 does not satisfy the team's requirement einops>=0.8", "a version that does")),
+         ("line 6", "einops==0.7.0 does not satisfy the team's requirement einops>=0.8", "a version that does")),
         ("lock-url-nothing-requires", hand_edited("tqdm==4.67.1", f"evil @ https://{USER}:{SECRET}@evil.example/"
                                                   f"evil-1.0.tar.gz \\\n    --hash=sha256:{'d' * 64}\n"
                                                   "    # via einops\ntqdm==4.67.1"),
-         ("line 8", "a URL entry that no requirement", "***@evil.example")),
+         ("line 9", "a URL entry that no requirement", "***@evil.example")),
         ("lock-entry-without-hashes", hand_edited(f"einops==0.8.2 \\\n    --hash=sha256:{'a' * 64}\n", "einops==0.8.2\n"),
-         ("line 5", "carries no --hash", "every hash")),
+         ("line 6", "carries no --hash", "every hash")),
         ("lock-entry-nothing-requires", hand_edited("tqdm==4.67.1", f"leftpad==1.0 \\\n    --hash=sha256:{'d' * 64}\n"
                                                     "    # via nobody-we-know\ntqdm==4.67.1"),
-         ("line 8", "leftpad==1.0 is required by nothing the team asks for", "no entry for it")),
+         ("line 9", "leftpad==1.0 is required by nothing the team asks for", "no entry for it")),
         ("lock-requirement-missing", hand_edited(f"einops==0.8.2 \\\n    --hash=sha256:{'a' * 64}\n"
                                                  f"    # via -r {REQUIREMENTS}\n", ""),
          ("einops>=0.8", "has no entry", "resolve would lock it")),

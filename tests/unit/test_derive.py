@@ -357,3 +357,28 @@ def test_publish_lists_a_derived_release_of_one_platform_and_says_why_not_of_sev
     with pytest.raises(ManifestError, match="team-cuda.yaml: build.platforms: dev is built for linux/amd64, not "
                                             "linux/arm64"):
         load_release(team_project, "team-cuda")
+
+
+def test_an_index_as_of_a_day_to_come_is_a_manifest_error_naming_the_key():
+    import datetime
+
+    from ngcbuild.manifest.derive_spec import day_to_come
+
+    today = datetime.datetime.now(datetime.timezone.utc).date()
+    assert day_to_come(today) is None and day_to_come(datetime.date(2026, 1, 1)) is None
+    assert "is in the future" in day_to_come(datetime.date(9999, 12, 31))
+    assert "is in the future" in day_to_come(today + datetime.timedelta(days=1))
+
+
+def test_the_lock_records_the_digest_of_its_body_and_an_edit_breaks_it(tmp_path):
+    from ngcbuild.manifest.lock import BODY_KEY, LockedPin, lock_text, parse_lock
+
+    pins = [LockedPin("einops", "0.8.2", ("a" * 64,), via=("-r",)), LockedPin("leftpad", "1.0", ("b" * 64,),
+                                                                              via=("einops",))]
+    text = lock_text("f" * 64, [("base", "dev")], pins, ["intro"], requirements="requirements/t.txt")
+    assert f"# {BODY_KEY}: " in text
+    assert parse_lock(tmp_path / "t.lock", text).body_as_written
+    for old, new in (("# via einops", "# via tqdm"), ("leftpad==1.0", "leftpad==1.1"), ("b" * 64, "c" * 64)):
+        assert not parse_lock(tmp_path / "t.lock", text.replace(old, new)).body_as_written, old
+    unsaid = "".join(line for line in text.splitlines(keepends=True) if not line.startswith(f"# {BODY_KEY}"))
+    assert parse_lock(tmp_path / "t.lock", unsaid).body_sha256 is None

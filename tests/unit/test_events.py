@@ -119,3 +119,14 @@ def test_a_status_code_is_a_number_of_its_own_never_digits_of_a_port_or_digest(m
     from ngcbuild.publish.push import is_denied
 
     assert (is_denied(message), is_transient(message)) == (denied, transient)
+
+
+def test_the_engines_words_reach_no_terminal_raw():
+    # an error that carries escape sequences and a second line, and a step's output with an OSC sequence
+    stream = BuildStream()
+    stream.feed({"stream": "Step 1/1 : RUN x\n"})
+    shown = stream.feed({"stream": "\x1b]0;owned\x07title\n"})
+    shown += stream.feed({"error": "refused\x1b[2J\nERROR: a second line", "errorDetail": {"message": "x"}})
+    assert not any("\x1b" in line or "\x07" in line or "\n" in line for line in shown), shown
+    assert "\x1b" not in stream.error and "\n" not in stream.error
+    assert "refused\\x1b[2J\\x0aERROR: a second line" == stream.error

@@ -40,3 +40,32 @@ def test_a_loop_of_links_says_so(tmp_path):
 def test_a_name_no_file_can_have_says_so(tmp_path, name):
     with pytest.raises(UnusablePath, match="a character no file name can hold"):
         exists(tmp_path / name)
+
+
+def test_a_plain_path_outside_is_never_called_a_link_and_a_link_out_is(tmp_path):
+    from ngcbuild.core.errors import ManifestError
+    from ngcbuild.core.files import read_text
+
+    project, outside = tmp_path / "project", tmp_path / "outside"
+    project.mkdir()
+    outside.mkdir()
+    (outside / "req.txt").write_text("einops\n")
+    os.symlink(outside / "req.txt", project / "req.txt")
+    with pytest.raises(ManifestError) as plain:
+        read_text(outside / "req.txt", 100, "a requirements file", "missing", within=project)
+    assert "is outside" in str(plain.value) and "link" not in str(plain.value)
+    with pytest.raises(ManifestError) as linked:
+        read_text(project / "req.txt", 100, "a requirements file", "missing", within=project)
+    assert "is a link to a file outside" in str(linked.value)
+
+
+def test_a_file_read_wherever_it_lives_is_still_bounded_and_never_a_fifo(tmp_path):
+    from ngcbuild.core.errors import ManifestError
+    from ngcbuild.core.files import read_text
+
+    (tmp_path / "req.txt").write_text("einops\n")
+    assert read_text(tmp_path / "req.txt", 100, "a requirements file", "missing", within=None) == "einops\n"
+    os.mkfifo(tmp_path / "fifo")
+    for path, says in ((tmp_path / "fifo", "FIFO"), ("/dev/zero", "device"), (tmp_path / "req.txt", "bytes")):
+        with pytest.raises(ManifestError, match=says):
+            read_text(path, 3, "a requirements file", "missing", within=None)

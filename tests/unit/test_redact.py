@@ -55,10 +55,59 @@ def test_redact_escapes_and_shortens_as_safe_did():
 
 
 @pytest.mark.parametrize("hostile", [
-    "a" * 300_000 + "@/", "https://" + "a" * 300_000, "@" * 300_000 + "/", "a@" * 150_000 + "/",
+    "a" * 300_000 + "@/", "a" * 300_000 + "/@", "https://" + "a" * 300_000, "@" * 300_000 + "/", "a@" * 150_000 + "/",
     "?" + "k" * 300_000, "x:1" * 100_000 + "@/", "=a" * 150_000, "a=" * 150_000 + "@/", "&token=" * 40_000,
 ])
 def test_masking_takes_linear_time_on_hostile_text(hostile):
+    from ngcbuild.core.redact import mask_reference
+
     started = time.perf_counter()
     mask(hostile)
+    mask_reference(hostile)
     assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize("value, kept", [
+    (f"host/p:dev@{SECRET}", "host/***@***"),  # a token where the digest goes
+    (f"host/p:{SECRET}@x/nvidia/pytorch:1", "host/***@***/nvidia/pytorch:1"),  # a login after the host
+    (f"u:{SECRET}@registry.example:5000/nvidia/pytorch:1", "***@registry.example:5000/nvidia/pytorch:1"),
+    (f"https://u:{SECRET}@index.example/simple", "https://***@index.example/simple"),
+    ("nvidia/pytorch:1@sha256:" + "a" * 64, "nvidia/pytorch:1@sha256:" + "a" * 64),  # a digest is no login
+])
+def test_a_reference_hides_every_at_that_starts_no_digest(value, kept):
+    from ngcbuild.core.redact import mask_reference
+
+    assert mask_reference(value) == kept
+    assert SECRET not in excerpt(value, reference=True)
+
+
+@pytest.mark.parametrize("limit", range(10, 90, 3))
+def test_excerpt_masks_before_it_cuts(limit):
+    # a login cut in two matches no pattern: cut first, half the password was shown
+    value = f"https://user:{SECRET}-and-much-more-of-the-password@host.example/simple/"
+    for shown in (excerpt(value, limit), excerpt(value, limit, reference=True), excerpt(value.encode(), limit)):
+        assert SECRET[:4] not in shown
+
+
+def test_the_epoch_masks_a_url_before_it_cuts():
+    from ngcbuild.core.errors import UserError
+    from ngcbuild.engine.epoch import parse_epoch
+
+    with pytest.raises(UserError) as caught:
+        parse_epoch(f"https://ci-bot:{SECRET}{'x' * 60}@host.example/epoch", "SOURCE_DATE_EPOCH")
+    assert SECRET[:3] not in str(caught.value) and "SOURCE_DATE_EPOCH" in str(caught.value)
+
+
+def test_no_value_is_cut_before_it_is_masked():
+    """A value cut by a slice and then shown (`{value[:40]!r}`, `repr(value)[:80]`) escapes the mask: the
+    product shows values through core.errors.excerpt or core.redact.redact, which mask first."""
+    import re
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "ngcbuild"
+    cut = re.compile(r"\[:\d+\]!r\}|repr\([^()]*\)\[:\d+\]")
+    # engine/normalise.py: the engine's own time stamp (no value of a user); owned by another change
+    found = [f"{path.relative_to(src)}:{number}" for path in sorted(src.rglob("*.py"))
+             if path.name != "normalise.py"
+             for number, line in enumerate(path.read_text().splitlines(), 1) if cut.search(line)]
+    assert not found, found

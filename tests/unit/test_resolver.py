@@ -115,3 +115,35 @@ def test_the_runs_deadline_is_a_whole_number_of_seconds():
     for bad in ("0", "-5", "1.5", "soon", "9" * 12):
         with pytest.raises(UserError, match="NGCBUILD_RESOLVER_DEADLINE_S"):
             run_deadline({"NGCBUILD_RESOLVER_DEADLINE_S": bad})
+
+
+@pytest.mark.parametrize("status", ["401 Unauthorized", "403 Forbidden"])
+def test_an_index_that_refuses_our_credentials_is_a_failure_not_a_conflict(status, monkeypatch):
+    # uv's words: "not found" under "no solution found", the refusal only in its hint
+    from ngcbuild.resolver.uv import IndexRefused, UnresolvedError
+    from ngcbuild.verify.target import Target
+
+    said = ("error: No solution found when resolving dependencies\n  cause: Because einops was not found in the "
+            "package registry and you require einops>=0.8, we can conclude that your requirements are "
+            f"unsatisfiable.\n\nhint: An index URL (https://ops:{SECRET}@mirror.example/simple) could not be queried "
+            f"due to a lack of valid authentication credentials ({status})\n")
+    with Uv([f"https://ops:{SECRET}@mirror.example/simple"], environ={}) as uv:
+        monkeypatch.setattr(uv, "_run", lambda command: (1, said))
+        with pytest.raises(IndexRefused) as caught:
+            uv.compile(["einops>=0.8"], [], Target("3.11.2", "linux/amd64", "2.36"))
+    assert isinstance(caught.value, UnresolvedError) and caught.value.exit_code == 1
+    message = str(caught.value)
+    assert f"the index at mirror.example refused our credentials ({status})" in message and SECRET not in message
+
+
+def test_uvs_other_wording_of_a_forbidden_index_is_a_refusal_too(monkeypatch):
+    from ngcbuild.resolver.uv import IndexRefused
+    from ngcbuild.verify.target import Target
+
+    said = ("error: No solution found when resolving dependencies\n  cause: Because einops was not found in the "
+            "package registry ... unsatisfiable.\n\nhint: An index (http://127.0.0.1:9/simple) returned a 403 "
+            "Forbidden error. Check that the index URL is correct and the credentials are valid.\n")
+    with Uv(["http://127.0.0.1:9/simple"], environ={}) as uv:
+        monkeypatch.setattr(uv, "_run", lambda command: (1, said))
+        with pytest.raises(IndexRefused, match=r"127\.0\.0\.1:9 refused our credentials \(403 Forbidden\)"):
+            uv.compile(["einops>=0.8"], [], Target("3.11.2", "linux/amd64", "2.36"))

@@ -15,6 +15,7 @@ an earlier day, the proposal is compared under that day, so an unchanged proposa
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -46,6 +47,18 @@ def check_as(name) -> str:
     return name
 
 
+def _not_a_derived_release(project: Project, name: str) -> None:
+    """A proposal is manifests/NAME.yaml: beside manifests/derived/NAME.yaml it would make two manifests of
+    one release (refused by the loader ever after), so the name is refused before anything is read."""
+    from ngcbuild.core.errors import shown_path
+    from ngcbuild.manifest.derived import derived_manifest
+
+    path = derived_manifest(project.manifests, name)
+    if os.path.lexists(path):  # a link or anything else there too: the name is taken
+        raise UserError(f"--as {name}: {shown_path(path)} is a derived release of that name; name the proposal "
+                        "otherwise (a release has one manifest)")
+
+
 def bump_release(project: Project, release: str, as_name: str | None, setting: IndexSetting, check: bool = False,
                  base_release: str | None = None, out=sys.stdout):
     """`bump --check`: exit 0 current, 1 a newer set (NewerAvailable), 3 could not check (CouldNotCheck)."""
@@ -74,6 +87,7 @@ def bump_release(project: Project, release: str, as_name: str | None, setting: I
         if as_name == release:
             raise UserError(f"--as {as_name}: that is the release being bumped; name the proposal (e.g. "
                             f"{release}-next): {release} stays as it is")
+        _not_a_derived_release(project, as_name)
     if parent.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to bump")
     if parent.release.origin == "nvidia":

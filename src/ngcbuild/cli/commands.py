@@ -80,6 +80,11 @@ def smoke(release: str | None, require_gpu=False, image=None, perf=False, baseli
                      baseline=baseline, threshold=threshold)
 
 
+# containers run at once by `mutate` on one engine: each holds a copy of the image's suite and a thread;
+# past this the engine, not ngcbuild, is what waits
+MAX_MUTATE_JOBS = 64
+
+
 def mutate(release: str, image=None, jobs=None, engine=None) -> dict:
     from ngcbuild.core.names import check_release_name
     from ngcbuild.core.references import image_ref
@@ -87,7 +92,7 @@ def mutate(release: str, image=None, jobs=None, engine=None) -> dict:
     check_release_name(release)
     if image is not None:
         image = str(image_ref(image, "--image"))
-    jobs = whole_number(jobs, "--jobs", default=2, least=1)
+    jobs = whole_number(jobs, "--jobs", default=2, least=1, most=MAX_MUTATE_JOBS)
     _select_engine(engine)
     from ngcbuild.smoke.mutate import run_mutate
 
@@ -279,15 +284,16 @@ def prune(keep=None, engine=None) -> None:
     run_prune(repositories | {name + CACHE_SUFFIX for name in repositories}, keep=keep, out=sys.stdout)
 
 
-def whole_number(text, flag: str, default: int, least: int) -> int:
-    """A count given as a flag's text (declared as text: invoke's own int() would end in a traceback)."""
+def whole_number(text, flag: str, default: int, least: int, most: int = 999_999_999) -> int:
+    """A count given as a flag's text (declared as text: invoke's own int() would end in a traceback),
+    from `least` to `most`; the message names both bounds, the ones enforced."""
     if text is None:
         return default
     # ASCII digits only: int() also takes "1_000", " 7 " and the digits of other scripts ("٣")
     ascii_digits = isinstance(text, str) and text.isascii() and text.isdigit() and len(text) <= 9
     number = int(text) if ascii_digits else least - 1
-    if number < least:
-        raise UserError(f"{flag} {excerpt(text)}: expected a whole number of at least {least}")
+    if not least <= number <= most:
+        raise UserError(f"{flag} {excerpt(text)}: expected a whole number from {least} to {most}")
     return number
 
 
@@ -387,11 +393,18 @@ def fit(requirements: str, as_json=False, wheelhouse=None, index_url=None, extra
 def _day(text, flag: str):
     import datetime
 
+    from ngcbuild.manifest.derive_spec import day_to_come
+
     if isinstance(text, str) and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
         try:
-            return datetime.date.fromisoformat(text)
+            day = datetime.date.fromisoformat(text)
         except ValueError:
             pass
+        else:
+            problem = day_to_come(day)  # as derive.index_as_of: no day to come
+            if problem:
+                raise UserError(f"{flag} {problem}")
+            return day
     raise UserError(f"{flag} {excerpt(text)}: expected a day, YYYY-MM-DD")
 
 

@@ -97,7 +97,7 @@ TASKS = (
          ), writes=("constraints/R.lock (or each conflict named, exit 2)",), guide="derived-images.md"),
     Task("fit", CHECK, "Which of our releases a requirement set fits: release, fits, conflicts",
          commands.fit, (
-             Option("requirements", "requirements FILE (inside the project) to try on every buildable release",
+             Option("requirements", "requirements FILE (anywhere: a team's own) to try on every buildable release",
                     value="FILE", required=True),
              _json("the table"),
              RESOLVER_WHEELHOUSE,
@@ -186,7 +186,7 @@ TASKS = (
              RELEASE,
              Option("image", "the image to plant the defects in, instead of R's", value="REF",
                     default_text="the one in build/R/record.json"),
-             Option("jobs", "mutants tested side by side, each in its own container", value="N", default="2"),
+             Option("jobs", "mutants tested side by side, each in its own container (1 to 64)", value="N", default="2"),
              ENGINE,
          ), writes=("build/R/mutants.json", "build/R/mutants.md"), guide="smoke.md"),
     Task("sbom", PROVE, "Write build/R/sbom.cdx.json (CycloneDX) from inside the built image", commands.sbom, (

@@ -31,12 +31,15 @@ def shown_path(path) -> str:
     return text if relative.startswith("..") else relative
 
 
-def excerpt(value, limit: int = 80) -> str:
+def excerpt(value, limit: int = 80, *, reference: bool = False) -> str:
     """A value for a message: repr (control characters, quotes and newlines escaped), never long, its
-    credentials masked (core/redact.mask)."""
-    from ngcbuild.core.redact import mask
+    credentials masked (core/redact.mask; `reference`: a value that names an image or a URL, every @
+    that starts no digest hidden too, redact.mask_reference). The mask comes before the cut: a login
+    cut in two would match no pattern and half of it would be shown."""
+    from ngcbuild.core.redact import mask, mask_reference
 
-    text = repr(mask(value) if isinstance(value, str) else value)
+    hide = mask_reference if reference else mask
+    text = repr(hide(value)) if isinstance(value, str) else hide(repr(value))
     if len(text) <= limit:
         return text
     size = f" ({len(value)} characters)" if isinstance(value, (str, bytes)) else ""

@@ -17,8 +17,9 @@ from ngcbuild.core.errors import ManifestError, OperationError, shown_path
 from ngcbuild.core.outputs import short_path
 
 
-def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) -> str:
-    """The text of `path`, or a ManifestError naming it. `within` is the folder it must resolve into."""
+def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path | None) -> str:
+    """The text of `path`, or a ManifestError naming it. `within` is the folder it must resolve into (None:
+    a file the user named wherever it lives, such as a team's requirements given to `fit`)."""
     raw = read_bytes(path, limit, what, missing, within=within)
     try:
         return raw.decode("utf-8")
@@ -26,15 +27,21 @@ def read_text(path: Path, limit: int, what: str, missing: str, *, within: Path) 
         raise ManifestError(path, "", f"not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from None
 
 
-def read_bytes(path: Path, limit: int, what: str, missing: str, *, within: Path) -> bytes:
-    """The bytes of `path`, read as `read_text` reads (a regular file inside `within`, at most `limit`
-    bytes, never a FIFO or device), for a file hashed rather than parsed."""
+def read_bytes(path: Path, limit: int, what: str, missing: str, *, within: Path | None) -> bytes:
+    """The bytes of `path`, read as `read_text` reads (a regular file inside `within` unless it is None,
+    at most `limit` bytes, never a FIFO or device), for a file hashed rather than parsed."""
     path = Path(path)
     real = Path(os.path.realpath(path))
-    inside = Path(os.path.realpath(within))
-    if real != inside and inside not in real.parents:
-        raise ManifestError(path, "", f"is a link to a file outside {_folder(inside)}; expected {what} "
-                                      "inside the project (the target was not read)")
+    if within is not None:
+        inside = Path(os.path.realpath(within))
+        if real != inside and inside not in real.parents:
+            # a link only when the path as written lies inside: a plain path outside is no link
+            named = Path(os.path.abspath(path))
+            if _under(named, Path(os.path.abspath(within))) or _under(named, inside):
+                raise ManifestError(path, "", f"is a link to a file outside {_folder(inside)}; expected {what} "
+                                              "inside the project (the target was not read)")
+            raise ManifestError(path, "", f"is outside {_folder(inside)}; expected {what} inside the project "
+                                          "(it was not read)")
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -55,6 +62,10 @@ def read_bytes(path: Path, limit: int, what: str, missing: str, *, within: Path)
     if len(raw) > limit:  # grew after the stat
         raise ManifestError(path, "", f"file is over {limit} bytes; {what} is expected under {limit}")
     return raw
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def parse_json(path: Path, text: str, error, hint: str):

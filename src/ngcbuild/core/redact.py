@@ -47,6 +47,29 @@ def mask(text: str) -> str:
     return text
 
 
+# In a value that names an image or a URL (an option, a variable of the environment), an @ has one
+# meaning that is no secret: name@sha256:<hex>. Any other is a login in an unusual place
+# (host/name:user:password@x/..., name:tag@token): the words on both sides of it are hidden.
+# The lookbehind starts a match only where a word starts (linear time on a long word without an @).
+_WORD_AT = re.compile(r"(?<![^\s/@'\"=(\[,;])([^\s/@'\"=(\[,;]*)@(?!sha256:[0-9a-f]{64}(?![0-9a-f]))([^\s/@'\"]*)")
+
+
+def mask_reference(text: str) -> str:
+    """`mask`, and for a value that names an image or a URL also every @ that does not start a digest,
+    with the words around it (a credential typed where the reference grammar does not expect one)."""
+    text = mask(text)
+    if "@" not in text:
+        return text
+    return _WORD_AT.sub(_masked_at, text)
+
+
+def _masked_at(match: re.Match) -> str:
+    before, after = match.groups()
+    if before == HIDDEN:  # a login `mask` hid already: what follows is its host
+        return match.group(0)
+    return f"{HIDDEN}@{HIDDEN}"
+
+
 def _masked_parameter(match: re.Match) -> str:
     mark, name, value = match.groups()
     if value and value != HIDDEN and _SECRET_NAME.search(name):

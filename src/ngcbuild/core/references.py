@@ -33,6 +33,11 @@ CREDENTIALS_HELP = ("credentials do not belong in a registry reference (the valu
 HOST_EXAMPLE = "HOST[:PORT] such as localhost:5000 or nvcr.io"
 
 
+def _shown(value: str) -> str:
+    # a value given as a host, a reference or a URL: every @ that starts no digest is a login (hidden)
+    return excerpt(value, reference=True)
+
+
 class ReferenceProblem(ValueError):
     """What is wrong with a host or reference, in words safe to print (never a credential)."""
 
@@ -47,28 +52,28 @@ def parse_host(value: str) -> str:
     if not text:
         raise ReferenceProblem(f"is empty; expected {HOST_EXAMPLE}")
     if "://" in text:
-        raise ReferenceProblem(f"{excerpt(text)}: expected {HOST_EXAMPLE}, without a scheme")
+        raise ReferenceProblem(f"{_shown(text)}: expected {HOST_EXAMPLE}, without a scheme")
     if "/" in text:
-        raise ReferenceProblem(f"{excerpt(text)}: expected {HOST_EXAMPLE}, without a path")
+        raise ReferenceProblem(f"{_shown(text)}: expected {HOST_EXAMPLE}, without a path")
     if text != text.lower():
-        raise ReferenceProblem(f"{excerpt(text)}: expected a lower-case {HOST_EXAMPLE}")
+        raise ReferenceProblem(f"{_shown(text)}: expected a lower-case {HOST_EXAMPLE}")
     if text.startswith("["):  # an IPv6 address: [::1]:5000
         address, bracket, port = text[1:].partition("]")
         if not bracket or (port and not port.startswith(":")):
-            raise ReferenceProblem(f"{excerpt(text)}: expected [IPv6]:PORT, or {HOST_EXAMPLE}")
+            raise ReferenceProblem(f"{_shown(text)}: expected [IPv6]:PORT, or {HOST_EXAMPLE}")
         try:
             ipaddress.IPv6Address(address)
         except ValueError:
-            raise ReferenceProblem(f"{excerpt(text)}: {excerpt(address)} is not an IPv6 address") from None
+            raise ReferenceProblem(f"{_shown(text)}: {_shown(address)} is not an IPv6 address") from None
         port = port[1:] if port else None
     else:
         address, colon, port = text.partition(":")
         port = port if colon else None
         if len(address) > 253 or not all(_DOMAIN_COMPONENT.fullmatch(c) for c in address.split(".")):
-            raise ReferenceProblem(f"{excerpt(text)}: expected {HOST_EXAMPLE} (letters, digits, dots and "
+            raise ReferenceProblem(f"{_shown(text)}: expected {HOST_EXAMPLE} (letters, digits, dots and "
                                    "hyphens; no spaces)")
     if port is not None and not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):
-        raise ReferenceProblem(f"{excerpt(text)}: the port must be a number from 1 to 65535")
+        raise ReferenceProblem(f"{_shown(text)}: the port must be a number from 1 to 65535")
     return text
 
 
@@ -83,7 +88,7 @@ def parse_engine_url(value: str) -> str:
     if not isinstance(value, str) or not value:
         raise ReferenceProblem(f"is empty; expected {ENGINE_EXAMPLE}")
     if not value.isprintable() or len(value) > 4096:
-        raise ReferenceProblem(f"{excerpt(value)}: expected {ENGINE_EXAMPLE}")
+        raise ReferenceProblem(f"{_shown(value)}: expected {ENGINE_EXAMPLE}")
     scheme, sep, where = value.partition("://")
     if scheme == "ssh" and sep:
         raise ReferenceProblem("ssh:// engines are not offered: forward the remote engine's socket with "
@@ -94,21 +99,21 @@ def parse_engine_url(value: str) -> str:
                                "a tcp:// engine authenticates with TLS client certificates (DOCKER_CERT_PATH)")
     if scheme == "unix" and sep:
         if not where.startswith("/") or len(where.encode()) > MAX_SOCKET_PATH:
-            raise ReferenceProblem(f"{excerpt(value)}: expected unix:// and an absolute socket path of at most "
+            raise ReferenceProblem(f"{_shown(value)}: expected unix:// and an absolute socket path of at most "
                                    f"{MAX_SOCKET_PATH} bytes")
         return value
     if scheme == "tcp" and sep:
         host = where[:-1] if where.endswith("/") else where
         address, colon, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
         if not colon:
-            raise ReferenceProblem(f"{excerpt(value)}: expected tcp://HOST:PORT (the port is needed)")
+            raise ReferenceProblem(f"{_shown(value)}: expected tcp://HOST:PORT (the port is needed)")
         try:
             parse_host(f"{address.lower()}:{port}")
         except ReferenceProblem:
-            raise ReferenceProblem(f"{excerpt(value)}: expected tcp://HOST:PORT with a port from 1 to 65535"
+            raise ReferenceProblem(f"{_shown(value)}: expected tcp://HOST:PORT with a port from 1 to 65535"
                                    ) from None
         return value
-    raise ReferenceProblem(f"{excerpt(value)}: expected {ENGINE_EXAMPLE}")
+    raise ReferenceProblem(f"{_shown(value)}: expected {ENGINE_EXAMPLE}")
 
 
 INDEX_EXAMPLE = "https://HOST[:PORT]/PATH (such as https://mirror.example/pypi), or http:// on the loopback"
@@ -215,19 +220,19 @@ class ImageRef:
             raise ReferenceProblem(CREDENTIALS_HELP)
         name, at, digest = text.partition("@")
         if at and not _DIGEST.fullmatch(digest):
-            raise ReferenceProblem(f"{excerpt(text)}: the digest must be sha256:<64 hex digits>")
+            raise ReferenceProblem(f"{_shown(text)}: the digest must be sha256:<64 hex digits>")
         slash = name.rfind("/")
         colon = name.rfind(":")
         tag = None
         if colon > slash:
             name, tag = name[:colon], name[colon + 1:]
             if not _TAG.fullmatch(tag):
-                raise ReferenceProblem(f"{excerpt(text)}: the tag must be letters, digits, _ . - "
+                raise ReferenceProblem(f"{_shown(text)}: the tag must be letters, digits, _ . - "
                                        "(at most 128, not starting with . or -)")
         if need_tag and tag is None:
-            raise ReferenceProblem(f"{excerpt(text)}: expected an image reference with a tag (registry/name:tag)")
+            raise ReferenceProblem(f"{_shown(text)}: expected an image reference with a tag (registry/name:tag)")
         if len(name) > MAX_NAME:
-            raise ReferenceProblem(f"{excerpt(text)}: the name is longer than {MAX_NAME} characters")
+            raise ReferenceProblem(f"{_shown(text)}: the name is longer than {MAX_NAME} characters")
         first, sep, rest = name.partition("/")
         if sep and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
             parse_host(first)
@@ -235,7 +240,7 @@ class ImageRef:
         else:
             path = name
         if not all(_PATH_COMPONENT.fullmatch(c) for c in path.split("/")):
-            raise ReferenceProblem(f"{excerpt(text)}: expected an image reference (registry/name:tag; the "
+            raise ReferenceProblem(f"{_shown(text)}: expected an image reference (registry/name:tag; the "
                                    "name lower case, its parts joined by / and separated by . _ __ -)")
         return cls(name, tag, digest or None)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import yaml
 
+from ngcbuild.core.errors import excerpt
+
 # What a manifest could reasonably hold, with a wide margin: counts every value after expanding
 # aliases, so a small file cannot make the validator walk millions of values.
 MAX_VALUES = 100_000
@@ -88,7 +90,7 @@ def _check(node: yaml.Node, path: tuple[str, ...], count: list[int]) -> None:
         try:  # YAML reads 2026-13-45 as a date and the constructor fails with a bare ValueError
             yaml.constructor.SafeConstructor().construct_yaml_timestamp(node)
         except ValueError as exc:
-            raise YamlProblem(".".join(path), f"{node.value[:40]!r} is not a date ({exc}); expected a day "
+            raise YamlProblem(".".join(path), f"{excerpt(node.value, 40)} is not a date ({exc}); expected a day "
                                               "YYYY-MM-DD such as 2026-12-31") from None
     if isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):

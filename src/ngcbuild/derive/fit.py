@@ -7,11 +7,12 @@ what a scheduled job runs to say when they can move."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ngcbuild.core.errors import OperationError, UserError, excerpt, shown_path
+from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.project import Project
 from ngcbuild.derive.resolve import machine_inputs
 from ngcbuild.manifest.derived import built_from_source, protected_names
@@ -22,7 +23,7 @@ from ngcbuild.resolver.deadline import run_deadline
 from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
-from ngcbuild.resolver.uv import UnresolvedError
+from ngcbuild.resolver.uv import IndexRefused, UnresolvedError
 from ngcbuild.verify.target import Target
 
 FITS, CONFLICTS, NOT_CHECKED = "fits", "no", "not checked"
@@ -61,7 +62,7 @@ def fit_rows(project: Project, file: str, setting: IndexSetting, wheelhouse: str
     deadline = run_deadline()
     path = Path(file)
     path = path if path.is_absolute() else Path.cwd() / path
-    requirements = load_requirements(path, within=project.root, named_by="--requirements")
+    requirements = _team_requirements(project, path)
     team = shown_path(path)
     rows = []
     for name in buildable_releases(project):
@@ -72,6 +73,8 @@ def fit_rows(project: Project, file: str, setting: IndexSetting, wheelhouse: str
         try:
             outcome = resolve(fit_problem(loaded, requirements, team, house, ca_bundle, setting, day_end(index_as_of)),
                               deadline=deadline)
+        except IndexRefused:
+            raise  # our credentials refused: no release can be judged, and none is "no"
         except UnresolvedError as exc:
             rows.append(FitRow(name, NOT_CHECKED, (exc.reason,)))
             continue
@@ -83,6 +86,23 @@ def fit_rows(project: Project, file: str, setting: IndexSetting, wheelhouse: str
                                                       + (f" (trap: {c.traps[0]})" if c.traps else "")
                                                       for c in outcome.conflicts), tuple(outcome.conflicts)))
     return rows
+
+
+def _team_requirements(project: Project, path: Path) -> tuple[TeamRequirement, ...]:
+    """A team's file wherever it lives (its own checkout, a CI workspace): read as every file is read (a
+    regular file, bounded, never a FIFO or device); only a manifest's file must lie in the project. What a
+    file outside the project holds is not ours to print (a file of credentials named by mistake): a line
+    it refuses is named by its number alone."""
+    try:
+        return load_requirements(path, within=None, named_by="--requirements")
+    except ManifestError as exc:
+        real = Path(os.path.realpath(path))
+        inside = Path(os.path.realpath(project.root))
+        if not exc.key or real == inside or inside in real.parents:
+            raise
+        raise ManifestError(path, exc.key, "is not a requirement (the line is not shown: the file lies outside "
+                                           "the project); expected NAME[extras] SPECIFIERS ; MARKERS, e.g. "
+                                           "einops>=0.8") from None
 
 
 def fit_table(file: str, rows: list[FitRow]) -> str:
@@ -99,7 +119,7 @@ def run_fit(project: Project, file: str, setting: IndexSetting, wheelhouse: str 
             index_as_of=None, out=sys.stdout) -> list[FitRow]:
     """The table (or JSON); NoneChecked (exit 1) when no release could be checked at all."""
     if not isinstance(file, str) or not file or file.startswith("-"):
-        raise UserError(f"--requirements {excerpt(file)}: expected a requirements FILE inside the project")
+        raise UserError(f"--requirements {excerpt(file)}: expected the path of a requirements FILE")
     rows = fit_rows(project, file, setting, wheelhouse, index_as_of)
     if as_json:
         out.write(json.dumps({"requirements": file, "releases": [r.to_json() for r in rows]}, indent=2) + "\n")

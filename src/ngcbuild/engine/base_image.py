@@ -19,6 +19,7 @@ import docker
 
 from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.references import ImageRef
+from ngcbuild.core.text import safe
 from ngcbuild.engine.client import image_exists
 from ngcbuild.manifest.model import Release
 
@@ -50,7 +51,7 @@ def ensure_base(client: docker.APIClient, release: Release, log=print, ref: str 
         if _local_for(client, ref, platform):
             return "pulled"
     except docker.errors.APIError as exc:
-        log(f"cannot pull {ref}: {exc.explanation or exc}")
+        log(f"cannot pull {ref}: {safe(exc.explanation or exc, 300)}")  # the engine's words
     if release.base.bootstrap is None or ref != base_name(release, platform):
         made = f"; `invoke base --release {release.release} --platform {platform}` makes " \
                f"{base_name(release, platform)}" if release.base.bootstrap is not None else ""
@@ -125,9 +126,10 @@ def _build_from_scratch(client: docker.APIClient, context: Path, name: str, plat
     for event in stream:
         if "error" in event or "errorDetail" in event:
             detail = event.get("errorDetail", {}).get("message") or event.get("error")
-            raise OperationError(f"making the base image {name} failed: {detail}")
+            # the engine's words: escaped (an escape sequence or a second line in them reaches no terminal)
+            raise OperationError(f"making the base image {name} failed: {safe(detail, 1000)}")
         if event.get("stream", "").startswith("Step "):
-            log(event["stream"].rstrip())
+            log(safe(event["stream"].rstrip(), 1000))
 
 
 def _slim(root: Path) -> None:

@@ -12,9 +12,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ngcbuild.core.text import safe
 from ngcbuild.engine.normalise import save_layers
 
 MAX_SHOWN = 40  # files named per layer; the rest counted
+MAX_PATH = 600  # characters of a path shown
+MAX_HOW = 600
 
 
 @dataclass(frozen=True)
@@ -50,14 +53,15 @@ class Comparison:
     def lines(self, names: tuple[str, str] = ("first", "second")) -> list[str]:
         if self.same:
             return [f"reproduced: {self.first}"]
-        out = [f"not reproduced: {names[0]} is {self.first}, {names[1]} is {self.second}"]
+        # ids, keys (a label's), paths and link targets come from the images: escaped, one line each
+        out = [f"not reproduced: {names[0]} is {safe(self.first)}, {names[1]} is {safe(self.second)}"]
         for key, how in sorted(self.config.items()):
-            out.append(f"  config {key}: {how}")
+            out.append(f"  config {safe(key)}: {safe(how, MAX_HOW)}")
         for layer in self.layers:
-            out.append(f"  layer {layer.index}: {layer.first or 'none'} / {layer.second or 'none'}: "
+            out.append(f"  layer {layer.index}: {safe(layer.first or 'none')} / {safe(layer.second or 'none')}: "
                        f"{len(layer.files)} files differ")
             for path, how in list(sorted(layer.files.items()))[:MAX_SHOWN]:
-                out.append(f"    /{path}: {how}")
+                out.append(f"    /{safe(path, MAX_PATH)}: {safe(how, MAX_HOW)}")
             if len(layer.files) > MAX_SHOWN:
                 out.append(f"    ... and {len(layer.files) - MAX_SHOWN} more")
         return out
@@ -125,7 +129,7 @@ def config_differences(one: dict, two: dict, prefix: str = "") -> dict[str, str]
         elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
             differ.update(config_differences(dict(enumerate(a)), dict(enumerate(b)), name + "."))
         elif a != b:
-            differ[name] = f"{json.dumps(a)[:120]} / {json.dumps(b)[:120]}"
+            differ[name] = f"{safe(json.dumps(a), 120)} / {safe(json.dumps(b), 120)}"
     return differ
 
 

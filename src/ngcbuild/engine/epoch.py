@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ngcbuild.core.errors import UserError
+from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.project import Project
 
 VARIABLE = "SOURCE_DATE_EPOCH"
@@ -35,8 +35,9 @@ class Epoch:
 def parse_epoch(text: str, where: str) -> int:
     """Seconds since 1970 as SOURCE_DATE_EPOCH writes them, or a UserError naming `where`."""
     if not _SECONDS_RE.fullmatch(text) or int(text) > LATEST:
-        raise UserError(f"{where}: {text[:40]!r}: expected a time as seconds since 1970-01-01 UTC "
-                        f"(digits, at most {LATEST})")
+        # a URL with a login may stand here (a variable set by mistake): masked before it is cut
+        raise UserError(f"{where}: {excerpt(text, 40, reference=True)}: expected a time as seconds since "
+                        f"1970-01-01 UTC (digits, at most {LATEST})")
     return int(text)
 
 

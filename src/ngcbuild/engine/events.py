@@ -28,8 +28,12 @@ def _error_of(event: dict) -> str | None:
     detail = event.get("errorDetail")
     if event.get("error") or detail:
         message = event.get("error") or (detail or {}).get("message") or str(detail)
-        return str(message).strip()
+        # the engine's words (which may quote a registry's): escaped before any terminal sees them
+        return safe(str(message).strip(), 1000)
     return None
+
+
+MAX_LINE = 4000  # characters of one line of a step's output shown
 
 
 @dataclass
@@ -66,7 +70,8 @@ class BuildStream:
         if not isinstance(text, str):
             return shown
         for line in _ANSI_RE.sub("", text).splitlines():
-            line = line.rstrip()
+            # what a step printed: colours dropped above, any other escape sequence shown escaped
+            line = safe(line.rstrip(), MAX_LINE)
             if not line or _NOISE_RE.match(line.strip()):
                 continue
             self.tail.append(line)

@@ -18,6 +18,7 @@ import docker
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.references import ImageRef, ReferenceProblem
+from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.image_build import RELEASE_LABEL
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
@@ -99,7 +100,7 @@ def _remove(client, image_id: str, tags: list[str], say) -> bool:
     except docker.errors.NotFound:
         return True
     except docker.errors.APIError as exc:  # a child image or a container created meanwhile
-        say(f"kept {image_id[7:19]}: {exc.explanation or exc}")
+        say(f"kept {image_id[7:19]}: {safe(exc.explanation or exc, 300)}")  # the engine's words
         return False
 
 

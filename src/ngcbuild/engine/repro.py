@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import sys
 
-from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.errors import OperationError, UserError, shown_path
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.engine.build import build_release
-from ngcbuild.engine.options import BuildOptions
+from ngcbuild.engine.options import BuildOptions, check_platform_listed
 from ngcbuild.workspace.record import previous_record
 
 
@@ -30,7 +30,13 @@ def run_repro(project: Project, release: str, options: BuildOptions, against: st
     from ngcbuild.manifest.loader import load_release
 
     check_release_name(release)
-    named = load_release(project, release).release.build.not_reproducible  # bad input stops here
+    loaded = load_release(project, release)
+    named = loaded.release.build.not_reproducible  # bad input stops here
+    # what the rebuild would refuse (exit 2), refused before the engine is asked or the image compared
+    if loaded.release.status == "archived":
+        raise UserError(f"{shown_path(loaded.path)}: status: release {release} is archived (documentation only: its "
+                        "base images are gone); nothing of it is built, so nothing to reproduce")
+    check_platform_listed(options, loaded.release, shown_path(loaded.path))
     say = printer(out)
     client = connect()
     if against is None:

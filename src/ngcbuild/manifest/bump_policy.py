@@ -17,6 +17,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.core.errors import excerpt
 from ngcbuild.manifest.fields import PackageName, Reason, Requirement, VersionSpecifier
 
 MAX_HOLDS = 200  # as with security.allow: a longer list is no policy anyone reviews
@@ -63,5 +64,5 @@ class BumpPolicy(_Strict):
             except InvalidSpecifier:
                 raise PydanticCustomError("ngcbuild_specifier", "hold.{name}.versions: {value} is not a PEP 440 "
                                           "specifier set such as '<2.15'",
-                                          {"name": name, "value": repr(held.versions)[:80]}) from None
+                                          {"name": name, "value": excerpt(held.versions)}) from None
         return self

@@ -10,11 +10,13 @@ else comes from the base; manifest/derived.py checks the section against the bas
 from __future__ import annotations
 
 import re
+from datetime import date, datetime, timezone
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.core.errors import excerpt
 from ngcbuild.manifest.constraints import parse_pin
 from ngcbuild.manifest.fields import Day, PackageName, Reason
 
@@ -25,7 +27,7 @@ MAX_OVERRIDES = 200
 
 def _project_file(value: str) -> str:
     if not _PROJECT_FILE.fullmatch(value) or len(value) > 300 or ".." in value.split("/"):
-        shown = repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({len(value)} characters)"
+        shown = excerpt(value)
         raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                   {"value": shown, "expected": "a file of the project, relative to its root "
                                    "(e.g. teams/vision/requirements.txt)"})
@@ -34,10 +36,27 @@ def _project_file(value: str) -> str:
 
 def _exact_pin(value: str) -> str:
     if parse_pin(value, 0) is None:
-        shown = repr(value) if len(value) <= 80 else repr(value[:80]) + f"... ({len(value)} characters)"
+        shown = excerpt(value)
         raise PydanticCustomError("ngcbuild_pattern", "{value} is not {expected}",
                                   {"value": shown, "expected": "the base's pin it replaces, NAME==VERSION "
                                    "(e.g. numpy==2.4.6)"})
+    return value
+
+
+def day_to_come(day: date) -> str | None:
+    """Why `day` cannot say which index to read (derive.index_as_of, fit --index-as-of), or None: the
+    index as of a day to come is whatever it holds when the resolver runs (the same inputs would lock
+    otherwise on another day), and uv cannot read a day near the end of its calendar at all."""
+    today = datetime.now(timezone.utc).date()
+    if day > today:
+        return f"{day.isoformat()} is in the future (today is {today.isoformat()} UTC); expected a day that has begun"
+    return None
+
+
+def _passed_day(value: date) -> date:
+    problem = day_to_come(value)
+    if problem:
+        raise PydanticCustomError("ngcbuild_date", "{problem}", {"problem": problem})
     return value
 
 
@@ -70,7 +89,7 @@ class DeriveSpec(BaseModel):
     protected: list[PackageName] = Field(default_factory=list)
     # The index as it was at the end of this day (uv's --exclude-newer): the same inputs resolve to the
     # same lock on any later day. Without it the lock is what the index holds when `resolve` runs.
-    index_as_of: Day | None = None
+    index_as_of: Annotated[Day, AfterValidator(_passed_day)] | None = None
 
     @model_validator(mode="after")
     def _each_pin_once(self):

@@ -5,8 +5,12 @@ The file is a pip requirements file (`pip install --no-deps --require-hashes -r`
 distribution, `NAME==VERSION` (with an environment marker where the platforms resolve differently),
 its `--hash` lines after it. Its header records the digest of every input of the resolve (the base's
 pins, the requirements, the overrides, the indexes, the Python and platforms): when that digest is
-not the one the inputs give now, the lock is stale and `build` refuses it. Written only by
-`ngcbuild resolve` (derive/lockfile.py); read here, by the loader.
+not the one the inputs give now, the lock is stale and `build` refuses it. It records the digest of its
+own body too (`body-sha256`: the entries exactly as resolve wrote them), so that an entry edited by hand
+in a way no rule of derive/lock_check.py sees (a `# via` forged, a version moved within the team's
+specifier) is refused all the same: a lock is exactly what `resolve` writes. (A digest, not a signature:
+it stops an edit, not someone who recomputes it; the review of the lock's diff does that.) Written only
+by `ngcbuild resolve` (derive/lockfile.py); read here, by the loader.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ngcbuild.manifest.constraints import parse_pin
 
 MAX_BYTES = 5_000_000
 INPUTS_KEY = "inputs-sha256"
+BODY_KEY = "body-sha256"
 _HASH_LINE = re.compile(r"--hash=sha256:([0-9a-f]{64})( \\)?")
 _VIA = re.compile(r"# via (\S.*)")
 _INLINE_VIA = re.compile(r"(.*?\S)\s+# via (\S.*)")
@@ -68,6 +73,12 @@ class Lock:
     inputs: str
     header: dict[str, list[str]]  # the keyed comment lines: resolver, target, override...
     pins: tuple[LockedPin, ...]
+    body_sha256: str | None = None  # what the header says the body's digest is (None: it says nothing)
+    body_actual: str = ""  # the digest of the body as read
+
+    @property
+    def body_as_written(self) -> bool:
+        return self.body_sha256 is not None and self.body_sha256 == self.body_actual
 
     def get(self, name: str) -> tuple[LockedPin, ...]:
         key = canonicalize_name(name)
@@ -84,9 +95,21 @@ def lock_text(inputs: str, header: list[tuple[str, str]], pins: list[LockedPin],
     each with who asked for it (`requirements`: the team's file, for a requirement of its own)."""
     lines = [f"# {line}" for line in intro]
     lines.append(f"# {INPUTS_KEY}: {inputs}")
-    lines += [f"# {key}: {value}" for key, value in header]
     body = "".join(p.text(requirements) for p in sorted(pins, key=lambda p: (p.key, p.marker or "")))
+    lines.append(f"# {BODY_KEY}: {body_digest(body)}")
+    lines += [f"# {key}: {value}" for key, value in header]
     return "\n".join(lines) + "\n" + body
+
+
+def lock_body(text: str) -> str:
+    """The entries of a lock: everything after its header (the comment lines it starts with)."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    return "".join(lines[start:])
+
+
+def body_digest(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
 def read_lock(path: Path, *, within: Path) -> Lock:
@@ -109,7 +132,10 @@ def parse_lock(path: Path, text: str) -> Lock:
         if (pin.key, pin.marker) in seen:
             raise ManifestError(path, pin.name, f"locked twice{' for ' + pin.marker if pin.marker else ''}{_AGAIN}")
         seen.add((pin.key, pin.marker))
-    return Lock(path, inputs[0], header, tuple(pins))
+    bodies = header.get(BODY_KEY, [])
+    if len(bodies) > 1 or (bodies and not re.fullmatch(r"[0-9a-f]{64}", bodies[0])):
+        raise ManifestError(path, BODY_KEY, f"expected one line `# {BODY_KEY}: <64 hex digits>`{_AGAIN}")
+    return Lock(path, inputs[0], header, tuple(pins), bodies[0] if bodies else None, body_digest(lock_body(text)))
 
 
 _AGAIN = "; resolve again to rewrite it (ngcbuild resolve)"

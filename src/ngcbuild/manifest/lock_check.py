@@ -12,7 +12,9 @@ requirements and the base's pins, offline and in milliseconds:
   asked for (`# via`, the resolver's own record of who required it) by an entry so reached or by a
   distribution of the base;
 - every entry of a distribution the team requires satisfies that requirement (its version in the
-  specifier, a URL entry only where the requirement names that URL).
+  specifier, a URL entry only where the requirement names that URL);
+- and then the body is byte for byte the one resolve wrote: the digest its header records
+  (`body-sha256`), which catches what the rules above cannot see offline.
 
 A hand-edited entry is refused naming its line and what `resolve` would write instead. What this does
 not judge offline is whether a locked distribution's own metadata is what `# via` says: `resolve`
@@ -31,7 +33,7 @@ from ngcbuild.core.project import Project
 from ngcbuild.core.references import shown_url
 from ngcbuild.manifest.derived import RESOLVE_HINT
 from ngcbuild.manifest.loader import LoadedRelease
-from ngcbuild.manifest.lock import LockedPin
+from ngcbuild.manifest.lock import BODY_KEY, LockedPin
 from ngcbuild.manifest.platforms import markers
 
 
@@ -54,6 +56,16 @@ def check_lock(project: Project, loaded: LoadedRelease) -> None:
         line, text = problem
         raise ManifestError(derived.lock_path, f"line {line}" if line else "",
                             f"{text}; the lock is written by `{command}` only (run it and review the diff)")
+    # what no rule above sees (a `# via` forged, a version moved within the specifier): the body is not
+    # the one resolve wrote, whose digest it recorded in the header
+    lock = derived.lock
+    if lock.body_sha256 is None:
+        raise UserError(f"{shown_path(derived.lock_path)}: no `# {BODY_KEY}:` line (the digest of the entries "
+                        f"`resolve` wrote); run `{command}` to write the lock again")
+    if not lock.body_as_written:
+        raise UserError(f"{shown_path(derived.lock_path)}: its entries are not the ones `{command}` wrote (their "
+                        f"sha256 is {lock.body_actual[:12]}..., the header's {BODY_KEY} {lock.body_sha256[:12]}...); "
+                        "the lock is written by resolve only (run it and review the diff)")
 
 
 def body_problem(loaded: LoadedRelease) -> tuple[int | None, str] | None:

@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from ngcbuild.core.errors import excerpt
+from ngcbuild.core.redact import redact
 from ngcbuild.manifest.bump_policy import BumpPolicy
 from ngcbuild.manifest.derive_spec import DeriveSpec
 from ngcbuild.manifest.fields import (
@@ -68,7 +70,7 @@ def _check_requirement(value: str) -> str:
         Requirement(value)
     except InvalidRequirement as exc:
         raise PydanticCustomError("ngcbuild_requirement", "{value} is not a PEP 508 requirement ({why})",
-                                  {"value": value[:80], "why": str(exc).splitlines()[0][:120]}) from None
+                                  {"value": excerpt(value), "why": redact(str(exc).splitlines()[0], 120)}) from None
     return value
 
 
@@ -549,7 +551,7 @@ def _min_checked(value):
     if value == "all" or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         return value
     raise PydanticCustomError("ngcbuild_min_checked", "{value} is not a count; expected a whole number >= 0 or all",
-                              {"value": repr(value)[:80]})
+                              {"value": excerpt(value)})
 
 
 MinChecked = Annotated[int | str, BeforeValidator(_min_checked)]

@@ -48,8 +48,9 @@ class TeamRequirement:
         return Requirement(self.text)
 
 
-def load_requirements(path: Path, *, within: Path, named_by: str) -> tuple[TeamRequirement, ...]:
-    """`named_by` says who named the file, for the message when it is missing."""
+def load_requirements(path: Path, *, within: Path | None, named_by: str) -> tuple[TeamRequirement, ...]:
+    """`named_by` says who named the file, for the message when it is missing; `within`: the folder it must
+    lie in (a derived release's file: the project), None for a file named on the command line."""
     text = read_text(path, MAX_BYTES, "a requirements file",
                      f"requirements file not found (named by {named_by}); expected lines such as einops==0.8.1",
                      within=within)

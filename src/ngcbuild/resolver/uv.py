@@ -31,6 +31,9 @@ VERSION_TIMEOUT_S = 60
 # The manylinux platforms uv names (`--python-platform ARCH-manylinux_2_N`), per glibc minor.
 _UV_GLIBC = (17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()]+")
+# uv's hints for an index that answered 401 or 403 (uv 0.5 to 0.13 word them so): the URL and the status
+_REFUSED = re.compile(r"index (?:URL )?\(([^\s()]{1,2100})\) (?:could not be queried due to a lack of valid "
+                      r"authentication credentials \(|returned an? )((?:401|403)(?: [A-Z][a-z]{1,20})?)")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,18 @@ class UnresolvedError(OperationError):
     def __init__(self, message: str):
         self.reason = message
         super().__init__(f"uv could not resolve: {message}")
+
+
+class IndexRefused(UnresolvedError):
+    """An index answered 401 or 403: our credentials (or none) were refused. uv reports it as a hint
+    under "no solution found", every distribution of that index then "not found": a failure of the run
+    (exit 1), never a conflict of the team's requirements."""
+
+    def __init__(self, host: str, status: str):
+        self.reason = (f"the index at {host} refused our credentials ({status}); give its login in the index "
+                       "URL (USER:PASSWORD@ before its host, in --index-url or UV_INDEX_URL/PIP_INDEX_URL) or in "
+                       "~/.netrc (never printed); nothing was resolved")
+        OperationError.__init__(self, self.reason)
 
 
 def uv_binary() -> str:
@@ -136,6 +151,10 @@ class Uv:
         text = self.scrubbed(text.strip())
         if code == 0:
             return Compiled(True, tuple(_normalised(parse_entries(output, output.read_text()))), "")
+        refused = _REFUSED.search(text)
+        if refused:  # before the conflict: "not found" here only means the index would not answer
+            raise IndexRefused(shown_url(urlsplit(refused.group(1)).netloc.rpartition("@")[2] or refused.group(1)),
+                               refused.group(2))
         if "No solution found" not in text and "unsatisfiable" not in text:
             # not a conflict: an index that did not answer, a distribution that cannot be built...
             raise UnresolvedError(_last_lines(text))
