@@ -23,6 +23,7 @@ from ngcbuild.core.errors import BuildFailed
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef
+from ngcbuild.core.text import safe
 from ngcbuild.engine import layer_cache
 from ngcbuild.engine.base_image import ensure_base
 from ngcbuild.engine.client import connect
@@ -204,8 +205,9 @@ def _hint(error: str | None) -> str:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The first line of an engine's or a connection's error, escaped: its text is the engine's."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    return safe(text.splitlines()[0]) if text else type(exc).__name__
 
 
 def write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:
