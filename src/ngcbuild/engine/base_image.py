@@ -93,7 +93,10 @@ def make_base(client: docker.APIClient, release: Release, log=print, platform: s
         root = Path(tmp) / "root"
         command = ["debootstrap", f"--variant={spec.variant}", f"--arch={arch}", spec.suite, str(root), spec.mirror]
         log("running " + " ".join(command))
-        result = subprocess.run(command, capture_output=True, text=True)
+        try:
+            result = subprocess.run(command, capture_output=True, text=True)
+        finally:  # a debootstrap that stopped halfway leaves /proc and /sys mounted in the root it made
+            _unmount_under(root)
         if result.returncode != 0:
             tail = "\n".join((result.stdout + result.stderr).splitlines()[-20:])
             raise OperationError(f"debootstrap failed (exit {result.returncode}):\n{tail}")
@@ -110,6 +113,19 @@ def make_base(client: docker.APIClient, release: Release, log=print, platform: s
         raise OperationError(f"made {name}, but the engine recorded it as {image.get('Architecture')}, not {arch}")
     log(f"made {name} for {platform} ({image['Id'][:19]}, {image['Size'] / 1e6:.0f} MB)")
     return image["Id"]
+
+
+def _unmount_under(root: Path) -> None:
+    """Every mount below `root` unmounted, deepest first, so that the temporary folder can be removed
+    (mountinfo's fifth field is the mount point, with spaces escaped as \\040)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return
+    points = [line.split()[4].replace("\\040", " ") for line in lines if len(line.split()) > 4]
+    inside = [point for point in points if Path(point).is_relative_to(root)]
+    for point in sorted(inside, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True)
 
 
 def base_dockerfile(spec) -> str:
