@@ -106,6 +106,37 @@ class AptKey(Strict):
     evidence: Text
 
 
+class AptList(Strict):
+    """One apt source file the base image carries (/etc/apt/sources.list.d/cuda.list), from evidence: the
+    repository its line names and what the build does with it. `keep`: apt reads it, so a key the image
+    trusts signs it, either an apt_keys entry for the same repository (installed by the build) or
+    `signed_by`, a key the base's own keyring holds (an Ubuntu archive's). `remove`: no package of the
+    image comes from it, and the build deletes the file before any apt step (NVIDIA's machine-learning
+    repository, never re-keyed after the 2022 rotation: apt refuses it unsigned and the step exits 100).
+    `invoke verify` reads each one's InRelease and names the key that signs it."""
+
+    path: AbsPath
+    repository: Url  # the first repository its lines name (NVIDIA's are flat: REPOSITORY/InRelease)
+    use: Literal["keep", "remove"]
+    signed_by: Text | None = None  # the base keyring's key, in words (an Ubuntu archive's keys)
+    evidence: Text
+
+
+class AptLists(Strict):
+    """The base image's apt source files: `lists`, from evidence, every one of them (the build fails on a file
+    of /etc/apt/sources.list.d it does not name), or `not_known` with the reason (nothing is checked then)."""
+
+    lists: list[AptList] | None = None
+    not_known: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.lists is None) == (self.not_known is None):
+            raise PydanticCustomError("ngcbuild_missing", "expected exactly one of lists and not_known",
+                                      {"key": "lists"})
+        return self
+
+
 class BaseImage(Strict):
     image: TaggedImage
     digest: Digest | None = None
@@ -123,6 +154,24 @@ class BaseImage(Strict):
     python_distributions: BasePythonDistributions | None = None
     # Keys of the apt repositories it adds that the image installs first (a key rotation the base predates).
     apt_keys: list[AptKey] = Field(default_factory=list)
+    # Every apt source file it carries, from evidence, or not known (AptLists).
+    apt_lists: AptLists | None = None
+
+    @model_validator(mode="after")
+    def _each_kept_list_is_signed_by_a_trusted_key(self):
+        re_keyed = {key.repository.rstrip("/") for key in self.apt_keys}
+        for i, item in enumerate((self.apt_lists.lists or []) if self.apt_lists else []):
+            repository = item.repository.rstrip("/")
+            if item.use == "keep" and repository not in re_keyed and item.signed_by is None:
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "keeps a repository no key signs; expected signed_by (a key the base's keyring "
+                    "holds) or an apt_keys entry for {repository}", {"key": f"apt_lists.lists.{i}.signed_by",
+                                                                      "repository": repository})
+            if item.use == "remove" and repository in re_keyed:
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "removes {repository}, whose key apt_keys installs; expected use: keep",
+                    {"key": f"apt_lists.lists.{i}.use", "repository": repository})
+        return self
 
 
 class ImageSpec(Strict):

@@ -227,6 +227,18 @@ class ImagePlan:
         return SNIPPETS_DIR
 
     @property
+    def declared_apt_lists(self) -> tuple[str, ...]:
+        """The base's apt source files the manifest names (base.apt_lists), none where not known."""
+        lists = self.release.base.apt_lists
+        return tuple(item.path for item in (lists.lists or [])) if lists else ()
+
+    @property
+    def removed_apt_lists(self) -> tuple[str, ...]:
+        """Those the build deletes before any apt step (use: remove)."""
+        lists = self.release.base.apt_lists
+        return tuple(item.path for item in (lists.lists or []) if item.use == "remove") if lists else ()
+
+    @property
     def cuda_compat_root(self) -> str:
         """Where the forward-compat snippet looks (NGC's _CUDA_COMPAT_PATH), in every release: one without
         the layout has no libraries there, and the snippet does nothing."""
