@@ -318,6 +318,9 @@ class Component(Strict):
     # NVIDIA's own statement where we chose another value (notes.conflicts says why): the notes' tables
     # and the matrix show both, never the chosen value alone.
     nvidia_states: Version | None = None
+    # What NGC's image of this release has by secondary evidence (its notes name none) where ours differs
+    # (20.12's torchvision: 0.8.2 here, 0.9.0a0 there): the notes show both beside the component.
+    ngc_reported: Version | None = None
     reason: Reason | None = None  # why install: none
     # Features NVIDIA's notes credit to it that the pinned build lacks, each with our finding (APEX at a 2025
     # commit has no apex.amp): the notes print NVIDIA's text with the finding beside it.
@@ -508,8 +511,11 @@ FactItem = Annotated[Fact, BeforeValidator(_fact_from_text)]
 
 
 class DriverRequirements(Strict):
-    """The facts of NVIDIA's "Driver Requirements"; the notes template words them. `text` is for a
-    statement that has no minimum driver to give (25.12 refers to the CUDA guides)."""
+    """The facts of NVIDIA's "Driver Requirements" (the matrix and diffs read the minimum) and how the notes
+    say them: `text`, NVIDIA's paragraph of that release quoted as it stands (its wording changed over the
+    years: 2020's "Tesla" became "a data center GPU"), which must name each fact given; without it, the notes
+    template words the facts. A statement with no minimum driver to give (25.12 refers to the CUDA guides)
+    is `text` alone."""
 
     minimum: Text | None = None  # "455 or later"
     datacenter_branches: list[Text] = Field(default_factory=list)  # ["418.xx", "440.30", "450.xx"]
@@ -518,9 +524,12 @@ class DriverRequirements(Strict):
 
     @model_validator(mode="after")
     def _facts_or_text(self):
-        if self.text and (self.minimum or self.datacenter_branches):
+        missing = [fact for fact in ([self.minimum] if self.minimum else []) + self.datacenter_branches
+                   if self.text and fact not in self.text]
+        if missing:
             raise PydanticCustomError(
-                "ngcbuild_driver", "give minimum and datacenter_branches (the notes word them) or text, not both")
+                "ngcbuild_driver", "text does not name {fact}; expected NVIDIA's paragraph naming every fact given",
+                {"fact": missing[0]})
         if self.datacenter_branches and not self.minimum:
             raise PydanticCustomError("ngcbuild_driver", "datacenter_branches need the minimum driver")
         return self
@@ -567,6 +576,9 @@ class Notes(Strict):
     # What NVIDIA's image carries that the image built here lacks and no component records (no honest
     # version is known), each with why: the notes say so instead of implying the image has it.
     not_in_image: list[FactItem] = Field(default_factory=list)
+    # What a user meets that differs from NVIDIA's image of the release, beyond what the image lacks (the order
+    # of PATH, a tool NGC installs that this build does not): the notes list each under its own heading.
+    differences: list[FactItem] = Field(default_factory=list)
 
 
 MAX_EXCEPTION_DAYS = 730  # how far ahead an allowed advisory may expire: reviewed at least every two years
