@@ -76,8 +76,11 @@ def test_25_12_expects_the_base_images_cuda_home_its_labels_and_torch_first_on_t
     assert expected["base_labels"] == {"com.nvidia.cudnn.version": "9.17.0", "com.nvidia.nccl.version": "2.28.9",
                                        "com.nvidia.tensorrt.version": "10.14.1.48"}
     assert not set(expected["base_labels"]) & set(expected["labels"])
-    assert expected["env_prepend"] == {"LD_LIBRARY_PATH": ["/usr/local/lib/python3.12/dist-packages/torch/lib"],
+    # torch/lib first, then the forward-compat link (there only while compat is enabled: issue 53)
+    assert expected["env_prepend"] == {"LD_LIBRARY_PATH": ["/usr/local/lib/python3.12/dist-packages/torch/lib",
+                                                           "/usr/local/cuda/compat/lib"],
                                        "PATH": ["/opt/tensorrt/bin"]}
+    assert expected["cuda_compat"] == {"link": "/usr/local/cuda/compat/lib", "libraries": "/usr/local/cuda/compat/lib.real"}
     assert "LD_LIBRARY_PATH" not in expected["env"]
     assert expected["env"]["MODEL_OPT_VERSION"] == "0.40.0"
 
