@@ -133,7 +133,7 @@ def test_25_12_as_a_user_touches_it():
     expected = _repo_expected("25.12")
     assert expected["stack"]["commands"] == {"trtexec": "/opt/tensorrt/bin"}
     assert expected["stack"]["torch_without"] == ["mpi", "mkl", "nvshmem"]
-    assert expected["stack"]["torch_with"] == ["lapack"]
+    assert expected["stack"]["torch_with"] == ["lapack", "cusparselt"]  # NVIDIA's notes: cuSPARSELt turned on
     dockerfile = render_files(Project.at(REPO), load_release(Project.at(REPO), "25.12")).files["Dockerfile"].decode()
     assert 'USE_MPI="0"' in dockerfile and "python3.12-venv=3.12.3-1ubuntu0.17" in dockerfile
     assert 'PATH="/opt/tensorrt/bin${PATH:+:${PATH}}"' in dockerfile

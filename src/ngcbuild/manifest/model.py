@@ -418,7 +418,7 @@ class CudaHomeSpec(Strict):
     runtime: PackageName
 
 
-TorchCapability = Literal["lapack", "mpi", "mkl", "nvshmem"]
+TorchCapability = Literal["lapack", "mpi", "mkl", "nvshmem", "cusparselt"]
 
 
 class StackSpec(Strict):
@@ -429,7 +429,8 @@ class StackSpec(Strict):
     unresolved_ok: dict[PackageName, Reason] = Field(default_factory=dict)
     # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
     # algebra; a source build without MKL or OpenBLAS has none), MPI (torch.distributed's backend), MKL
-    # (torch.backends.mkl: NGC's amd64 builds link it) and NVSHMEM (torch's symmetric memory backend).
+    # (torch.backends.mkl: NGC's amd64 builds link it), NVSHMEM (torch's symmetric memory backend) and
+    # cuSPARSELt (torch.backends.cusparselt: NGC's notes say its builds turn it on since 24.06).
     torch_with: list[TorchCapability] = Field(default_factory=list)
     # What the PyTorch build is made without where NVIDIA's image may have it (25.12 turns MPI off and links
     # OpenBLAS, not MKL), each checked absent in the image: a statement of the notes, proved.
@@ -437,6 +438,23 @@ class StackSpec(Strict):
     # Commands the image puts on PATH, by the folder each is in (NGC's trtexec in /opt/tensorrt/bin): the
     # smoke suite finds each on PATH there.
     commands: dict[PackageName, AbsPath] = Field(default_factory=dict)
+    # Where the base may keep a command its folder lacks (cuda-dl-base may not ship /opt/tensorrt/bin, which
+    # NGC's PyTorch layer adds): the image links the first that exists into the folder, and a build whose
+    # base has none fails right there, not hours later in the smoke suite.
+    command_sources: dict[PackageName, list[AbsPath]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sources_of_promised_commands(self):
+        stray = sorted(set(self.command_sources) - set(self.commands))
+        if stray:
+            raise PydanticCustomError("ngcbuild_missing", "{name} is not in stack.commands; expected a source of a "
+                                      "command the image promises", {"key": f"command_sources.{stray[0]}",
+                                                                     "name": stray[0]})
+        empty = sorted(name for name, paths in self.command_sources.items() if not paths)
+        if empty:
+            raise PydanticCustomError("ngcbuild_missing", "names no path; expected at least one",
+                                      {"key": f"command_sources.{empty[0]}"})
+        return self
 
     @model_validator(mode="after")
     def _with_or_without(self):

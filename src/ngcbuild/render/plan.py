@@ -227,6 +227,11 @@ class ImagePlan:
         return SNIPPETS_DIR
 
     @property
+    def command_sources(self) -> dict[str, list[str]]:
+        """Where the image finds each promised command its folder may lack (stack.command_sources)."""
+        return {name: list(paths) for name, paths in sorted(self.release.stack.command_sources.items())}
+
+    @property
     def declared_apt_lists(self) -> tuple[str, ...]:
         """The base's apt source files the manifest names (base.apt_lists), none where not known."""
         lists = self.release.base.apt_lists
