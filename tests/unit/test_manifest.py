@@ -216,7 +216,7 @@ def test_a_release_that_silently_inherits_its_parents_text_is_refused(scratch):
 def test_inherit_keeps_the_parents_text_on_purpose_and_names_only_its_keys(scratch):
     scratch.copy_release("25.12")
     scratch.copy_release("25.12", "26.01")
-    keys = "[banner.copyright, banner.license, notes.driver, notes.key_features, notes.announcements, notes.amp, notes.also_includes, notes.not_in_image]"
+    keys = "[banner.copyright, banner.license, notes.driver, notes.key_features, notes.announcements, notes.amp, notes.also_includes, notes.not_in_image, notes.differences]"
     scratch.manifest("26.01", f"extends: '25.12'\nsummary: NVIDIA PyTorch 26.01\nbuild:\n  number: '1'\ninherit: {keys}\n")
     release = load_release(Project.at(scratch.root), "26.01").release
     assert release.notes.key_features == load_release(Project.at(scratch.root), "25.12").release.notes.key_features

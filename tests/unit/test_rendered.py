@@ -178,7 +178,7 @@ def test_entrypoint_scripts_are_valid_bash(name, tmp_path):
 
 # The same release under another name: keeps all of 25.12's text on purpose.
 INHERIT_ALL = ("inherit: [summary, build.number, banner.copyright, banner.license, notes.driver, notes.key_features,"
-               " notes.announcements, notes.amp, notes.also_includes, notes.not_in_image]\n")
+               " notes.announcements, notes.amp, notes.also_includes, notes.not_in_image, notes.differences]\n")
 
 NEXT_RELEASE = """\
 # An example of adding a release: what changes against 25.12 (values illustrative, not NVIDIA's).
@@ -192,7 +192,7 @@ banner:
   copyright:
     - Container image Copyright (c) 2026, NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # 25.12's license lines and announcements still hold: kept on purpose, not by accident.
-inherit: [banner.license, notes.announcements, notes.amp, notes.not_in_image]
+inherit: [banner.license, notes.announcements, notes.amp, notes.not_in_image, notes.differences]
 components:
   pytorch:
     version: 2.10.0

@@ -76,8 +76,11 @@ def test_25_12_expects_the_base_images_cuda_home_its_labels_and_torch_first_on_t
     assert expected["base_labels"] == {"com.nvidia.cudnn.version": "9.17.0", "com.nvidia.nccl.version": "2.28.9",
                                        "com.nvidia.tensorrt.version": "10.14.1.48"}
     assert not set(expected["base_labels"]) & set(expected["labels"])
-    assert expected["env_prepend"] == {"LD_LIBRARY_PATH": ["/usr/local/lib/python3.12/dist-packages/torch/lib"],
+    # torch/lib first, then the forward-compat link (there only while compat is enabled: issue 53)
+    assert expected["env_prepend"] == {"LD_LIBRARY_PATH": ["/usr/local/lib/python3.12/dist-packages/torch/lib",
+                                                           "/usr/local/cuda/compat/lib"],
                                        "PATH": ["/opt/tensorrt/bin"]}
+    assert expected["cuda_compat"] == {"link": "/usr/local/cuda/compat/lib", "libraries": "/usr/local/cuda/compat/lib.real"}
     assert "LD_LIBRARY_PATH" not in expected["env"]
     assert expected["env"]["MODEL_OPT_VERSION"] == "0.40.0"
 
@@ -130,7 +133,7 @@ def test_25_12_as_a_user_touches_it():
     expected = _repo_expected("25.12")
     assert expected["stack"]["commands"] == {"trtexec": "/opt/tensorrt/bin"}
     assert expected["stack"]["torch_without"] == ["mpi", "mkl", "nvshmem"]
-    assert expected["stack"]["torch_with"] == ["lapack"]
+    assert expected["stack"]["torch_with"] == ["lapack", "cusparselt"]  # NVIDIA's notes: cuSPARSELt turned on
     dockerfile = render_files(Project.at(REPO), load_release(Project.at(REPO), "25.12")).files["Dockerfile"].decode()
     assert 'USE_MPI="0"' in dockerfile and "python3.12-venv=3.12.3-1ubuntu0.17" in dockerfile
     assert 'PATH="/opt/tensorrt/bin${PATH:+:${PATH}}"' in dockerfile

@@ -136,6 +136,28 @@ def test_base_labels_and_the_interpreter_are_held_by_the_rule_too():
     ("0.15.0+01374eb5", "0.15.0+git01374eb5", "local part +01374eb5 is not +git01374eb5"),
     ("2.13.0+cpu", "2.13.0+cu130", "local part +cpu is not +cu130"),
     ("2.13.0", "2.13.0+cpu", "no local part, the manifest states +cpu"),
+    # a later point's pre-, dev- and post-releases judged by the reported version (issue 53's strings first)
+    ("2.10.0.1.dev0", "2.10.0", "dev release 0 is not none"),
+    ("1.52.0.1rc1", "1.52.0", "pre-release rc1 is not none"),
+    ("2.10.3a0", "2.10", "pre-release a0 is not none"),
+    ("2.10.0.1a0+b4e4ee81d3.nv25.12", "2.10.0a0+b4e4ee81d3.nv25.12", "2.10.0.1 is a later release than "
+     "2.10.0a0+b4e4ee81d3.nv25.12"),
+    ("0.2.7.1.dev20251214", "0.2.7.dev20251214", "0.2.7.1 is a later release than 0.2.7.dev20251214"),
+    ("2.10.0.1.post1", "2.10.0", None),  # a re-packaging of 2.10.0.1, which 2.10.0 accepts
+    ("2.10.0.1", "2.10.0", None),
+    ("2.10.0.1+769ed778", "2.10.0", None),
+    ("2.10.0.1.post1.dev0", "2.10.0", "dev release 0 is not none"),
+    # a local segment matches by prefix only where the manifest states a hash of letters and digits
+    ("1.8.0a0+16068990", "1.8.0a0+1606899", "local part +16068990 is not +1606899"),
+    ("1.8.0a0+1606899dbe", "1.8.0a0+1606899", "local part +1606899dbe is not +1606899"),
+    ("1.8.0a0+1606899", "1.8.0a0+1606899", None),  # 20.12's torch.__version__, as stated
+    ("1.8.0a0+160689", "1.8.0a0+1606899", "local part +160689 is not +1606899"),
+    ("1.5.0a0+3bbb36e5f0", "1.5.0a0+3bbb36e", None),  # 20.02's, a hash of letters and digits
+    ("1.0+abcdefab", "1.0+abcdefa", "local part +abcdefab is not +abcdefa"),  # letters only: a word, whole
+    ("1.0+git12345678", "1.0+git1234567", "local part +git12345678 is not +git1234567"),
+    ("1.0+git01374eb", "1.0+git01374eb5", None),
+    ("1.0+01374eb5.nv25.120", "1.0+01374eb5.nv25.12", "local part +01374eb5.nv25.120 is not +01374eb5.nv25.12"),
+    ("1.0+cu1300", "1.0+cu130", "local part +cu1300 is not +cu130"),
     # spellings pip normalises
     ("2.10.0-rc.1", "2.10.0rc1", None),
     ("V1.0.POST2", "1.0.post2", None),
@@ -155,6 +177,21 @@ def test_the_rule_says_what_it_accepts():
     assert accepts("2.10.0a0+b4e4ee81d3.nv25.12") == (
         "2.10.0a0 (post-releases too), with the local part +b4e4ee81d3.nv25.12 (a commit hash abbreviated to 7 "
         "characters or more)")
+
+
+def test_accepts_names_the_hash_only_where_the_manifest_states_one_of_letters_and_digits():
+    assert accepts("1.8.0a0+1606899") == "1.8.0a0 (post-releases too), with the local part +1606899"
+    assert accepts("1.5.0a0+3bbb36e").endswith("(a commit hash abbreviated to 7 characters or more)")
+
+
+def test_the_docstring_states_the_cases_the_tests_hold():
+    """The rule's docstring is its specification: every case it names by example is one the rule decides so."""
+    import ngcbuild.manifest.version_rule as rule
+    for phrase in ("2.10.0.1.dev0", "1.52.0.1rc1", "16068990", "b4e4ee8", "2.10.0.1.post1", "13.1 is 13.1.0"):
+        assert phrase in rule.__doc__
+    assert not reports("2.10.0.1.dev0", "2.10.0") and not reports("1.52.0.1rc1", "1.52.0")
+    assert not reports("1.8.0a0+16068990", "1.8.0a0+1606899") and reports("2.10.0.1.post1", "2.10.0")
+    assert reports("13.1", "13.1.0") and reports("2.10.0a0+b4e4ee8", "2.10.0a0+b4e4ee81d3")
 
 
 def test_parse_reads_every_part():

@@ -58,9 +58,12 @@ def component_segment(release: Release, catalog: Catalog, name: str, with_name: 
 
 
 def version_text(component) -> str:
-    """The version as documents show it: with NVIDIA's differing statement beside our choice."""
+    """The version as documents show it: with NVIDIA's differing statement, or what NGC's image has by secondary
+    reports, beside our choice."""
     if component.nvidia_states and component.nvidia_states != component.version:
         return f"{component.version} (NVIDIA states {component.nvidia_states})"
+    if component.ngc_reported and component.ngc_reported != component.version:
+        return f"{component.version} (NGC's image has {component.ngc_reported}, by secondary reports)"
     return component.version
 
 

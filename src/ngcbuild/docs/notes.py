@@ -65,6 +65,12 @@ class NotesContext:
     not_included: tuple[tuple[str, str], ...]
     groups: tuple[Group, ...]  # listed after the examples, each under its heading
     examples: tuple[Example, ...]
+    # NVIDIA's image includes its Tensor Core examples; the image ngcbuild builds of an NVIDIA release has only
+    # /workspace/README.md naming them (listed among what it does not include, never as included)
+    examples_in_image: bool
+    # what a user meets that differs from NVIDIA's image, beyond what it lacks (notes.differences and what the
+    # manifest's facts imply: a PyTorch without the MPI backend beside the image's OpenMPI)
+    differences: tuple[Item, ...]
     # Requirements
     cuda: Segment | None
     driver: DriverRequirements | None
@@ -120,10 +126,11 @@ def notes_context(series: Series, name: str, catalog: Catalog,
     announcements = tuple(_facts(release.notes.announcements))
     known_issues = tuple(_facts(release.notes.known_issues)) + _import_messages(release, catalog)
     conflicts = tuple(_facts(release.notes.conflicts))
+    differences = _differences(release, catalog)
     cuda = component_segment(release, catalog, "cuda")
     pytorch_segment = component_segment(release, catalog, "pytorch", with_name=False)
 
-    marked = [*also, *(i for g in groups for i in g.items), *key_features, *announcements, *known_issues,
+    marked = [*also, *(i for g in groups for i in g.items), *key_features, *announcements, *known_issues, *differences,
               *_facts(release.notes.amp),
               cuda, pytorch_segment, os_, capability]
     marked += [cell for row in table for cell in (row.ubuntu, row.cuda, row.pytorch, row.tensorrt)]
@@ -131,6 +138,8 @@ def notes_context(series: Series, name: str, catalog: Catalog,
         if part is not None:
             marked.append(Segment("", part.provenance))
     used = used_provenances(marked)
+    if any(example.description for example in release.notes.tensor_core_examples):
+        used.add("chosen")  # the examples' one-line descriptions are ours, marked so
     if drafted_from:
         used.add("drafted")
 
@@ -147,6 +156,8 @@ def notes_context(series: Series, name: str, catalog: Catalog,
         not_included=_not_included(release, catalog),
         groups=groups,
         examples=tuple(release.notes.tensor_core_examples),
+        examples_in_image=not _examples_left_out(release),
+        differences=differences,
         cuda=cuda,
         driver=release.notes.driver,
         gpu=release.notes.gpu_requirements,
@@ -194,13 +205,31 @@ def _not_included(release: Release, catalog: Catalog) -> tuple[tuple[str, str], 
         what, _, why = fact.text.partition(": ")
         items.append((what, why))
     items += [(fact.text, fact.left_out) for fact in release.notes.also_includes if fact.left_out]
-    if release.status == "buildable" and release.origin == "nvidia" and release.notes.tensor_core_examples:
+    if _examples_left_out(release):
         items.append(("Tensor Core examples", "NVIDIA's model scripts are in "
                       "https://github.com/NVIDIA/DeepLearningExamples; this image has only /workspace/README.md, "
                       "which lists them"))
     items += [(f"{catalog.get(name).display} {feature.upper()}", finding) for name, c in release.components.items()
               for feature, finding in c.lacks.items()]
     return tuple(items)
+
+
+def _examples_left_out(release: Release) -> bool:
+    return release.status == "buildable" and release.origin == "nvidia" and bool(release.notes.tensor_core_examples)
+
+
+def _differences(release: Release, catalog: Catalog) -> tuple[Item, ...]:
+    """notes.differences, after what the manifest's own facts imply: a PyTorch the smoke suite checks has no
+    MPI backend (stack.torch_without) in an image that lists an MPI (OpenMPI) among its contents."""
+    items = []
+    mpi = [name for name, c in release.components.items() if name == "openmpi" and c.install != "none"]
+    if "mpi" in release.stack.torch_without and mpi:
+        mpi_line = component_segment(release, catalog, mpi[0])
+        items.append(Item.of(
+            f"PyTorch's MPI backend: this PyTorch is built without it (torch.distributed.is_mpi_available() is "
+            f"False, as the smoke suite checks), although the image carries {mpi_line.text} for other programs; "
+            f"whether NGC's PyTorch of this release has it is not known", "chosen"))
+    return tuple(items) + tuple(_facts(release.notes.differences))
 
 
 def _import_messages(release: Release, catalog: Catalog) -> tuple[Item, ...]:

@@ -108,6 +108,37 @@ class AptKey(Strict):
     evidence: Text
 
 
+class AptList(Strict):
+    """One apt source file the base image carries (/etc/apt/sources.list.d/cuda.list), from evidence: the
+    repository its line names and what the build does with it. `keep`: apt reads it, so a key the image
+    trusts signs it, either an apt_keys entry for the same repository (installed by the build) or
+    `signed_by`, a key the base's own keyring holds (an Ubuntu archive's). `remove`: no package of the
+    image comes from it, and the build deletes the file before any apt step (NVIDIA's machine-learning
+    repository, never re-keyed after the 2022 rotation: apt refuses it unsigned and the step exits 100).
+    `invoke verify` reads each one's InRelease and names the key that signs it."""
+
+    path: AbsPath
+    repository: Url  # the first repository its lines name (NVIDIA's are flat: REPOSITORY/InRelease)
+    use: Literal["keep", "remove"]
+    signed_by: Text | None = None  # the base keyring's key, in words (an Ubuntu archive's keys)
+    evidence: Text
+
+
+class AptLists(Strict):
+    """The base image's apt source files: `lists`, from evidence, every one of them (the build fails on a file
+    of /etc/apt/sources.list.d it does not name), or `not_known` with the reason (nothing is checked then)."""
+
+    lists: list[AptList] | None = None
+    not_known: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self):
+        if (self.lists is None) == (self.not_known is None):
+            raise PydanticCustomError("ngcbuild_missing", "expected exactly one of lists and not_known",
+                                      {"key": "lists"})
+        return self
+
+
 class BaseImage(Strict):
     image: TaggedImage
     digest: Digest | None = None
@@ -125,6 +156,24 @@ class BaseImage(Strict):
     python_distributions: BasePythonDistributions | None = None
     # Keys of the apt repositories it adds that the image installs first (a key rotation the base predates).
     apt_keys: list[AptKey] = Field(default_factory=list)
+    # Every apt source file it carries, from evidence, or not known (AptLists).
+    apt_lists: AptLists | None = None
+
+    @model_validator(mode="after")
+    def _each_kept_list_is_signed_by_a_trusted_key(self):
+        re_keyed = {key.repository.rstrip("/") for key in self.apt_keys}
+        for i, item in enumerate((self.apt_lists.lists or []) if self.apt_lists else []):
+            repository = item.repository.rstrip("/")
+            if item.use == "keep" and repository not in re_keyed and item.signed_by is None:
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "keeps a repository no key signs; expected signed_by (a key the base's keyring "
+                    "holds) or an apt_keys entry for {repository}", {"key": f"apt_lists.lists.{i}.signed_by",
+                                                                      "repository": repository})
+            if item.use == "remove" and repository in re_keyed:
+                raise PydanticCustomError(
+                    "ngcbuild_missing", "removes {repository}, whose key apt_keys installs; expected use: keep",
+                    {"key": f"apt_lists.lists.{i}.use", "repository": repository})
+        return self
 
 
 class ImageSpec(Strict):
@@ -271,6 +320,9 @@ class Component(Strict):
     # NVIDIA's own statement where we chose another value (notes.conflicts says why): the notes' tables
     # and the matrix show both, never the chosen value alone.
     nvidia_states: Version | None = None
+    # What NGC's image of this release has by secondary evidence (its notes name none) where ours differs
+    # (20.12's torchvision: 0.8.2 here, 0.9.0a0 there): the notes show both beside the component.
+    ngc_reported: Version | None = None
     reason: Reason | None = None  # why install: none
     # Features NVIDIA's notes credit to it that the pinned build lacks, each with our finding (APEX at a 2025
     # commit has no apex.amp): the notes print NVIDIA's text with the finding beside it.
@@ -368,7 +420,7 @@ class CudaHomeSpec(Strict):
     runtime: PackageName
 
 
-TorchCapability = Literal["lapack", "mpi", "mkl", "nvshmem"]
+TorchCapability = Literal["lapack", "mpi", "mkl", "nvshmem", "cusparselt"]
 
 
 class StackSpec(Strict):
@@ -379,7 +431,8 @@ class StackSpec(Strict):
     unresolved_ok: dict[PackageName, Reason] = Field(default_factory=dict)
     # What the PyTorch build must have beyond its version, checked in the image: LAPACK (CPU linear
     # algebra; a source build without MKL or OpenBLAS has none), MPI (torch.distributed's backend), MKL
-    # (torch.backends.mkl: NGC's amd64 builds link it) and NVSHMEM (torch's symmetric memory backend).
+    # (torch.backends.mkl: NGC's amd64 builds link it), NVSHMEM (torch's symmetric memory backend) and
+    # cuSPARSELt (torch.backends.cusparselt: NGC's notes say its builds turn it on since 24.06).
     torch_with: list[TorchCapability] = Field(default_factory=list)
     # What the PyTorch build is made without where NVIDIA's image may have it (25.12 turns MPI off and links
     # OpenBLAS, not MKL), each checked absent in the image: a statement of the notes, proved.
@@ -387,6 +440,23 @@ class StackSpec(Strict):
     # Commands the image puts on PATH, by the folder each is in (NGC's trtexec in /opt/tensorrt/bin): the
     # smoke suite finds each on PATH there.
     commands: dict[PackageName, AbsPath] = Field(default_factory=dict)
+    # Where the base may keep a command its folder lacks (cuda-dl-base may not ship /opt/tensorrt/bin, which
+    # NGC's PyTorch layer adds): the image links the first that exists into the folder, and a build whose
+    # base has none fails right there, not hours later in the smoke suite.
+    command_sources: dict[PackageName, list[AbsPath]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _sources_of_promised_commands(self):
+        stray = sorted(set(self.command_sources) - set(self.commands))
+        if stray:
+            raise PydanticCustomError("ngcbuild_missing", "{name} is not in stack.commands; expected a source of a "
+                                      "command the image promises", {"key": f"command_sources.{stray[0]}",
+                                                                     "name": stray[0]})
+        empty = sorted(name for name, paths in self.command_sources.items() if not paths)
+        if empty:
+            raise PydanticCustomError("ngcbuild_missing", "names no path; expected at least one",
+                                      {"key": f"command_sources.{empty[0]}"})
+        return self
 
     @model_validator(mode="after")
     def _with_or_without(self):
@@ -461,8 +531,11 @@ FactItem = Annotated[Fact, BeforeValidator(_fact_from_text)]
 
 
 class DriverRequirements(Strict):
-    """The facts of NVIDIA's "Driver Requirements"; the notes template words them. `text` is for a
-    statement that has no minimum driver to give (25.12 refers to the CUDA guides)."""
+    """The facts of NVIDIA's "Driver Requirements" (the matrix and diffs read the minimum) and how the notes
+    say them: `text`, NVIDIA's paragraph of that release quoted as it stands (its wording changed over the
+    years: 2020's "Tesla" became "a data center GPU"), which must name each fact given; without it, the notes
+    template words the facts. A statement with no minimum driver to give (25.12 refers to the CUDA guides)
+    is `text` alone."""
 
     minimum: Text | None = None  # "455 or later"
     datacenter_branches: list[Text] = Field(default_factory=list)  # ["418.xx", "440.30", "450.xx"]
@@ -471,9 +544,12 @@ class DriverRequirements(Strict):
 
     @model_validator(mode="after")
     def _facts_or_text(self):
-        if self.text and (self.minimum or self.datacenter_branches):
+        missing = [fact for fact in ([self.minimum] if self.minimum else []) + self.datacenter_branches
+                   if self.text and fact not in self.text]
+        if missing:
             raise PydanticCustomError(
-                "ngcbuild_driver", "give minimum and datacenter_branches (the notes word them) or text, not both")
+                "ngcbuild_driver", "text does not name {fact}; expected NVIDIA's paragraph naming every fact given",
+                {"fact": missing[0]})
         if self.datacenter_branches and not self.minimum:
             raise PydanticCustomError("ngcbuild_driver", "datacenter_branches need the minimum driver")
         return self
@@ -520,6 +596,9 @@ class Notes(Strict):
     # What NVIDIA's image carries that the image built here lacks and no component records (no honest
     # version is known), each with why: the notes say so instead of implying the image has it.
     not_in_image: list[FactItem] = Field(default_factory=list)
+    # What a user meets that differs from NVIDIA's image of the release, beyond what the image lacks (the order
+    # of PATH, a tool NGC installs that this build does not): the notes list each under its own heading.
+    differences: list[FactItem] = Field(default_factory=list)
 
 
 MAX_EXCEPTION_DAYS = 730  # how far ahead an allowed advisory may expire: reviewed at least every two years

@@ -1,13 +1,26 @@
 """The one rule for "what a module (or a label, an interpreter) reports is the version the manifest
 states", used by every check of the smoke suite and by `invoke verify`.
 
-A manifest that states less accepts more: `2.10` accepts 2.10.0 and 2.10.3; `2.10.0` accepts
-2.10.0+769ed778 (Transformer Engine appends its commit); `10.14.1.48` accepts PyPI's 10.14.1.48.post1.
-What the manifest does state must hold: `10.14.1.48.post1` refuses 10.14.1.48, `2.10.0a0` refuses 2.10.0,
-and a local part (`+b4e4ee81d3.nv25.12`) is compared only where the manifest states one, then whole and
-segment by segment (`.nv99.99` appended is another build), where a commit hash may be abbreviated on
-either side to 7 characters or more (the banner's b4e4ee8 and torch.__version__'s b4e4ee81d3 are one
-commit).
+Exactly what it accepts, part by part (both sides read as PEP 440 in the spellings pip normalises):
+- epoch: equal.
+- release: the stated parts equal (trailing zeros are the same release: 13.1 is 13.1.0); a manifest that
+  states less accepts a later point of what it states (`2.10` accepts 2.10.3, `2.10.0` accepts 2.10.0.1),
+  but only where it states no pre-, post- or dev release itself (`2.10.0a0` refuses 2.10.0.1).
+- pre- and dev release: the reported version's own, for the stated release and a later point of it alike,
+  equal to the stated ones: `2.10.0a0` refuses 2.10.0, `2.10.0` refuses 2.10.0rc1 and a later point's
+  pre- or dev release (2.10.0.1.dev0, 1.52.0.1rc1: not final releases of anything the manifest states).
+- post-release: where the manifest states one, equal (`10.14.1.48.post1` refuses 10.14.1.48); where it
+  states none, any (a post-release re-packages the release: `10.14.1.48` accepts PyPI's .post1, and
+  2.10.0.1.post1 under `2.10.0` as 2.10.0.1).
+- local part (`+b4e4ee81d3.nv25.12`): any where the manifest states none (TE's 2.10.0+769ed778 under
+  `2.10.0`); where it states one, the same number of segments, each equal, except that a segment the
+  manifest states as a commit hash of letters and digits (hex digits, at least one a-f and one 0-9, an
+  optional word such as `git` before them) matches by prefix either way down to 7 characters: the banner's
+  b4e4ee8 is torch.__version__'s b4e4ee81d3. A stated segment of digits only (20.12's `+1606899`) is
+  compared whole: 16068990 is another number, not a longer hash. A suffix appended (`.nv99.99`) is another
+  build.
+- Not PEP 440 on either side (a vendor's own form): equal, or the stated text followed by more parts after
+  `.`, `+` or `-`.
 
 The standard library only, and Python 3.6's: the smoke suite's staging puts this file beside the expectations
 it mounts into the image (smoke/staging.py, stage_expectations), whose interpreter has nothing of ngcbuild,
@@ -24,7 +37,9 @@ _PEP440 = re.compile(
     r"(?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?\s*$",
     re.IGNORECASE)
 _PRE = {"a": "a", "alpha": "a", "b": "b", "beta": "b", "c": "rc", "rc": "rc", "pre": "rc", "preview": "rc"}
-# A local segment that names a commit: an optional word (git, g) and 7 or more hex digits.
+# A local segment that names a commit: an optional word (git, g) and 7 or more hex digits. Only a stated
+# segment whose digits hold a letter and a digit is taken for a hash (_stated_hash): digits alone could as well
+# be a number, whose longer form is another number.
 _HASH = re.compile(r"^([a-z]*?)([0-9a-f]{7,40})$")
 SHORTEST_HASH = 7
 
@@ -70,18 +85,18 @@ def mismatch(reported, stated):
     release = have.release + (0,) * max(0, stated_parts - len(have.release))
     if release[:stated_parts] != want.release:
         return "release {} is not {}".format(_dotted(have.release), _dotted(want.release))
-    later = any(release[stated_parts:])  # 2.10.3 under a stated 2.10: a later point of the stated series
-    if later:
-        if want.pre is not None or want.post is not None or want.dev is not None:
-            return "{} is a later release than {}".format(_dotted(have.release), stated)
-    else:
-        if have.pre != want.pre:
-            return "pre-release {} is not {}".format(_segment(have.pre), _segment(want.pre))
-        if have.dev != want.dev:
-            return "dev release {} is not {}".format(_number(have.dev), _number(want.dev))
-        # a post-release re-packages the release: a manifest without one accepts it
-        if want.post is not None and have.post != want.post:
-            return "post-release {} is not {}".format(_number(have.post), _number(want.post))
+    # 2.10.3 under a stated 2.10: a later point of the stated series, accepted only where nothing more is stated
+    if any(release[stated_parts:]) and (want.pre is not None or want.post is not None or want.dev is not None):
+        return "{} is a later release than {}".format(_dotted(have.release), stated)
+    # the reported version's own pre- and dev release are judged alike for the stated release and a later
+    # point of it: 2.10.0.1.dev0 is no final release of 2.10.0
+    if have.pre != want.pre:
+        return "pre-release {} is not {}".format(_segment(have.pre), _segment(want.pre))
+    if have.dev != want.dev:
+        return "dev release {} is not {}".format(_number(have.dev), _number(want.dev))
+    # a post-release re-packages the release: a manifest without one accepts it
+    if want.post is not None and have.post != want.post:
+        return "post-release {} is not {}".format(_number(have.post), _number(want.post))
     return _local_mismatch(have.local, want.local)
 
 
@@ -104,7 +119,7 @@ def accepts(stated):
     if not want.local:
         return said + ", with any local part"
     said += ", with the local part +{}".format(".".join(want.local))
-    if any(_HASH.match(segment) for segment in want.local):
+    if any(_stated_hash(segment) for segment in want.local):
         said += " (a commit hash abbreviated to {} characters or more)".format(SHORTEST_HASH)
     return said
 
@@ -120,10 +135,18 @@ def _local_mismatch(have, want):
     return None
 
 
+def _stated_hash(segment):
+    """The hash's match where the manifest's segment is a commit hash of letters and digits, else None."""
+    match = _HASH.match(segment)
+    if match and re.search(r"[a-f]", match.group(2)) and re.search(r"[0-9]", match.group(2)):
+        return match
+    return None
+
+
 def _same_segment(have, want):
     if have == want:
         return True
-    a, b = _HASH.match(have), _HASH.match(want)
+    a, b = _HASH.match(have), _stated_hash(want)
     if not a or not b or a.group(1) != b.group(1):
         return False
     short, long = sorted((a.group(2), b.group(2)), key=len)

@@ -18,6 +18,7 @@ from ngcbuild.manifest.constraints import Pin
 from ngcbuild.manifest.loader import LoadedRelease
 from ngcbuild.manifest.model import Component
 from ngcbuild.manifest.needs import needs_of, order_by_need, provides_of
+from ngcbuild.render.cuda_compat import CUDA_COMPAT_ROOT, CudaCompat, compat_of
 
 PIP_CONSTRAINT_PATH = "/etc/pip/constraint.txt"
 # Where the start-up snippets live, whatever path the entrypoint script has (release.entrypoint).
@@ -82,6 +83,7 @@ class ImagePlan:
     labels: dict[str, str]
     banner: tuple[str, ...]
     workspace_files: dict[str, str]  # name under /workspace -> text
+    cuda_compat: CudaCompat | None = None  # the forward-compat link and its libraries (render/cuda_compat.py)
 
     @property
     def release(self):
@@ -164,6 +166,9 @@ class ImagePlan:
             "entrypoint_snippets": SNIPPETS_DIR,
             # Folders each path-list variable must start with (env_prepend), whatever the base set after them.
             "env_prepend": {name: list(folders) for name, folders in release.env_prepend.items()},
+            # The forward-compat link named in LD_LIBRARY_PATH, there only while compatibility is enabled.
+            "cuda_compat": ({"link": self.cuda_compat.link, "libraries": self.cuda_compat.libraries}
+                            if self.cuda_compat else None),
             # Labels of the components the base image carries: the base's own (NGC's 4-part forms), which
             # must name the manifest's version; this build writes none of them.
             "base_labels": self._base_labels(),
@@ -222,6 +227,29 @@ class ImagePlan:
         return SNIPPETS_DIR
 
     @property
+    def command_sources(self) -> dict[str, list[str]]:
+        """Where the image finds each promised command its folder may lack (stack.command_sources)."""
+        return {name: list(paths) for name, paths in sorted(self.release.stack.command_sources.items())}
+
+    @property
+    def declared_apt_lists(self) -> tuple[str, ...]:
+        """The base's apt source files the manifest names (base.apt_lists), none where not known."""
+        lists = self.release.base.apt_lists
+        return tuple(item.path for item in (lists.lists or [])) if lists else ()
+
+    @property
+    def removed_apt_lists(self) -> tuple[str, ...]:
+        """Those the build deletes before any apt step (use: remove)."""
+        lists = self.release.base.apt_lists
+        return tuple(item.path for item in (lists.lists or []) if item.use == "remove") if lists else ()
+
+    @property
+    def cuda_compat_root(self) -> str:
+        """Where the forward-compat snippet looks (NGC's _CUDA_COMPAT_PATH), in every release: one without
+        the layout has no libraries there, and the snippet does nothing."""
+        return self.cuda_compat.root if self.cuda_compat else CUDA_COMPAT_ROOT
+
+    @property
     def entrypoint_copies(self) -> tuple[tuple[str, str], ...]:
         """What the image copies from the context's entrypoint/ folder, and where: the script beside its
         snippets in /opt/nvidia (NGC's layout from 2021), or each to its own place."""
@@ -272,6 +300,7 @@ def plan_image(loaded: LoadedRelease, catalog: Catalog, base: str | None = None)
         labels=_labels(release, catalog, base_image, keep_digest=base is None),
         banner=_banner(release),
         workspace_files=_workspace(release, catalog),
+        cuda_compat=compat_of(loaded),
     )
 
 

@@ -16,7 +16,7 @@ class VerifyFailed(OperationError):
 
 @dataclass(frozen=True)
 class Row:
-    kind: str  # pip, wheel-tags, closure, pip-check, module, git, url, base, apt, apt-key, conda
+    kind: str  # pip, wheel-tags, closure, pip-check, module, git, url, base, apt, apt-key, apt-list, conda
     name: str
     pin: str
     platform: str  # linux/amd64, or "" where the platform does not matter

@@ -23,6 +23,7 @@ from ngcbuild.core.http import HttpFailure
 from ngcbuild.manifest.loader import LoadedRelease
 from ngcbuild.verify.apt import apt_rows
 from ngcbuild.verify.apt_keys import apt_key_rows
+from ngcbuild.verify.apt_lists import apt_list_rows
 from ngcbuild.verify.closure_check import closure_row
 from ngcbuild.verify.git_refs import git_rows
 from ngcbuild.verify.module_versions import module_rows
@@ -62,6 +63,7 @@ def verify_release(loaded: LoadedRelease, web: Web, indexes: list[str], base: st
     for target in targets:
         rows += apt_rows(release, target.platform, web)
     rows += apt_key_rows(release, web)
+    rows += apt_list_rows(release, web)
     rows += git_rows(release, web)
     rows += _other_rows(release, web)
     return rows

@@ -1,6 +1,8 @@
-"""The GPU components an NGC image bundles work on the GPU: Apex, DALI, TensorRT, Transformer Engine.
+"""The GPU components an NGC image bundles work on the GPU: Apex, DALI, TensorRT, Transformer Engine, and the
+cuSPARSELt library PyTorch is built with.
 
-Each check runs only where the manifest puts the component in the image (marker `component`)."""
+Each check runs only where the manifest puts the component in the image (marker `component`) or promises it
+(stack.torch_with)."""
 
 import pytest
 from gpu_facts import (
@@ -145,3 +147,14 @@ def test_transformer_engine_linear_runs_in_fp8(gpu, figure):
     # silent fallback to bf16 would be far more accurate, a broken scale far less.
     failure = fp8_verdict(error)
     assert failure is None, failure
+
+
+def test_cusparselt_loads_on_the_gpu_where_the_manifest_promises_it(gpu, expected):
+    """The PyTorch build has cuSPARSELt compiled in (test_release_contents.py) and, on a GPU, its library loads
+    and names its version (torch.backends.cusparselt.version())."""
+    if "cusparselt" not in expected.get("stack", {}).get("torch_with", []):
+        pytest.skip("the manifest does not list stack.torch_with: cusparselt")
+    import torch
+
+    version = torch.backends.cusparselt.version()
+    assert version, "torch.backends.cusparselt.version() is %r on %s" % (version, torch.cuda.get_device_name(0))

@@ -30,21 +30,34 @@ def test_image_labels_are_the_rendered_ones(expected, image_config):
     assert not wrong, f"expected -> image: {wrong}"
 
 
+def path_list_problems(expected, environ):
+    """What is wrong with the path lists of one environment (the image's config or a process's): each
+    variable the manifest prepends to must start with those folders and keep no empty entry (which the
+    dynamic linker would read as the current folder). Forward compatibility changes nothing here: its
+    link is named in LD_LIBRARY_PATH from the start (55-cuda-forward-compat.sh), enabled or not."""
+    wrong = {}
+    for name, folders in sorted(expected.get("env_prepend", {}).items()):
+        value = environ.get(name)
+        entries = (value or "").split(":")
+        if value is None or entries[:len(folders)] != folders or "" in entries:
+            wrong[name] = value
+    return wrong
+
+
 def test_path_lists_start_with_the_rendered_folders(expected, image_config):
     """A variable the manifest prepends to (LD_LIBRARY_PATH with torch's lib, as in NGC's images) starts
-    with those folders, each there, in the image's config and in a container's process, and keeps no
-    empty entry (which the dynamic linker would read as the current folder)."""
+    with those folders, each there (the forward-compat link only while enabled), in the image's config and
+    in a container's process."""
     prepended = expected.get("env_prepend", {})
     if not prepended:
         pytest.skip("the manifest of {} prepends to no variable".format(expected["release"]))
-    env = _env_of(image_config)
     wrong = {}
+    for where, environ in (("image", _env_of(image_config)), ("process", os.environ)):
+        wrong.update({"{} ({})".format(name, where): value
+                      for name, value in path_list_problems(expected, environ).items()})
+    link = (expected.get("cuda_compat") or {}).get("link")
     for name, folders in sorted(prepended.items()):
-        for where, value in (("image", env.get(name)), ("process", os.environ.get(name))):
-            entries = (value or "").split(":")
-            if value is None or entries[:len(folders)] != folders or "" in entries:
-                wrong["{} ({})".format(name, where)] = value
-        missing = [folder for folder in folders if not os.path.isdir(folder)]
+        missing = [folder for folder in folders if folder != link and not os.path.isdir(folder)]
         if missing:
             wrong["{} names folders that do not exist".format(name)] = missing
     assert not wrong, "expected to start with {}: {}".format(prepended, wrong)

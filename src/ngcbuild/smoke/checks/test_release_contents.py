@@ -1,5 +1,5 @@
 """What an NGC release holds beyond versions: the start-up text printed once, a PyTorch built with the
-LAPACK, MPI, MKL and NVSHMEM the manifest promises (stack.torch_with), torchvision's compiled ops and
+LAPACK, MPI, MKL, NVSHMEM and cuSPARSELt the manifest promises (stack.torch_with), torchvision's compiled ops and
 image decoders, one copy of each Python distribution. No GPU needed. Runs on every release's Python,
 3.6 included (no f-string `=`, no importlib.metadata, no subprocess capture_output)."""
 
@@ -75,6 +75,15 @@ def test_torch_has_nvshmem_where_the_manifest_promises_it(expected):
         "PyTorch cannot use NVSHMEM (torch.distributed._symmetric_memory.is_nvshmem_available() is False)"
 
 
+def test_torch_has_cusparselt_where_the_manifest_promises_it(expected):
+    """NGC's notes: "builds pytorch with cuSPARSELt turned-on" (since 24.06). A source build that did not find
+    the library turns it off with a warning only: this is where that shows."""
+    if "cusparselt" not in _torch_with(expected):
+        pytest.skip("the manifest does not list stack.torch_with: cusparselt")
+    assert _has_capability("cusparselt"), \
+        "PyTorch was built without cuSPARSELt (torch.backends.cusparselt.is_available() is False)"
+
+
 def _has_capability(capability):
     """Whether the image's PyTorch has a capability a build may link or leave out."""
     import torch
@@ -97,6 +106,10 @@ def _has_capability(capability):
         except ImportError:
             return False
         return bool(getattr(_symmetric_memory, "is_nvshmem_available", lambda: False)())
+    if capability == "cusparselt":
+        # compiled in or not (torch._C._has_cusparselt); PyTorch before 2.1 has no such backend at all
+        backend = getattr(torch.backends, "cusparselt", None)
+        return bool(backend is not None and backend.is_available())
     raise ValueError("no probe for %s" % capability)
 
 
@@ -104,7 +117,7 @@ def _torch_without(expected):
     return expected.get("stack", {}).get("torch_without", [])
 
 
-@pytest.mark.parametrize("capability", ["lapack", "mpi", "mkl", "nvshmem"])
+@pytest.mark.parametrize("capability", ["lapack", "mpi", "mkl", "nvshmem", "cusparselt"])
 def test_torch_lacks_what_the_manifest_builds_it_without(expected, capability):
     """What the notes say this image's PyTorch is built without (25.12: MPI turned off, OpenBLAS where NGC
     links MKL) is absent: a build that picked HPC-X's MPI up from the base would be another image than the
@@ -112,7 +125,8 @@ def test_torch_lacks_what_the_manifest_builds_it_without(expected, capability):
     if capability not in _torch_without(expected):
         pytest.skip("the manifest does not list stack.torch_without: %s" % capability)
     said = {"lapack": "torch.inverse runs on the CPU", "mpi": "torch.distributed.is_mpi_available() is True",
-            "nvshmem": "torch.distributed._symmetric_memory.is_nvshmem_available() is True"}
+            "nvshmem": "torch.distributed._symmetric_memory.is_nvshmem_available() is True",
+            "cusparselt": "torch.backends.cusparselt.is_available() is True"}
     assert not _has_capability(capability), \
         "PyTorch has %s, which the manifest says the build is without (stack.torch_without): %s" % (
             capability, _blas_line() if capability == "mkl" else said[capability])
