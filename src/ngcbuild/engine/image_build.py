@@ -131,8 +131,8 @@ def _normalise(client, raw_image_id: str, rendered: Rendered, options: BuildOpti
     else:
         say(f"normalised {raw_image_id[:19]} to {normalised.image_id[:19]} in {normalised.seconds:.1f}s: "
             f"{normalised.layers_rewritten} layers rewritten, {len(normalised.removed)} volatile files removed, "
-            f"{normalised.pyc_clamped} .pyc headers set; every time the build wrote says epoch {epoch.seconds} "
-            f"({epoch.source})")
+            f"{normalised.pyc_clamped} .pyc headers set; every time the build wrote says the base's, the config "
+            f"epoch {epoch.seconds} ({epoch.source})")
     return normalised
 
 
