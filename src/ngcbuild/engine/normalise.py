@@ -29,9 +29,10 @@ from ngcbuild.core.errors import BuildFailed
 from ngcbuild.engine.image_load import Loading, takes_partial_load
 from ngcbuild.engine.image_save import SaveUnreadable, read_save
 from ngcbuild.engine.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
+from ngcbuild.engine.reuse import COMPLETE_LABEL
 
 VERSION = 3  # of the rules: a change to them is a new memo tag, never a stale memo hit
-CREATED_LABEL = "org.opencontainers.image.created"
+CREATED_LABEL = COMPLETE_LABEL  # the one label a finished release image carries (reuse.matches)
 # What a config says about the container and engine that ran the last step, never about the image.
 _ENGINE_KEYS = ("container", "container_config", "docker_version")
 _TIME_RE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)")

@@ -16,13 +16,14 @@ from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import ImageRef
 from ngcbuild.core.text import safe
-from ngcbuild.engine.normalise import CREATED_LABEL
 from ngcbuild.registry.client import Registry, RegistryError
 from ngcbuild.workspace.record import Record, record_build
 from ngcbuild.workspace.sections import BuildRecord
 
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
-COMPLETE_LABEL = CREATED_LABEL  # written by the normalising step alone
+# Written by the normalising step alone (normalise.CREATED_LABEL: the image's time): declared here, where the
+# unchanged-release path reads it without importing what the step needs (the Docker SDK).
+COMPLETE_LABEL = "org.opencontainers.image.created"
 HASH_CHARS = 12
 _LABEL_KEY_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
 
