@@ -179,7 +179,7 @@ def test_a_removed_list_this_machine_cannot_read_is_not_verified_with_the_reason
 
 def test_not_known_is_one_row_with_the_reason():
     (row,) = apt_list_rows(_load("25.12").release, Web(environ={}))
-    assert row.status == report.NOT_VERIFIED and row.reason.startswith("not verified: not known (no listing of")
+    assert row.status == report.NOT_VERIFIED and row.reason.startswith("not verified: verify does not know them: the manifest says not known (no listing of")
 
 
 @pytest.mark.parametrize("release", ["20.02", "20.12"])

@@ -21,7 +21,8 @@ def apt_list_rows(release, web: Web) -> list[Row]:
     if lists is None:
         return []  # nothing declared: manifest/model.py's BaseImage keeps it optional for bases we make
     if lists.lists is None:
-        return [Row(KIND, "the base's apt lists", "", "", NOT_VERIFIED, f"not verified: not known ({lists.not_known})")]
+        return [Row(KIND, "the base's apt lists", "", "", NOT_VERIFIED,
+                    f"not verified: verify does not know them: the manifest says not known ({lists.not_known})")]
     keys = {key.repository.rstrip("/"): key for key in release.base.apt_keys}
     return [_row(item, keys, web) for item in lists.lists]
 
@@ -35,7 +36,8 @@ def _row(item, keys: dict, web: Web) -> Row:
                    f"kept, re-keyed by the build ({repository}): {verdict.reason}")
     if item.use == "keep":
         return Row(KIND, item.path, "", "", NOT_VERIFIED,
-                   f"not verified: kept, signed by {item.signed_by} ({repository}); verify holds no key file of them")
+                   f"not verified: kept, signed by {item.signed_by} ({repository}); verify does not hold a key file of "
+                   "them")
     return _removed_row(item, repository, keys, web)
 
 
