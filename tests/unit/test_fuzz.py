@@ -1,6 +1,9 @@
 """Property-based tests (hypothesis): the manifest loader, the constraints parser and the argument
 validators, fed arbitrary text and mutated versions of real inputs. Every example must end in
-success or the clean error (UserError) within a time bound: never another exception, never a hang.
+success or the clean error (UserError) within a bound of CPU time: never another exception, never a
+runaway parse. The bound is on the thread's CPU time, not the clock: on a loaded 2-core machine an
+example may wait seconds for a core (CI's engine lane builds beside it), and a fresh clone's first call
+imports and compiles modules, so each property calls its function once before the timed examples.
 
 Each test records how many examples it tried, and how they ended, for RELIABILITY.md.
 """
@@ -29,7 +32,7 @@ from ..conftest import REPO, ScratchProject
 pytestmark = pytest.mark.reliability
 
 EXAMPLES = int(os.environ.get("NGCBUILD_FUZZ_EXAMPLES", "300"))
-BOUND_S = 2.0  # per example; the slowest clean answer takes milliseconds
+BOUND_S = 2.0  # CPU seconds per example; the slowest clean answer takes milliseconds
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.function_scoped_fixture])
@@ -46,8 +49,16 @@ class Tally:
     def __init__(self, figures, case: str):
         self.figures, self.case, self.counts, self.slowest = figures, case, Counter(), 0.0
 
+    @staticmethod
+    def warm(function, *args) -> None:
+        """One untimed, uncounted call: the modules it imports lazily are loaded before the first timed one."""
+        try:
+            function(*args)
+        except UserError:
+            pass
+
     def run(self, function, *args):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         try:
             function(*args)
             self.counts["accepted"] += 1
@@ -57,12 +68,12 @@ class Tally:
             self.counts["other"] += 1
             raise
         finally:
-            took = time.perf_counter() - started
+            took, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
             self.slowest = max(self.slowest, took)
             self.counts["tried"] += 1
-            if took > BOUND_S:
+            if cpu > BOUND_S:
                 self.counts["slow"] += 1
-        assert took <= BOUND_S, f"{took:.2f}s for one example"
+        assert cpu <= BOUND_S, f"{cpu:.2f} CPU seconds for one example ({took:.2f}s by the clock)"
 
     def record(self) -> None:
         c = self.counts
@@ -131,6 +142,7 @@ def mutated(draw, text: str) -> str:
 
 def test_manifest_loader_on_arbitrary_text(fuzz_project, tally):
     t = tally("manifest loader: arbitrary text")
+    t.warm(_load, fuzz_project, DEV_MANIFEST)
 
     @SETTINGS
     @given(st.text(alphabet=st.one_of(SPICE, st.characters()), max_size=400))
@@ -142,6 +154,7 @@ def test_manifest_loader_on_arbitrary_text(fuzz_project, tally):
 
 def test_manifest_loader_on_mutated_manifests(fuzz_project, tally):
     t = tally("manifest loader: mutated dev manifest")
+    t.warm(_load, fuzz_project, DEV_MANIFEST)
 
     @SETTINGS
     @given(mutated(DEV_MANIFEST))
@@ -160,6 +173,8 @@ def test_constraints_parser_on_arbitrary_and_mutated_text(fuzz_project, tally):
     def parse(text):
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
         load_constraints(path, within=root)
+
+    t.warm(parse, DEV_CONSTRAINTS)
 
     @SETTINGS
     @given(st.one_of(st.text(alphabet=st.one_of(SPICE, st.characters()), max_size=300), mutated(DEV_CONSTRAINTS)))
@@ -189,6 +204,9 @@ def test_argument_validators(tmp_path, tally):
         lambda v: options.options_from(None, str(tmp_path / v) if "\x00" not in v else v, None, False, environ={}),
         lambda v: options.options_from(None, None, str(tmp_path / v) if "\x00" not in v else v, False, environ={}),
     ]
+
+    for check in checks:
+        t.warm(check, "registry.example.com:5000/team/image:1")
 
     @SETTINGS
     @given(ARGUMENT, st.sampled_from(range(len(checks))))
