@@ -47,7 +47,14 @@ def reference() -> None:
     print(f"wrote {path}; review it with `git diff docs/`")
 
 
-def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False, verify=None, repro=False) -> None:
+def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False, verify=None, repro=False,
+          layers=False) -> None:
+    if layers:
+        from dev.bench_layers import run_layers_bench
+
+        path = run_layers_bench(project(), release)
+        print(f"figures written to {path}")
+        return
     if repro:
         from dev.bench_repro import run_repro_bench
         from ngcbuild.core.references import registry_host
@@ -100,6 +107,9 @@ TOOLS = (
         Option("repro", "only the reproducibility figures: R built --no-cache --runs times (default 2): the "
                "normalising step's cost and the image ids, then the image pushed by ngcbuild to --registry "
                "(default 127.0.0.1:5000): the push's time and the manifest digest", value=None),
+        Option("layers", "only the bytes-pushed figures: in a git clone of the checkout, R built and pushed to a "
+               "registry of the bench's own, then after a commit touching only README.md, a one-pin change and a "
+               "second release of the same steps: what each push sent", value=None),
     ), writes=("BENCHMARKS.md",), guide="testing.md", renamed=(Renamed("--cache", "--cache-figure"),)),
     Task("reliability", DEVELOP, "Refresh RELIABILITY.md: the reliability tests' figures and mutate's tables",
          reliability, (

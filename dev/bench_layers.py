@@ -1,0 +1,189 @@
+"""`invoke bench --layers`: the bytes a user's push sends when little or nothing changed (issue 52, item 3).
+
+Everything a user would type, each a process, in a git clone of this checkout (its own commits, its own
+build/), pushing with ngcbuild's own push to a registry of the bench's own (empty at the start, so that no
+earlier run's blobs hide a layer that changed):
+
+1. `build` and `push` of the release: every blob sent (the reference);
+2. a commit that touches only README.md, then `build --force` and `push` (target: nothing sent);
+3. a one-pin change (the small pin of bench.BUMPS) committed, `build`, `push` (target: at most 2% of the
+   image's compressed bytes);
+4. a second release that extends the first with a new build number (two months whose steps write the same
+   files), committed, `build --release R2`, `push` into the same repository, as NGC's months share
+   `nvidia/pytorch` (target: its layers all shared; only its config and manifest sent).
+
+What was sent is read from the registry, not from our output: each manifest pushed, its blobs (layers and
+config) against those of every manifest pushed before it; the push's own count of blobs sent beside it.
+Written to BENCHMARKS.md in a section of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from dev.bench import BUMPS, _with_section
+from ngcbuild.core.project import Project
+
+MANIFEST_TYPES = ", ".join(["application/vnd.docker.distribution.manifest.v2+json",
+                            "application/vnd.oci.image.manifest.v1+json"])
+COMMITTER = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost", "GIT_COMMITTER_NAME": "bench",
+             "GIT_COMMITTER_EMAIL": "bench@localhost"}
+ONE_PIN_TARGET = 0.02
+
+
+@dataclass
+class Push:
+    step: str
+    seconds: float
+    digest: str
+    image_id: str
+    blobs: dict[str, int]  # digest -> size, config and layers
+    sent: dict[str, int]  # the blobs no earlier manifest of the run held
+    said: str  # the push's own line: "N layers: S sent, K already in the registry; manifest …"
+
+    @property
+    def image_bytes(self) -> int:
+        return sum(self.blobs.values())
+
+    @property
+    def sent_bytes(self) -> int:
+        return sum(self.sent.values())
+
+
+def run_layers_bench(project: Project, release: str = "dev", out_path: Path | None = None, log=print) -> Path:
+    from tests.integration.private import PrivateRegistry
+
+    started = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="ngcbuild-bench-layers-"))
+    registry = PrivateRegistry()
+    registry.start()
+    try:
+        clone = work / "project"
+        subprocess.run(["git", "clone", "-q", str(project.root), str(clone)], check=True)
+        bench = _LayersBench(clone, release, registry.address, log)
+        pushes = bench.run()
+    finally:
+        registry.close()
+        shutil.rmtree(work, ignore_errors=True)
+    path = out_path or project.root / "BENCHMARKS.md"
+    text = path.read_text() if path.exists() else "# Benchmarks\n"
+    report = _report(release, pushes, time.monotonic() - started, _head(project.root))
+    path.write_text(_with_section(text, f"layers-{release}", report))
+    return path
+
+
+class _LayersBench:
+    def __init__(self, clone: Path, release: str, registry: str, log):
+        self.clone, self.release, self.registry, self.log = clone, release, registry, log
+        self.seen: dict[str, int] = {}
+        self.pushes: list[Push] = []
+
+    def run(self) -> list[Push]:
+        release, second = self.release, f"{self.release}-bench2"
+        self.build_and_push("first build and push", release)
+        readme = self.clone / "README.md"
+        readme.write_text(readme.read_text() + "\nA line of the bench's own.\n")
+        self.commit("README.md only")
+        self.build_and_push("a commit touching only README.md, then build --force", release, "--force")
+        name, old, olders = BUMPS[release]
+        constraints = self.clone / "constraints" / f"{release}.txt"
+        constraints.write_text(constraints.read_text().replace(f"{name}=={old}", f"{name}=={olders[0]}"))
+        self.commit(f"{name} {old} -> {olders[0]}")
+        self.build_and_push(f"one pin changed ({name} {old} → {olders[0]}), committed", release)
+        (self.clone / "manifests" / f"{second}.yaml").write_text(
+            f"extends: {release}\nsummary: the bench's second release of the same stack\nbuild:\n  number: '2'\n")
+        shutil.copy(constraints, self.clone / "constraints" / f"{second}.txt")
+        self.commit(f"release {second}")
+        self.build_and_push(f"a second release ({second}: extends {release}, its own number), same repository",
+                            second)
+        return self.pushes
+
+    def commit(self, message: str) -> None:
+        environ = {**_environ(), **COMMITTER}
+        subprocess.run(["git", "add", "-A"], cwd=self.clone, check=True, env=environ)
+        subprocess.run(["git", "commit", "-q", "-m", message], cwd=self.clone, check=True, env=environ)
+        time.sleep(1.1)  # commit times are whole seconds: the next commit is later than this one
+
+    def invoke(self, *args: str) -> tuple[float, str]:
+        began = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=self.clone, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, env=_environ(), timeout=3600)
+        took = time.perf_counter() - began
+        if done.returncode:
+            raise RuntimeError(f"invoke {' '.join(args)} exit {done.returncode}\n{done.stdout[-3000:]}"
+                               f"\n{done.stderr[-3000:]}")
+        return took, done.stdout
+
+    def build_and_push(self, step: str, release: str, *build_args: str) -> None:
+        self.invoke("build", "--release", release, *build_args)
+        seconds, said = self.invoke("push", "--release", release, "--registry", self.registry)
+        record = json.loads((self.clone / "build" / release / "record.json").read_text())
+        pushed = {ref: entry for ref, entry in record["pushed"].items() if ref.startswith(f"{self.registry}/")}
+        ref, entry = sorted(pushed.items())[0]
+        blobs = self.blobs(ref, entry["digest"])
+        sent = {digest: size for digest, size in blobs.items() if digest not in self.seen}
+        self.seen.update(blobs)
+        summary = next((line.strip() for line in said.splitlines() if " layers: " in line and " sent" in line),
+                       "(the push printed no summary: it found the image held whole)")
+        push = Push(step, seconds, entry["digest"], record["image_id"], blobs, sent, summary)
+        self.pushes.append(push)
+        self.log(f"{step}: {push.sent_bytes / 1e6:.1f} MB of {push.image_bytes / 1e6:.1f} MB sent; {summary}")
+
+    def blobs(self, ref: str, digest: str) -> dict[str, int]:
+        repository = ref.removeprefix(f"{self.registry}/").rsplit(":", 1)[0]
+        request = urllib.request.Request(f"http://{self.registry}/v2/{repository}/manifests/{digest}",
+                                         headers={"Accept": MANIFEST_TYPES})
+        with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - the bench's own registry
+            manifest = json.loads(answer.read(16 << 20))
+        described = [manifest["config"], *manifest["layers"]]
+        return {blob["digest"]: int(blob["size"]) for blob in described}
+
+
+def _environ() -> dict:
+    import os
+
+    return {key: value for key, value in os.environ.items() if key != "SOURCE_DATE_EPOCH"}  # the commits' times
+
+
+def _head(root: Path) -> str:
+    done = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True, text=True)
+    return done.stdout.strip() or "(no commit)"
+
+
+def _report(release: str, pushes: list[Push], elapsed: float, head: str) -> str:
+    first, readme, pin, second = pushes
+    pin_ratio = pin.sent_bytes / pin.image_bytes
+    rows = [f"| {p.step} | {p.sent_bytes / 1e6:.1f} MB | {p.image_bytes / 1e6:.1f} MB | "
+            f"{p.sent_bytes / p.image_bytes:.4f} | `{p.digest[:19]}…` | {p.said} |" for p in pushes]
+    verdicts = [
+        f"- after a commit that changes nothing `{release}`'s steps read: **{readme.sent_bytes} bytes** sent "
+        f"(target 0: {'met' if readme.sent_bytes == 0 else 'missed'}); the release digest "
+        f"{'is the same' if readme.digest == first.digest else 'CHANGED'}",
+        f"- after a one-pin change: **{pin_ratio:.2%}** of the image sent (target ≤ {ONE_PIN_TARGET:.0%}: "
+        f"{'met' if pin_ratio <= ONE_PIN_TARGET else 'missed'}); {len(pin.sent) - 1} layer(s) and the config",
+        f"- a second release sharing every step: **{second.sent_bytes / 1e6:.3f} MB** sent, its layers "
+        f"{'all' if all(d in first.blobs or d in pin.blobs for d in list(second.blobs)[1:]) else 'NOT all'} "
+        "held already (its config and manifest are its own)",
+    ]
+    return "\n".join([
+        f"## Bytes pushed when little changed (`invoke bench --layers --release {release}`)",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d', time.gmtime())} from commit {head}, {elapsed / 60:.0f} minutes: each "
+        "step a user's commands as processes in a git clone of the checkout, ngcbuild's own push to a registry "
+        "of the bench's own, empty at the start; what was sent is read from the registry (each manifest's "
+        "blobs against those of the manifests pushed before it).",
+        "",
+        "| step | sent | image (compressed) | sent / image | release digest | the push said |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+        *verdicts,
+    ])
