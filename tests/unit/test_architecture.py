@@ -13,16 +13,18 @@ PACKAGE = REPO / "src" / "ngcbuild"
 # What each package may import besides itself: the stages before it. `cli` calls every stage.
 MAY_IMPORT = {
     "core": set(),
+    # the image as data, formats only: engine/ saves and loads it, registry/ reads it, publish/ and supply/ write it
+    "image": {"core"},
     "workspace": {"core"},
-    "registry": {"core"},
+    "registry": {"core", "image"},
     "manifest": {"core"},
     "verify": {"core", "manifest"},
     "render": {"core", "manifest", "workspace"},
-    "engine": {"core", "manifest", "render", "workspace", "registry"},
+    "engine": {"core", "image", "manifest", "render", "workspace", "registry"},
     # the smoke suite's pytest lock is the one resolver's (resolver/pure_wheels.py)
     "smoke": {"core", "manifest", "render", "engine", "workspace", "resolver"},
-    "supply": {"core", "manifest", "render", "engine", "workspace", "registry"},
-    "publish": {"core", "manifest", "render", "engine", "workspace", "registry", "supply"},
+    "supply": {"core", "image", "manifest", "render", "engine", "workspace", "registry"},
+    "publish": {"core", "image", "manifest", "render", "engine", "workspace", "registry", "supply"},
     "docs": {"core", "manifest", "workspace"},
     # the one resolver (uv) with its index setting, clean room and deadline: reads through verify's reader
     "resolver": {"core", "manifest", "verify"},
@@ -33,8 +35,8 @@ MAY_IMPORT = {
     # the monthly proposal: resolves through verify, renders and describes it as the documents do
     # (a derived release's bump re-resolves its lock through derive's resolve)
     "bump": {"core", "manifest", "verify", "resolver", "render", "docs", "workspace", "derive"},
-    "cli": {"core", "workspace", "registry", "manifest", "verify", "resolver", "render", "engine", "smoke", "supply",
-            "publish", "docs", "workflow", "derive", "bump"},
+    "cli": {"core", "image", "workspace", "registry", "manifest", "verify", "resolver", "render", "engine", "smoke",
+            "supply", "publish", "docs", "workflow", "derive", "bump"},
 }
 
 def _modules():
@@ -111,6 +113,33 @@ def test_one_name_per_thing(path):
 
 def _product_modules():
     return [p for p in sorted(PACKAGE.rglob("*.py")) if "checks" not in p.relative_to(PACKAGE).parts]
+
+
+def test_the_image_formats_stand_on_core_alone():
+    """image/ is the image as data: no engine, no registry, no network, nothing of a later stage."""
+    found = [f"{path.name}: {module}" for path in sorted((PACKAGE / "image").glob("*.py"))
+             for module, _, _ in _imports(path) if module != "ngcbuild.core" and not module.startswith(
+                 ("ngcbuild.core.", "ngcbuild.image"))]
+    assert not found, f"image/ imports beside core/: {found}"
+
+
+# The prefixes of an image format's media types (manifests, lists, configs, layers, the OCI empty config).
+MEDIA_PREFIXES = ("application/vnd.oci.", "application/vnd.docker.distribution", "application/vnd.docker.container.image",
+                  "application/vnd.docker.image.rootfs")
+
+
+def test_every_media_type_of_an_image_is_declared_once():
+    """image/media.py declares them; registry/, publish/, supply/ and the save's reader use its names."""
+    found = []
+    for path in _product_modules():
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == "image/media.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(
+                    prefix in node.value for prefix in MEDIA_PREFIXES):
+                found.append(f"{rel}:{node.lineno} {node.value[:60]!r}")
+    assert not found, f"media types spelled out beside image/media.py: {found}"
 
 
 def test_every_file_name_of_build_r_is_declared_once():

@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from ngcbuild.core.errors import PushFailed
+from ngcbuild.image.media import DOCKER_CONFIG, DOCKER_LAYER
 from ngcbuild.publish import layer_blobs
 from ngcbuild.publish.layer_blobs import GZIP_HEADER, Blob, ImageBlobs, compress
 from ngcbuild.publish.push import _with_retries
@@ -58,10 +59,10 @@ def test_the_manifest_names_the_config_and_every_layer_in_order_in_one_form(tmp_
     blobs = ImageBlobs(config, (one, two, one))  # a layer the image holds twice is named twice
     body = blobs.manifest()
     document = json.loads(body)
-    assert document["config"] == {"mediaType": layer_blobs.CONFIG_MEDIA, "size": len(config),
+    assert document["config"] == {"mediaType": DOCKER_CONFIG, "size": len(config),
                                   "digest": "sha256:" + hashlib.sha256(config).hexdigest()}
     assert [layer["digest"] for layer in document["layers"]] == [one.digest, two.digest, one.digest]
-    assert {layer["mediaType"] for layer in document["layers"]} == {layer_blobs.LAYER_MEDIA}
+    assert {layer["mediaType"] for layer in document["layers"]} == {DOCKER_LAYER}
     assert body == ImageBlobs(config, (one, two, one)).manifest()
     assert blobs.size == len(config) + 40
 

@@ -8,11 +8,12 @@ import pytest
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine import reuse
+from ngcbuild.image.media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.publish.multiarch import PublishRefused, manifest_list, missing_platforms
 from ngcbuild.publish.promote import PromoteRefused, check_smoke, source_entry
-from ngcbuild.registry.client import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, base_url, digest_of
+from ngcbuild.registry.client import base_url, digest_of
 from ngcbuild.render.plan import plan_image
 from ngcbuild.supply.sbom import document, purl_deb, purl_pypi, validate
 from ngcbuild.workspace.record import Record

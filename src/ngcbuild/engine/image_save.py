@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.core.text import safe
+from ngcbuild.image.media import LISTS
 
 _CHUNK = 1 << 20
 _BLOCK = tarfile.BLOCKSIZE
@@ -45,7 +46,6 @@ _MAX_NESTING = 4  # OCI indexes within indexes
 _DOCUMENT_NAMES = ("manifest.json", "index.json", "repositories", "oci-layout")
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
-_INDEX_MEDIA = ("application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json")
 
 
 class SaveUnreadable(OperationError):
@@ -328,7 +328,7 @@ class _Walked:
                 continue  # another platform's, left out of a save of one platform
             document = self.json(_blob_path(digest), "manifest")
             media = document.get("mediaType") if isinstance(document, dict) else None
-            if media in _INDEX_MEDIA or (isinstance(document, dict) and "manifests" in document):
+            if media in LISTS or (isinstance(document, dict) and "manifests" in document):
                 yield from self._index(document, above | {digest}, depth + 1)
                 continue
             config_digest = _descriptor_digest(document.get("config") if isinstance(document, dict) else None,

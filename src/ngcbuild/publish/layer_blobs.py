@@ -18,11 +18,10 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ngcbuild.image.media import DOCKER_CONFIG, DOCKER_LAYER, DOCKER_MANIFEST
+
 LEVEL = 1
 MEMORY_LEVEL = 8  # zlib's default, named: a change of it is a change of every blob
-LAYER_MEDIA = "application/vnd.docker.image.rootfs.diff.tar.gzip"
-CONFIG_MEDIA = "application/vnd.docker.container.image.v1+json"
-MANIFEST_MEDIA = "application/vnd.docker.distribution.manifest.v2+json"
 # ID1 ID2, deflate, no flags (no name, no comment, no extra field), mtime 0, XFL 0, OS 255 (unknown)
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 _CHUNK = 1 << 20
@@ -44,10 +43,10 @@ class ImageBlobs:
         """The image manifest (Docker schema 2, as the engine pushes) naming the config and the blobs, in one
         fixed form: the same blobs give the same manifest digest."""
         document = {
-            "schemaVersion": 2, "mediaType": MANIFEST_MEDIA,
-            "config": {"mediaType": CONFIG_MEDIA, "size": len(self.config),
+            "schemaVersion": 2, "mediaType": DOCKER_MANIFEST,
+            "config": {"mediaType": DOCKER_CONFIG, "size": len(self.config),
                        "digest": "sha256:" + hashlib.sha256(self.config).hexdigest()},
-            "layers": [{"mediaType": LAYER_MEDIA, "size": blob.size, "digest": blob.digest} for blob in self.layers],
+            "layers": [{"mediaType": DOCKER_LAYER, "size": blob.size, "digest": blob.digest} for blob in self.layers],
         }
         return json.dumps(document, indent=3).encode()
 
