@@ -27,9 +27,10 @@ import docker
 
 from ngcbuild.core.errors import BuildFailed
 from ngcbuild.engine.image_load import Loading, takes_partial_load
-from ngcbuild.engine.image_save import SaveUnreadable, read_save
+from ngcbuild.engine.image_save import read_save
 from ngcbuild.engine.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
 from ngcbuild.engine.reuse import COMPLETE_LABEL
+from ngcbuild.image.save import SaveUnreadable
 
 VERSION = 3  # of the rules: a change to them is a new memo tag, never a stale memo hit
 CREATED_LABEL = COMPLETE_LABEL  # the one label a finished release image carries (reuse.matches)
