@@ -175,7 +175,7 @@ WRITES_ITSELF = {
     "publish/promote.py": "skopeo's private auth file, in a temporary folder",
     "core/console.py": "a closed stdout or stderr reopened on its own descriptor (no file is named)",
     # streamed layers and blobs, written as the engine's save streams them (one pass, never whole in memory)
-    "engine/layer_tar.py": "a layer rewritten as it streams, into normalise's temporary folder",
+    "image/layer_tar.py": "a layer rewritten as it streams, into engine/normalise's temporary folder",
     "engine/normalise.py": "the save's layers spooled and rewritten, in its temporary folder (compare's too)",
     "publish/layer_blobs.py": "each layer compressed as the save streams it, in push's temporary folder",
 }

@@ -8,6 +8,7 @@ import pytest
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine import reuse
+from ngcbuild.image.config import CREATED_LABEL
 from ngcbuild.image.media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
@@ -45,7 +46,7 @@ def test_hash_and_platform_tags(dev_names):
 
 
 def test_an_image_matches_only_its_context_and_platform():
-    labels = {reuse.CONTEXT_HASH_LABEL: HASH, reuse.COMPLETE_LABEL: "2026-01-01T00:00:00Z"}
+    labels = {reuse.CONTEXT_HASH_LABEL: HASH, CREATED_LABEL: "2026-01-01T00:00:00Z"}
     image = {"Os": "linux", "Architecture": "arm64", "Config": {"Labels": labels}}
     assert reuse.matches(image, HASH, "linux/arm64")
     # the engine's image of the context, left by a normalising step that failed, is not the release's
