@@ -2,7 +2,7 @@
 tag (the sha256 of the manifest's bytes, read through registry/client.py) must equal the digest the
 push wrote. Transient failures are retried with backoff. `push_and_read_back` is the one way
 anything of ngcbuild pushes a release's image (push, publish): ngcbuild's own, its layers compressed
-deterministically (publish/layer_blobs.py); only the layer cache's stage images (`--cache-to`, which
+deterministically (image/blobs.py); only the layer cache's stage images (`--cache-to`, which
 the engine pulls back as they are) go through the engine's push."""
 
 from __future__ import annotations
@@ -205,7 +205,7 @@ class Uploaded:
 def push_and_read_back(client, registry: Registry, repository_path: str, tags: list[str], image_id: str, out,
                        sleep, before: list[str] = ()) -> Uploaded:
     """ngcbuild's own push of `image_id` as `registry.host/repository_path:TAG` for each of `tags`: the
-    layers compressed by ngcbuild (publish/layer_blobs.py: the same blobs and manifest digest on any
+    layers compressed by ngcbuild (image/blobs.py: the same blobs and manifest digest on any
     engine), each blob sent unless the registry has it, the manifest written under every tag, the whole
     retried on the one schedule; then the manifest each tag serves read back through our own client: its
     bytes must hash to the digest written, whatever a header says. `before`: the digests this image was
