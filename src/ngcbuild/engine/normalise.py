@@ -1,7 +1,8 @@
 """The normalising step after the engine's build: the image the build made (the "raw" image, which
 stays as the layer cache) is saved, every layer the build wrote is rewritten deterministically
-(image/layer_tar.py), its config normalised (image/config.py), and the result is loaded back as the image that is
-tagged, smoked, SBOM'd, pushed and attested. Same inputs, same image id, on any engine, any day.
+(image/layer_tar.py), its config normalised (image/config.py), and the result is loaded back as the
+image that is tagged, smoked, SBOM'd, pushed and attested. Same inputs, same image id, on any engine,
+any day. This module is the talk with the engine (save, load, memo tag); the rules are image/'s.
 
 The base image's layers are inputs (by digest): they are never rewritten, nor sent back to the
 engine (a load skips a layer whose chain the engine holds). A raw image normalised once on an
