@@ -118,8 +118,7 @@ def _product_modules():
 def test_the_image_formats_stand_on_core_alone():
     """image/ is the image as data: no engine, no registry, no network, nothing of a later stage."""
     found = [f"{path.name}: {module}" for path in sorted((PACKAGE / "image").glob("*.py"))
-             for module, _, _ in _imports(path) if module != "ngcbuild.core" and not module.startswith(
-                 ("ngcbuild.core.", "ngcbuild.image"))]
+             for module, _, _ in _imports(path) if module.split(".")[1:2] not in (["core"], ["image"])]
     assert not found, f"image/ imports beside core/: {found}"
 
 
@@ -128,17 +127,20 @@ MEDIA_PREFIXES = ("application/vnd.oci.", "application/vnd.docker.distribution",
                   "application/vnd.docker.image.rootfs")
 
 
-def test_every_media_type_of_an_image_is_declared_once():
-    """image/media.py declares them; registry/, publish/, supply/ and the save's reader use its names."""
-    found = []
+def _strings_beside(home: str):
+    """(module, line, value) of every string literal in the product's modules but `home`."""
     for path in _product_modules():
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel == "image/media.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(
-                    prefix in node.value for prefix in MEDIA_PREFIXES):
-                found.append(f"{rel}:{node.lineno} {node.value[:60]!r}")
+        if rel != home:
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    yield rel, node.lineno, node.value
+
+
+def test_every_media_type_of_an_image_is_declared_once():
+    """image/media.py declares them; registry/, publish/, supply/ and the save's reader use its names."""
+    found = [f"{rel}:{line} {value[:60]!r}" for rel, line, value in _strings_beside("image/media.py")
+             if any(prefix in value for prefix in MEDIA_PREFIXES)]
     assert not found, f"media types spelled out beside image/media.py: {found}"
 
 
@@ -148,14 +150,8 @@ def test_every_file_name_of_build_r_is_declared_once():
 
     names = {*release_dir.OUTPUTS, release_dir.DOCKERFILE, release_dir.EXPECTED}
     allowed = {("engine/base_image.py", release_dir.DOCKERFILE)}  # the base image's own context, in a temp folder
-    found = []
-    for path in _product_modules():
-        rel = path.relative_to(PACKAGE).as_posix()
-        if rel == "workspace/release_dir.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and node.value in names and (rel, node.value) not in allowed:
-                found.append(f"{rel}:{node.lineno} {node.value!r}")
+    found = [f"{rel}:{line} {value!r}" for rel, line, value in _strings_beside("workspace/release_dir.py")
+             if value in names and (rel, value) not in allowed]
     assert not found, f"build/R/ file names spelled out again (use workspace/release_dir.py): {found}"
 
 
