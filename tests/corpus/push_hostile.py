@@ -296,7 +296,7 @@ def _damaged_checksum() -> bytes:
     return bytes(saved)
 
 
-# The engine's save as the push reads it (engine/image_save.py): cut short, damaged, or claiming sizes no
+# The engine's save as the push reads it (image/save.py): cut short, damaged, or claiming sizes no
 # save has. Each: exit 1, one line, nothing sent, nothing recorded.
 BROKEN_SAVES = [
     ("push-engine-save-cut-short", SAVED[:len(SAVED) // 2 + 7], ("the save ended",)),
@@ -343,7 +343,7 @@ def _declaring(config_name: str, layers: list[str]) -> tuple[str, bytes]:
 
 _LAYER = _layer_of(SAVED)
 _OTHER_CONFIG = b'{"rootfs": {"type": "layers", "diff_ids": ["' + DIFF_ID.encode() + b'"]}, "os": "other"}'
-# A save that declares what it holds (engine/image_save.py) and lies about it, or lays it out as Podman does.
+# A save that declares what it holds (image/save.py) and lies about it, or lays it out as Podman does.
 # Each lie: exit 1, one line, nothing sent, nothing recorded.
 DECLARING_SAVES = [
     ("push-engine-save-of-another-image", _save_of([

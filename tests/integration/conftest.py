@@ -425,7 +425,8 @@ def pypi():
 # emulate arm64), so no build runs.
 
 def tiny_image(engine, label_hash: str, ref: str) -> str:
-    from ngcbuild.engine.reuse import COMPLETE_LABEL, CONTEXT_HASH_LABEL
+    from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
+    from ngcbuild.image.config import CREATED_LABEL
 
     payload = io.BytesIO()
     with tarfile.open(fileobj=payload, mode="w") as tar:
@@ -435,7 +436,7 @@ def tiny_image(engine, label_hash: str, ref: str) -> str:
         tar.addfile(info, io.BytesIO(body))
     repo, tag = ref.rsplit(":", 1)
     engine.import_image_from_data(payload.getvalue(), repository=repo, tag=tag,
-                                  changes=[f"LABEL {CONTEXT_HASH_LABEL}={label_hash} {COMPLETE_LABEL}=2026-01-01T00:00:00Z"])
+                                  changes=[f"LABEL {CONTEXT_HASH_LABEL}={label_hash} {CREATED_LABEL}=2026-01-01T00:00:00Z"])
     return engine.inspect_image(ref)["Id"]
 
 

@@ -16,8 +16,9 @@ import time
 
 import pytest
 
+from ngcbuild.image.media import OCI_INDEX, OCI_MANIFEST
 from ngcbuild.registry import client as registry_client
-from ngcbuild.registry.client import OCI_INDEX, OCI_MANIFEST, Registry, RegistryError, digest_of
+from ngcbuild.registry.client import Registry, RegistryError, digest_of
 
 from .private import PrivateRegistry
 

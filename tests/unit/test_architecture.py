@@ -13,16 +13,18 @@ PACKAGE = REPO / "src" / "ngcbuild"
 # What each package may import besides itself: the stages before it. `cli` calls every stage.
 MAY_IMPORT = {
     "core": set(),
+    # the image as data, formats only: engine/ saves and loads it, registry/ reads it, publish/ and supply/ write it
+    "image": {"core"},
     "workspace": {"core"},
-    "registry": {"core"},
+    "registry": {"core", "image"},
     "manifest": {"core"},
     "verify": {"core", "manifest"},
     "render": {"core", "manifest", "workspace"},
-    "engine": {"core", "manifest", "render", "workspace", "registry"},
+    "engine": {"core", "image", "manifest", "render", "workspace", "registry"},
     # the smoke suite's pytest lock is the one resolver's (resolver/pure_wheels.py)
     "smoke": {"core", "manifest", "render", "engine", "workspace", "resolver"},
-    "supply": {"core", "manifest", "render", "engine", "workspace", "registry"},
-    "publish": {"core", "manifest", "render", "engine", "workspace", "registry", "supply"},
+    "supply": {"core", "image", "manifest", "render", "engine", "workspace", "registry"},
+    "publish": {"core", "image", "manifest", "render", "engine", "workspace", "registry", "supply"},
     "docs": {"core", "manifest", "workspace"},
     # the one resolver (uv) with its index setting, clean room and deadline: reads through verify's reader
     "resolver": {"core", "manifest", "verify"},
@@ -33,8 +35,8 @@ MAY_IMPORT = {
     # the monthly proposal: resolves through verify, renders and describes it as the documents do
     # (a derived release's bump re-resolves its lock through derive's resolve)
     "bump": {"core", "manifest", "verify", "resolver", "render", "docs", "workspace", "derive"},
-    "cli": {"core", "workspace", "registry", "manifest", "verify", "resolver", "render", "engine", "smoke", "supply",
-            "publish", "docs", "workflow", "derive", "bump"},
+    "cli": {"core", "image", "workspace", "registry", "manifest", "verify", "resolver", "render", "engine", "smoke",
+            "supply", "publish", "docs", "workflow", "derive", "bump"},
 }
 
 def _modules():
@@ -113,20 +115,43 @@ def _product_modules():
     return [p for p in sorted(PACKAGE.rglob("*.py")) if "checks" not in p.relative_to(PACKAGE).parts]
 
 
+def test_the_image_formats_stand_on_core_alone():
+    """image/ is the image as data: no engine, no registry, no network, nothing of a later stage."""
+    found = [f"{path.name}: {module}" for path in sorted((PACKAGE / "image").glob("*.py"))
+             for module, _, _ in _imports(path) if module.split(".")[1:2] not in (["core"], ["image"])]
+    assert not found, f"image/ imports beside core/: {found}"
+
+
+# The prefixes of an image format's media types (manifests, lists, configs, layers, the OCI empty config).
+MEDIA_PREFIXES = ("application/vnd.oci.", "application/vnd.docker.distribution", "application/vnd.docker.container.image",
+                  "application/vnd.docker.image.rootfs")
+
+
+def _strings_beside(home: str):
+    """(module, line, value) of every string literal in the product's modules but `home`."""
+    for path in _product_modules():
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel != home:
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    yield rel, node.lineno, node.value
+
+
+def test_every_media_type_of_an_image_is_declared_once():
+    """image/media.py declares them; registry/, publish/, supply/ and the save's reader use its names."""
+    found = [f"{rel}:{line} {value[:60]!r}" for rel, line, value in _strings_beside("image/media.py")
+             if any(prefix in value for prefix in MEDIA_PREFIXES)]
+    assert not found, f"media types spelled out beside image/media.py: {found}"
+
+
 def test_every_file_name_of_build_r_is_declared_once():
     """workspace/release_dir.py names each file of build/R/; every other module uses its constant."""
     from ngcbuild.workspace import release_dir
 
     names = {*release_dir.OUTPUTS, release_dir.DOCKERFILE, release_dir.EXPECTED}
     allowed = {("engine/base_image.py", release_dir.DOCKERFILE)}  # the base image's own context, in a temp folder
-    found = []
-    for path in _product_modules():
-        rel = path.relative_to(PACKAGE).as_posix()
-        if rel == "workspace/release_dir.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Constant) and node.value in names and (rel, node.value) not in allowed:
-                found.append(f"{rel}:{node.lineno} {node.value!r}")
+    found = [f"{rel}:{line} {value!r}" for rel, line, value in _strings_beside("workspace/release_dir.py")
+             if value in names and (rel, value) not in allowed]
     assert not found, f"build/R/ file names spelled out again (use workspace/release_dir.py): {found}"
 
 
@@ -146,7 +171,7 @@ WRITES_ITSELF = {
     "publish/promote.py": "skopeo's private auth file, in a temporary folder",
     "core/console.py": "a closed stdout or stderr reopened on its own descriptor (no file is named)",
     # streamed layers and blobs, written as the engine's save streams them (one pass, never whole in memory)
-    "engine/layer_tar.py": "a layer rewritten as it streams, into normalise's temporary folder",
+    "image/layer_tar.py": "a layer rewritten as it streams, into engine/normalise's temporary folder",
     "engine/normalise.py": "the save's layers spooled and rewritten, in its temporary folder (compare's too)",
     "publish/layer_blobs.py": "each layer compressed as the save streams it, in push's temporary folder",
 }

@@ -1,4 +1,4 @@
-"""engine/image_save.py: the engine's save read as it streams and by what it declares, against saves laid
+"""image/save.py: the engine's save read as it streams and by what it declares, against saves laid
 out as each engine writes them (built here to the engine's published format, docs/engines.md), cut into
 chunks of any size, and against saves that are cut short, damaged or that lie about what they hold."""
 
@@ -13,7 +13,7 @@ import tarfile
 
 import pytest
 
-from ngcbuild.engine.image_save import ChunkReader, SaveUnreadable, read_members
+from ngcbuild.image.save import ChunkReader, SaveUnreadable, read_members
 
 
 def _digest(data: bytes) -> str:

@@ -1,4 +1,4 @@
-"""ngcbuild's own compression of layers and the manifest naming them (publish/layer_blobs.py), and the
+"""ngcbuild's own compression of layers and the manifest naming them (image/blobs.py), and the
 retries of its push (publish/push.py): the same layer gives the same blob, gzip reads it back, the
 manifest has one form."""
 
@@ -14,8 +14,8 @@ import subprocess
 import pytest
 
 from ngcbuild.core.errors import PushFailed
-from ngcbuild.publish import layer_blobs
-from ngcbuild.publish.layer_blobs import GZIP_HEADER, Blob, ImageBlobs, compress
+from ngcbuild.image.blobs import GZIP_HEADER, LEVEL, MEMORY_LEVEL, Blob, ImageBlobs, compress
+from ngcbuild.image.media import DOCKER_CONFIG, DOCKER_LAYER
 from ngcbuild.publish.push import _with_retries
 from ngcbuild.registry.client import DigestMismatch, RegistryError
 
@@ -49,7 +49,7 @@ def test_the_level_is_the_one_named():
     assert len(fast) < len(data) / 20
     assert gzip.decompress(fast) == data
     # a change of LEVEL changes every blob: the rule is named in one place and this test pins its value
-    assert layer_blobs.LEVEL == 1 and layer_blobs.MEMORY_LEVEL == 8
+    assert LEVEL == 1 and MEMORY_LEVEL == 8
 
 
 def test_the_manifest_names_the_config_and_every_layer_in_order_in_one_form(tmp_path):
@@ -58,10 +58,10 @@ def test_the_manifest_names_the_config_and_every_layer_in_order_in_one_form(tmp_
     blobs = ImageBlobs(config, (one, two, one))  # a layer the image holds twice is named twice
     body = blobs.manifest()
     document = json.loads(body)
-    assert document["config"] == {"mediaType": layer_blobs.CONFIG_MEDIA, "size": len(config),
+    assert document["config"] == {"mediaType": DOCKER_CONFIG, "size": len(config),
                                   "digest": "sha256:" + hashlib.sha256(config).hexdigest()}
     assert [layer["digest"] for layer in document["layers"]] == [one.digest, two.digest, one.digest]
-    assert {layer["mediaType"] for layer in document["layers"]} == {layer_blobs.LAYER_MEDIA}
+    assert {layer["mediaType"] for layer in document["layers"]} == {DOCKER_LAYER}
     assert body == ImageBlobs(config, (one, two, one)).manifest()
     assert blobs.size == len(config) + 40
 

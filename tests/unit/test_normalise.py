@@ -1,5 +1,5 @@
-"""The normalising step's pure parts: one layer's tar rewritten (layer_tar.py), the config's times
-(normalise.py), the epoch's sources (epoch.py). The step against a real engine: tests/integration/test_repro.py."""
+"""The normalising step's pure parts: one layer's tar rewritten (image/layer_tar.py), the config's times
+(image/config.py), the memo tag (engine/normalise.py), the epoch's sources (engine/epoch.py). The step against a real engine: tests/integration/test_repro.py."""
 
 import hashlib
 import io
@@ -15,9 +15,10 @@ import pytest
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine.epoch import parse_epoch, source_date_epoch
-from ngcbuild.engine.layer_tar import Times, Unstreamable, clamp_pyc, path_order, rewrite_layer, rewrite_stream
-from ngcbuild.engine.normalise import memo_tag, normalised_config, rfc3339, seconds
-from ngcbuild.engine.volatile import VOLATILE, why_volatile
+from ngcbuild.engine.normalise import memo_tag
+from ngcbuild.image.config import normalised_config, rfc3339, seconds
+from ngcbuild.image.layer_tar import Times, Unstreamable, clamp_pyc, path_order, rewrite_layer, rewrite_stream
+from ngcbuild.image.volatile import VOLATILE, why_volatile
 
 EPOCH = 1_767_225_600  # 2026-01-01
 BASE = 1_700_000_000  # the base image's creation

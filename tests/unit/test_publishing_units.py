@@ -8,11 +8,13 @@ import pytest
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine import reuse
+from ngcbuild.image.config import CREATED_LABEL
+from ngcbuild.image.media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.publish.multiarch import PublishRefused, manifest_list, missing_platforms
 from ngcbuild.publish.promote import PromoteRefused, check_smoke, source_entry
-from ngcbuild.registry.client import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, base_url, digest_of
+from ngcbuild.registry.client import base_url, digest_of
 from ngcbuild.render.plan import plan_image
 from ngcbuild.supply.sbom import document, purl_deb, purl_pypi, validate
 from ngcbuild.workspace.record import Record
@@ -44,7 +46,7 @@ def test_hash_and_platform_tags(dev_names):
 
 
 def test_an_image_matches_only_its_context_and_platform():
-    labels = {reuse.CONTEXT_HASH_LABEL: HASH, reuse.COMPLETE_LABEL: "2026-01-01T00:00:00Z"}
+    labels = {reuse.CONTEXT_HASH_LABEL: HASH, CREATED_LABEL: "2026-01-01T00:00:00Z"}
     image = {"Os": "linux", "Architecture": "arm64", "Config": {"Labels": labels}}
     assert reuse.matches(image, HASH, "linux/arm64")
     # the engine's image of the context, left by a normalising step that failed, is not the release's

@@ -1,7 +1,7 @@
 """Why two images of one release differ: per layer, the files that differ and how (content, size, mode,
 owner, time, link target, present in one only), and the config keys that differ. What `repro` reports
 when a rebuild does not give the same image id: the first thing a maintainer needs to chase a new
-source of noise (and then name it in engine/volatile.py, or fix the step that writes it)."""
+source of noise (and then name it in image/volatile.py, or fix the step that writes it)."""
 
 from __future__ import annotations
 

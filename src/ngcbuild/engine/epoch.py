@@ -6,7 +6,7 @@ else from the time of the newest commit that touched the release's inputs (its m
 constraints, the templates): a commit that touches nothing the release reads (a README, another release)
 leaves it as it was, and the same checkout gives the same epoch on any machine, any day. Outside a git
 checkout with neither set it is 0 (1970-01-01), and the build says so. The files the build wrote do not
-carry it (layer_tar.Times): a new epoch changes the config, never a layer.
+carry it (image/layer_tar.Times): a new epoch changes the config, never a layer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The normalising step after the engine's build: the image the build made (the "raw" image, which
 stays as the layer cache) is saved, every layer the build wrote is rewritten deterministically
-(layer_tar.py), its config gets fixed times, and the result is loaded back as the image that is
-tagged, smoked, SBOM'd, pushed and attested. Same inputs, same image id, on any engine, any day.
+(image/layer_tar.py), its config normalised (image/config.py), and the result is loaded back as the
+image that is tagged, smoked, SBOM'd, pushed and attested. Same inputs, same image id, on any engine,
+any day. This module is the talk with the engine (save, load, memo tag); the rules are image/'s.
 
 The base image's layers are inputs (by digest): they are never rewritten, nor sent back to the
 engine (a load skips a layer whose chain the engine holds). A raw image normalised once on an
@@ -11,11 +12,9 @@ the base's time, so a build whose steps all came from the layer cache costs a lo
 
 from __future__ import annotations
 
-import calendar
 import hashlib
 import itertools
 import json
-import re
 import shutil
 import tarfile
 import tempfile
@@ -27,17 +26,13 @@ import docker
 
 from ngcbuild.core.errors import BuildFailed
 from ngcbuild.engine.image_load import Loading, takes_partial_load
-from ngcbuild.engine.image_save import SaveUnreadable, read_save
-from ngcbuild.engine.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
-from ngcbuild.engine.reuse import COMPLETE_LABEL
+from ngcbuild.engine.image_save import read_save
+from ngcbuild.image.config import normalised_config, rfc3339, seconds
+from ngcbuild.image.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
+from ngcbuild.image.save import SaveUnreadable
 
-VERSION = 3  # of the rules: a change to them is a new memo tag, never a stale memo hit
-CREATED_LABEL = COMPLETE_LABEL  # the one label a finished release image carries (reuse.matches)
-# What a config says about the container and engine that ran the last step, never about the image.
-_ENGINE_KEYS = ("container", "container_config", "docker_version")
-_TIME_RE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)")
+VERSION = 3  # of the rules (image/layer_tar.py, volatile.py, config.py): a change is a new memo tag, never a stale hit
 _CHUNK = 1 << 20
-_SOURCE_HASH_RE = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}\b")
 
 
 @dataclass
@@ -58,54 +53,9 @@ class Normalised:
         return {key: value for key, value in asdict(self).items() if key != "image_id"}
 
 
-def seconds(text: str) -> int:
-    """Whole seconds since 1970 of an RFC 3339 time as engines write them (nanoseconds, Z or an offset)."""
-    match = _TIME_RE.fullmatch(text.strip())
-    if match is None:
-        raise ValueError(f"not an RFC 3339 time: {text[:40]!r}")
-    value = calendar.timegm(time.strptime(match[1], "%Y-%m-%dT%H:%M:%S"))
-    if match[3] != "Z":
-        sign = 1 if match[3][0] == "+" else -1
-        value -= sign * (int(match[3][1:3]) * 3600 + int(match[3][4:6]) * 60)
-    return value
-
-
-def rfc3339(epoch: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
-
-
 def memo_tag(prefix: str, epoch: int, made_after: int, raw_image_id: str) -> str:
     """The tag a normalised image carries to be found again from its raw image (at most 128 characters)."""
     return f"{prefix[:40]}-n{VERSION}-{epoch}.{made_after}-{raw_image_id.removeprefix('sha256:')[:32]}"
-
-
-def normalised_config(raw: dict, diff_ids: list[str], times: Times, kept: int = 0) -> bytes:
-    """The image config with fixed times and nothing of the container or engine that built it; the
-    history entries stay (their times by the same rule as the files'). The first `kept` layers are the
-    base image's."""
-    config = {key: value for key, value in raw.items() if key not in _ENGINE_KEYS}
-    config["created"] = rfc3339(times.epoch)
-    history, layer = [], -1
-    for entry in raw.get("history") or []:
-        entry = dict(entry)
-        if "created" in entry:
-            entry["created"] = rfc3339(times(seconds(entry["created"])))
-        if not entry.get("empty_layer"):
-            layer += 1
-            if layer >= kept and layer < len(diff_ids) and "created_by" in entry:
-                # COPY and ADD name what they copied by the engine's hash of it, times included: the
-                # step's layer, as rewritten, names the same content
-                entry["created_by"] = _SOURCE_HASH_RE.sub(rf"\g<1>:{diff_ids[layer][7:]}", entry["created_by"])
-        history.append(entry)
-    if history:
-        config["history"] = history
-    config["rootfs"] = {"type": "layers", "diff_ids": list(diff_ids)}
-    inner = dict(config.get("config") or {})
-    inner["Hostname"] = ""  # the id of the build's last container
-    inner["Image"] = ""  # the engine's id of the last step's parent image
-    inner["Labels"] = {**(inner.get("Labels") or {}), CREATED_LABEL: rfc3339(times.epoch)}
-    config["config"] = inner
-    return json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
 
 
 def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch: int, memo_repository: str,
@@ -202,10 +152,10 @@ class _Tee:
 
 def rewrite_as_saved(client, image: dict, wanted: set[str], folder: Path, times: Times,
                      on_rewritten=None, as_saved: set[str] = frozenset()) -> tuple[bytes, dict]:
-    """The config's bytes and, for each layer in `wanted` (by diff id), its rewrite (layer_tar.py) in a file
+    """The config's bytes and, for each layer in `wanted` (by diff id), its rewrite (image/layer_tar.py) in a file
     of `folder`: each layer rewritten as the engine's save of `image` (its inspect answer) streams it, never
     spooled first, and handed to `on_rewritten(member name, path)` as soon as it is written; each layer in
-    `as_saved` is handed on as saved (base_member_name). Raises Unstreamable (layer_tar.py) for a layer only
+    `as_saved` is handed on as saved (base_member_name). Raises Unstreamable (image/layer_tar.py) for a layer only
     the seekable rewrite can do."""
     folder.mkdir(parents=True, exist_ok=True)
     rewritten: dict[str, tuple[Rewritten, Path]] = {}

@@ -16,14 +16,12 @@ from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import ImageRef
 from ngcbuild.core.text import safe
+from ngcbuild.image.config import CREATED_LABEL
 from ngcbuild.registry.client import Registry, RegistryError
 from ngcbuild.workspace.record import Record, record_build
 from ngcbuild.workspace.sections import BuildRecord
 
 CONTEXT_HASH_LABEL = "io.ngcbuild.context.sha256"
-# Written by the normalising step alone (normalise.CREATED_LABEL: the image's time): declared here, where the
-# unchanged-release path reads it without importing what the step needs (the Docker SDK).
-COMPLETE_LABEL = "org.opencontainers.image.created"
 HASH_CHARS = 12
 _LABEL_KEY_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
 
@@ -74,7 +72,7 @@ def matches(image: dict, context_hash: str, platform: str) -> bool:
     context carries the context's label too, but only a normalised image carries the label the
     normalising step writes (a step that failed leaves the engine's image, never the release's)."""
     labels = (image.get("Config") or {}).get("Labels") or {}
-    return (labels.get(CONTEXT_HASH_LABEL) == context_hash and COMPLETE_LABEL in labels
+    return (labels.get(CONTEXT_HASH_LABEL) == context_hash and CREATED_LABEL in labels
             and f"{image.get('Os')}/{image.get('Architecture')}" == platform)
 
 

@@ -24,18 +24,12 @@ from ngcbuild.core.references import ImageRef, registry_host
 from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.reuse import arch_of, platform_tag
+from ngcbuild.image.media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.publish.platform_records import gather, load_records
 from ngcbuild.publish.push import push_and_read_back, record_tag, registry_tags
 from ngcbuild.registry.auth import keychain
-from ngcbuild.registry.client import (
-    DOCKER_LIST,
-    DOCKER_MANIFEST,
-    OCI_INDEX,
-    OCI_MANIFEST,
-    Registry,
-    RegistryError,
-)
+from ngcbuild.registry.client import Registry, RegistryError
 from ngcbuild.render.context import render_as_built, render_loaded
 from ngcbuild.workspace.record import Record, read_record, record_path, write_record
 from ngcbuild.workspace.sections import Published, utc_timestamp

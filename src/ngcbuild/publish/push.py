@@ -2,7 +2,7 @@
 tag (the sha256 of the manifest's bytes, read through registry/client.py) must equal the digest the
 push wrote. Transient failures are retried with backoff. `push_and_read_back` is the one way
 anything of ngcbuild pushes a release's image (push, publish): ngcbuild's own, its layers compressed
-deterministically (publish/layer_blobs.py); only the layer cache's stage images (`--cache-to`, which
+deterministically (image/blobs.py); only the layer cache's stage images (`--cache-to`, which
 the engine pulls back as they are) go through the engine's push."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
 from ngcbuild.engine.transfer import TransferProgress
+from ngcbuild.image.media import DOCKER_MANIFEST
 from ngcbuild.registry.auth import LOGIN_HELP, keychain
 from ngcbuild.registry.client import DigestMismatch, Registry, RegistryError, digest_of
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
@@ -204,14 +205,12 @@ class Uploaded:
 def push_and_read_back(client, registry: Registry, repository_path: str, tags: list[str], image_id: str, out,
                        sleep, before: list[str] = ()) -> Uploaded:
     """ngcbuild's own push of `image_id` as `registry.host/repository_path:TAG` for each of `tags`: the
-    layers compressed by ngcbuild (publish/layer_blobs.py: the same blobs and manifest digest on any
+    layers compressed by ngcbuild (image/blobs.py: the same blobs and manifest digest on any
     engine), each blob sent unless the registry has it, the manifest written under every tag, the whole
     retried on the one schedule; then the manifest each tag serves read back through our own client: its
     bytes must hash to the digest written, whatever a header says. `before`: the digests this image was
     pushed as to this registry (the record's): one it still holds whole is written again under the tags,
     and nothing is saved, compressed or sent (a retried push costs a few requests)."""
-    from ngcbuild.publish.layer_blobs import MANIFEST_MEDIA
-
     repository = f"{registry.host}/{repository_path}"
     shown = f"{repository}:{tags[0]}"
     say = printer(out)
@@ -227,7 +226,7 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
 
         def write_tags() -> None:
             for tag in tags:
-                uploader.put_manifest(repository_path, tag, held, MANIFEST_MEDIA)
+                uploader.put_manifest(repository_path, tag, held, DOCKER_MANIFEST)
 
         _with_retries(shown, write_tags, out, sleep)
         body = held
@@ -250,11 +249,9 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
 def _held_whole(uploader: Registry, repository_path: str, image_id: str, before: list[str]) -> bytes | None:
     """The bytes of the first manifest of `before` the registry still serves (read by digest: the bytes
     hash to it) that is an image manifest of `image_id`'s config whose every blob the registry holds."""
-    from ngcbuild.publish.layer_blobs import MANIFEST_MEDIA
-
     for digest in dict.fromkeys(before):
         served = uploader.manifest(repository_path, digest)
-        if served is None or served.media_type != MANIFEST_MEDIA:
+        if served is None or served.media_type != DOCKER_MANIFEST:
             continue
         image = served.image()
         if image.config.digest == image_id and all(uploader.has_blob(repository_path, layer.digest)
@@ -267,7 +264,7 @@ def _upload(client, uploader: Registry, repository: str, repository_path: str, t
             out, sleep) -> bytes:
     """The image saved from the engine, its layers compressed, each blob the registry lacks sent, the
     manifest written under every tag: its bytes."""
-    from ngcbuild.publish.layer_blobs import MANIFEST_MEDIA, image_blobs
+    from ngcbuild.publish.layer_blobs import image_blobs
 
     shown = f"{repository}:{tags[0]}"
     say = printer(out)
@@ -283,7 +280,7 @@ def _upload(client, uploader: Registry, repository: str, repository_path: str, t
                     say(f"    sent {blob.digest[:19]} ({blob.size / 1e6:.1f} MB)")
             uploader.put_blob(repository_path, blobs.config)
             for tag in tags:
-                uploader.put_manifest(repository_path, tag, body, MANIFEST_MEDIA)
+                uploader.put_manifest(repository_path, tag, body, DOCKER_MANIFEST)
             return sent
 
         sent = _with_retries(shown, upload, out, sleep)

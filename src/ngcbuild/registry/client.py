@@ -29,16 +29,12 @@ from ngcbuild.core.http import ATTEMPTS, BACKOFF_S, Answer, AnswerTooLarge, Http
 from ngcbuild.core.jsonload import load_json
 from ngcbuild.core.references import ImageRef, ReferenceProblem, host_address, shown_url
 from ngcbuild.core.text import safe
+from ngcbuild.image.media import DOCKER_LIST, DOCKER_MANIFEST, LISTS, OCI_INDEX, OCI_MANIFEST
 from ngcbuild.registry.auth import LOGIN_HELP, Challenge, Credentials, keychain, realm_may_get_credentials
 
 if TYPE_CHECKING:
     import requests
 
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-LISTS = (DOCKER_LIST, OCI_INDEX)
 ACCEPT = f"{DOCKER_LIST}, {OCI_INDEX}, {DOCKER_MANIFEST}, {OCI_MANIFEST}"
 MAX_MANIFEST = 4 << 20  # the distribution spec's recommended limit for a manifest
 MAX_ENTRIES = 1024  # distinct entries of a list or an index read (a list names a few platforms)

@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ngcbuild.image.media import OCI_EMPTY, OCI_INDEX, OCI_MANIFEST
 from ngcbuild.registry.client import (
-    OCI_INDEX,
-    OCI_MANIFEST,
     BlobMismatch,
     Descriptor,
     Manifest,
@@ -32,7 +31,6 @@ from ngcbuild.registry.client import (
 from ngcbuild.supply.signing import AttestationRejected
 from ngcbuild.workspace.release_dir import AUDIT, SBOM
 
-EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"
 KIND_ANNOTATION = "io.ngcbuild.attachment"
 TITLE_ANNOTATION = "org.opencontainers.image.title"
@@ -71,7 +69,7 @@ def artifact_manifest(kind: str, layer_digest: str, size: int, subject: dict, an
     artifact_type, title = KINDS[kind]
     body = {
         "schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": artifact_type,
-        "config": {"mediaType": EMPTY_MEDIA_TYPE, "digest": digest_of(EMPTY), "size": len(EMPTY)},
+        "config": {"mediaType": OCI_EMPTY, "digest": digest_of(EMPTY), "size": len(EMPTY)},
         "layers": [{"mediaType": artifact_type, "digest": layer_digest, "size": size,
                     "annotations": {TITLE_ANNOTATION: title}}],
         "subject": subject,

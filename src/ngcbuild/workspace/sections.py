@@ -83,7 +83,7 @@ class Normalisation(Section):
     raw_image_id: str | None = form(DIGEST)
     memo: bool | None = None  # found normalised already on this engine
     layers_rewritten: int | None = None
-    removed: dict[str, str] = field(default_factory=dict)  # path in the image -> why (engine/volatile.py)
+    removed: dict[str, str] = field(default_factory=dict)  # path in the image -> why (image/volatile.py)
     pyc_clamped: int | None = None
     seconds: float | None = None
 

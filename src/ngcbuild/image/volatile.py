@@ -1,6 +1,6 @@
-"""What the normalising step (normalise.py) removes from the layers a build wrote: files whose content
-is noise by nature, each with the reason. Data, in this one place: a new source of noise that a
-`repro` report names is one more entry here, never an `if` in the rewriter.
+"""What the normalising step (engine/normalise.py, through layer_tar.py) removes from the layers a build
+wrote: files whose content is noise by nature, each with the reason. Data, in this one place: a new
+source of noise that a `repro` report names is one more entry here, never an `if` in the rewriter.
 
 A pattern is matched (fnmatch, `*` crosses `/`) against an entry's path in the layer, without a
 leading `/`. Removing an entry from a build layer leaves what a lower layer holds at that path

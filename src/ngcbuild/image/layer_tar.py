@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from ngcbuild.engine.volatile import why_volatile
+from ngcbuild.image.volatile import why_volatile
 
 _PYC_MAGIC_TAIL = b"\r\n"  # every CPython .pyc magic number ends so
 _KEPT_PAX = "SCHILY.xattr."

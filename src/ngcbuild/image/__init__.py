@@ -1,0 +1,7 @@
+"""The image as data, whoever made it and wherever it goes: formats only, no engine, no registry, no
+network. Every media type of an image, its manifest, a list of them and their blobs, declared once
+(media.py); an engine's save read as it streams and by what it declares (save.py); one layer's tar
+rewritten deterministically (layer_tar.py) less what is volatile by nature (volatile.py); the image
+config normalised (config.py); the layers compressed deterministically and the manifest naming them
+(blobs.py). It imports only core/: engine/ streams it an engine's save and loads what it makes,
+registry/ asks for and reads what it names, publish/ and supply/ write it."""
