@@ -17,6 +17,7 @@ from pathlib import Path
 from dev.bench import _with_section, timed_process
 from ngcbuild.core.project import Project
 from ngcbuild.engine.epoch import source_date_epoch
+from ngcbuild.image.blobs import LEVEL
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.workspace.record import read_record
 
@@ -64,7 +65,7 @@ def run_repro_bench(project: Project, release: str, runs: int, registry: str = "
         f"- reproduced: {'yes, one image id' if len(ids) == 1 else f'NO: {len(ids)} image ids'} "
         f"(`{sorted(ids)[0]}`) from {len(raws)} different engine images",
         f"- pushed by ngcbuild to {registry}: manifest {', '.join(f'`{d}`' for d in sorted(digests))}; the push "
-        f"{pushes[0]:.1f} s (its layers compressed at level 1), again {pushes[1]:.1f} s (nothing sent)",
+        f"{pushes[0]:.1f} s (its layers compressed at gzip level {LEVEL}), again {pushes[1]:.1f} s (nothing sent)",
     ]
     path = out_path or project.root / "BENCHMARKS.md"
     text = path.read_text() if path.exists() else "# Benchmarks\n"
