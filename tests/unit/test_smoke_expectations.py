@@ -135,7 +135,7 @@ def test_25_12_as_a_user_touches_it():
     assert expected["stack"]["torch_without"] == ["mpi", "mkl", "nvshmem"]
     assert expected["stack"]["torch_with"] == ["lapack", "cusparselt"]  # NVIDIA's notes: cuSPARSELt turned on
     dockerfile = render_files(Project.at(REPO), load_release(Project.at(REPO), "25.12")).files["Dockerfile"].decode()
-    assert 'USE_MPI="0"' in dockerfile and "python3.12-venv=3.12.3-1ubuntu0.17" in dockerfile
+    assert 'USE_MPI="0"' in dockerfile and "python3.12-venv=3.12.3-1ubuntu0.18" in dockerfile
     assert 'PATH="/opt/tensorrt/bin${PATH:+:${PATH}}"' in dockerfile
     # 20.x: NGC linked conda's MKL, these images OpenBLAS
     assert _repo_expected("20.12")["stack"]["torch_without"] == ["mkl"]
