@@ -32,7 +32,7 @@ from ngcbuild.core.names import RELEASE_NAME_RE
 from ngcbuild.core.outputs import printer, write_file
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import LoadedRelease, load_release
-from ngcbuild.resolver.indexes import IndexSetting, release_indexes
+from ngcbuild.core.indexes import IndexSetting, release_indexes
 from ngcbuild.workspace.release_dir import BUMP, ReleaseDir
 
 

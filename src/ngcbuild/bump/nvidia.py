@@ -31,7 +31,7 @@ from ngcbuild.core.references import shown_url
 from ngcbuild.docs.markdown import md
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.unknown import UNKNOWN
-from ngcbuild.resolver.indexes import IndexSetting
+from ngcbuild.core.indexes import IndexSetting
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.whole_set import Dist
 from ngcbuild.workspace.release_dir import BUMP, ReleaseDir

@@ -323,7 +323,7 @@ def verify(release: str, as_json=False, base=None) -> None:
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
-    from ngcbuild.resolver.indexes import day_end, index_setting, release_indexes
+    from ngcbuild.core.indexes import day_end, index_setting, release_indexes
 
     as_of = day_end(loaded.release.derive.index_as_of) if loaded.release.derive else None  # as resolve read them
     rows = verify_release(loaded, Web(), release_indexes(loaded.release, index_setting()), base=base, index_as_of=as_of)
@@ -335,7 +335,7 @@ def verify(release: str, as_json=False, base=None) -> None:
 
 def bump(release: str, as_name=None, check=False, base_release=None, index_url=None, extra_index_urls=None) -> dict:
     from ngcbuild.bump.apply import bump_release
-    from ngcbuild.resolver.indexes import index_setting
+    from ngcbuild.core.indexes import index_setting
 
     setting = index_setting(index_url, extra_index_urls)
     return bump_release(project(), release, as_name, setting, check=check, base_release=base_release,
@@ -368,7 +368,7 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
 def resolve(release: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None) -> dict:
     from ngcbuild.core.names import check_release_name
     from ngcbuild.derive.resolve import resolve_release
-    from ngcbuild.resolver.indexes import index_setting
+    from ngcbuild.core.indexes import index_setting
 
     def run():
         check_release_name(release)
@@ -380,7 +380,7 @@ def resolve(release: str, as_json=False, wheelhouse=None, index_url=None, extra_
 def fit(requirements: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None,
         index_as_of=None) -> list:
     from ngcbuild.derive.fit import run_fit
-    from ngcbuild.resolver.indexes import index_setting
+    from ngcbuild.core.indexes import index_setting
 
     def run():
         setting = index_setting(index_url, extra_index_urls)

@@ -47,7 +47,7 @@ def _json(instead_of: str) -> Option:
 
 RESOLVER_WHEELHOUSE = Option("wheelhouse", "folder of wheels the resolver may use as well as the indexes", value="DIR",
                              default_text="$PIP_FIND_LINKS when it is a folder")
-# the index setting of resolve, fit and bump (resolver/indexes.py, docs/indexes.md): pip's and uv's spelling
+# the index setting of resolve, fit and bump (core/indexes.py, docs/indexes.md): pip's and uv's spelling
 INDEX_URL = Option("index-url", "the index to read instead of PyPI (a mirror, a proxy index); credentials as "
                    "user:password@ or from netrc", value="URL",
                    default_text="$UV_INDEX_URL, else $PIP_INDEX_URL, else https://pypi.org/simple")

@@ -20,7 +20,7 @@ from ngcbuild.manifest.loader import LoadedRelease, buildable_releases, load_rel
 from ngcbuild.manifest.platforms import interpreter
 from ngcbuild.manifest.requirements import TeamRequirement, load_requirements
 from ngcbuild.resolver.deadline import run_deadline
-from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
+from ngcbuild.core.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import IndexRefused, UnresolvedError

@@ -4,7 +4,7 @@ anything is built or pulled, and its lock written (constraints/R.lock), or each 
 The same inputs give the same lock, byte for byte: the entries sorted, every hash of each file, who
 asked for each (the lock's check follows these), the header naming the inputs' digest (a pinned
 `derive.index_as_of` fixes what the index may offer). The indexes are the base's, with the user's
-index setting (resolver/indexes.py); that setting is this machine's, like the wheelhouse, and no part
+index setting (core/indexes.py); that setting is this machine's, like the wheelhouse, and no part
 of the lock.
 """
 
@@ -23,7 +23,7 @@ from ngcbuild.engine.options import checked_ca_bundle, checked_wheelhouse, defau
 from ngcbuild.manifest.derived import RESOLVE_HINT, base_pins_path
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import lock_text
-from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
+from ngcbuild.core.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Outcome, Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import uv_version

@@ -48,7 +48,7 @@ from ngcbuild.core.references import ReferenceProblem, parse_index_url, shown_ur
 from ngcbuild.core.text import safe
 from ngcbuild.core.workers import Workers
 
-# PyPI's JSON API (advisory data); its simple index, where pins are read, is resolver/indexes.PYPI_SIMPLE
+# PyPI's JSON API (advisory data); its simple index, where pins are read, is core/indexes.PYPI_SIMPLE
 PYPI_JSON_API = "https://pypi.org/pypi"
 MIRROR_ENV = "NGCBUILD_PYPI_MIRROR"
 MAX_ANSWER = 32 * 1024 * 1024  # numpy's project JSON is about 4 MB
