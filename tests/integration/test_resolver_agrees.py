@@ -15,10 +15,10 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from ngcbuild.core.indexes import release_indexes
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.derived import built_from_source
 from ngcbuild.manifest.loader import buildable_releases, load_release
-from ngcbuild.core.indexes import release_indexes
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import Uv
 from ngcbuild.verify import run

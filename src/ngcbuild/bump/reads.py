@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 
 from ngcbuild.bump.propose import reachable_indexes
-from ngcbuild.resolver.deadline import run_deadline
 from ngcbuild.core.indexes import IndexSetting, release_indexes
+from ngcbuild.resolver.deadline import run_deadline
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.whole_set import WholeSet
 

@@ -366,9 +366,9 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
 # --- derived releases (manifests/derived/R.yaml): resolved before they are built as every release is ----
 
 def resolve(release: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None) -> dict:
+    from ngcbuild.core.indexes import index_setting
     from ngcbuild.core.names import check_release_name
     from ngcbuild.derive.resolve import resolve_release
-    from ngcbuild.core.indexes import index_setting
 
     def run():
         check_release_name(release)
@@ -379,8 +379,8 @@ def resolve(release: str, as_json=False, wheelhouse=None, index_url=None, extra_
 
 def fit(requirements: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None,
         index_as_of=None) -> list:
-    from ngcbuild.derive.fit import run_fit
     from ngcbuild.core.indexes import index_setting
+    from ngcbuild.derive.fit import run_fit
 
     def run():
         setting = index_setting(index_url, extra_index_urls)

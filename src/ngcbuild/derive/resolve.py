@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ngcbuild.core.errors import UserError, shown_path
+from ngcbuild.core.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.core.outputs import write_file
 from ngcbuild.core.project import Project
 from ngcbuild.derive.lockfile import lock_entries
@@ -23,7 +24,6 @@ from ngcbuild.engine.options import checked_ca_bundle, checked_wheelhouse, defau
 from ngcbuild.manifest.derived import RESOLVE_HINT, base_pins_path
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import lock_text
-from ngcbuild.core.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Outcome, Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import uv_version
