@@ -88,7 +88,7 @@ def resolve_release(project: Project, name: str, setting: IndexSetting, wheelhou
         out.flush()
         raise Conflicts(f"resolve {name}: {len(outcome.conflicts)} conflict(s) with {derived.base}; nothing was "
                         f"locked (add an override, or change {shown_path(derived.requirements_path)})")
-    text = lock_of(loaded, outcome)
+    text = lock_of(loaded, outcome, setting)
     write_file(derived.lock_path, text, within=project.root)
     summary = lock_summary(loaded, outcome)
     if as_json:
@@ -106,11 +106,14 @@ def resolve_release(project: Project, name: str, setting: IndexSetting, wheelhou
     return summary
 
 
-def lock_of(loaded: LoadedRelease, outcome: Outcome) -> str:
+def lock_of(loaded: LoadedRelease, outcome: Outcome, setting: IndexSetting | None = None) -> str:
+    """The lock's text; its header records the index setting it was resolved against, without logins
+    (`build` refuses the lock under another unless told otherwise)."""
     derived = loaded.derived
     unchanged = {p.key for p in derived.kept_pins()}
     entries = lock_entries(outcome.resolved, unchanged)
     header = [("release", loaded.release.release), ("base", derived.base), ("resolver", uv_version())]
+    header += (setting if setting is not None else IndexSetting()).header_lines()
     header += [("target", f"Python {t.python} ({t.abi}) on {t.platform}, glibc {t.glibc}") for t in targets_of(loaded)]
     locked = {e.key: e.version for e in entries}
     for key, override in sorted(derived.overrides.items()):
