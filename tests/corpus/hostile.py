@@ -573,6 +573,9 @@ def cases() -> list[HostileCase]:
     from .round6 import round6_cases  # issue 54's classes
 
     round6_cases(add)
+    from .mirror_hostile import mirror_cases  # issue 55: the index setting and the apt proxy of every task
+
+    mirror_cases(add)
     # outcomes are keyed by name: two cases of one name would silently share the first's outcome
     named = Counter(case.name for case in c)
     twice = sorted(name for name, count in named.items() if count > 1)
