@@ -6,7 +6,7 @@ escape sequence or the whole of a huge value."""
 
 from __future__ import annotations
 
-from .hostile import SECRET, HostileCase, dev
+from .hostile import SECRET, HostileCase, dev, edit, setup_all, write
 from .hostile import nothing_built as untouched
 from .trust import TQDM_LATEST, USER, audited, index, index_asked
 
@@ -60,6 +60,7 @@ def mirror_cases(add) -> None:
         add(HostileCase(f"{task}-apt-proxy-env-file-scheme", klass, TASKS[task], dev,
                         extra_env={"NGCBUILD_APT_PROXY": f"ftp://{LOGIN}@apt-cache.example/"},
                         mentions=("$NGCBUILD_APT_PROXY",), absent=(SECRET,), after=untouched))
+    lock_cases(add, klass)
     # the audit's advisories follow the index setting where the mirror serves PyPI's JSON API beside
     # its simple index (/pypi beside /simple); its login goes to that host alone and is never shown
     add(HostileCase("audit-advisories-beside-the-index", klass,
@@ -71,3 +72,21 @@ def mirror_cases(add) -> None:
                     serve=index(TQDM_LATEST), extra_env={"UV_INDEX_URL": f"http://{LOGIN}@INDEX/simple/"},
                     exit_status=0, shows=("| tqdm | 4.70.1 | checked |", "from $UV_INDEX_URL"),
                     absent=(SECRET,), hides=(SECRET,), after=index_asked, time_bound=60))
+
+
+def lock_cases(add, klass: str) -> None:
+    """A derived lock resolved against another index than the build reads: refused in one line before the
+    engine is asked, naming both indexes without their logins; --other-lock-index builds it anyway."""
+    from .derived_hostile import BASE_RECORD, copy_team_vision
+
+    lock = "constraints/team-vision.lock"
+    recorded = setup_all(dev, lambda p, o: copy_team_vision(p),
+                         write("build/dev/record.json", BASE_RECORD.replace("DIGEST", "sha256:" + "1" * 64)),
+                         edit(lock, "# base: dev\n", "# base: dev\n# index: https://mirror.example/simple\n"))
+    add(HostileCase("lock-resolved-against-another-index", klass, ("build", "--release", "team-vision"), recorded,
+                    mentions=("team-vision.lock", "resolved against https://mirror.example/simple",
+                              "this build reads https://pypi.org/simple", "--other-lock-index")))
+    add(HostileCase("lock-index-with-login-never-shown", klass,
+                    ("build", "--release", "team-vision", "--index-url", f"https://{LOGIN}@other.example/simple"),
+                    recorded, mentions=("this build reads https://other.example/simple (from --index-url)",),
+                    absent=(SECRET,)))

@@ -58,9 +58,9 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     # (an archived release, a missing partial); rendered in memory, written under the lock
     loaded = load_release(project, name)  # a derived release (manifests/derived/R.yaml) too: render_files knows it
     check_platform_listed(options, loaded.release, loaded.path.relative_to(project.root).as_posix())
+    rendered = render_files(project, loaded, base=options.base)  # a derived release's lock checked first
     if loaded.derived is not None:
         check_lock_index(project, loaded, options)
-    rendered = render_files(project, loaded, base=options.base)
     with build_lock(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)
         if not options.force:
