@@ -25,9 +25,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ngcbuild.core.errors import UserError
+from ngcbuild.core.indexes import release_indexes
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import load_release
-from ngcbuild.resolver.indexes import release_indexes
 from ngcbuild.verify.finder import is_wheel
 from ngcbuild.verify.parallel import Work
 from ngcbuild.verify.sources import Sources

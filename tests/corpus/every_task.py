@@ -43,6 +43,7 @@ CREDENTIAL_ENV = {
     "HTTPS_PROXY": f"http://{LOGIN}@{CLOSED_PORT}", "https_proxy": f"http://{LOGIN}@{CLOSED_PORT}",
     "HTTP_PROXY": f"http://{LOGIN}@{CLOSED_PORT}", "http_proxy": f"http://{LOGIN}@{CLOSED_PORT}",
     "NO_PROXY": "", "no_proxy": "", "NGCBUILD_HTTP_DEADLINE_S": "5",
+    "NGCBUILD_APT_PROXY": f"http://{LOGIN}@{CLOSED_PORT}",
 }
 ASCII_LOCALE = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
 NON_ASCII = "naïve — “quoted” ß 漢字"

@@ -573,6 +573,9 @@ def cases() -> list[HostileCase]:
     from .round6 import round6_cases  # issue 54's classes
 
     round6_cases(add)
+    from .mirror_hostile import mirror_cases  # issue 55: the index setting and the apt proxy of every task
+
+    mirror_cases(add)
     # outcomes are keyed by name: two cases of one name would silently share the first's outcome
     named = Counter(case.name for case in c)
     twice = sorted(name for name, count in named.items() if count > 1)
@@ -1203,7 +1206,7 @@ def run_case(case: HostileCase, root: Path, engine_socket: str,
         env.pop(var, None)
     for var in ("NGCBUILD_REGISTRY_USER", "NGCBUILD_REGISTRY_PASSWORD", "NGCBUILD_REGISTRY_HOST",
                 "NGCBUILD_PYPI_MIRROR", "UV_INDEX_URL", "PIP_INDEX_URL", "UV_EXTRA_INDEX_URL", "PIP_EXTRA_INDEX_URL",
-                "NGCBUILD_RESOLVER_DEADLINE_S"):
+                "NGCBUILD_RESOLVER_DEADLINE_S", "NGCBUILD_APT_PROXY", "NETRC"):
         if var not in case.extra_env:
             env.pop(var, None)  # the test run's own, if any, are no part of the case
     steps = [str(project.root / case.cwd)]

@@ -3,7 +3,7 @@ indexes (network): where verify's closure says a release's pin set is closed on 
 resolves those pins to exactly themselves; where verify says it is not (a requirement left unpinned,
 or a version a requirement excludes), uv adds a distribution, moves one, or finds no set.
 
-Both read the same list of indexes (resolver/indexes.py). What the image builds from source or its
+Both read the same list of indexes (core/indexes.py). What the image builds from source or its
 base image carries (25.12's torch, the TensorRT libraries its pip check tolerates) stands in for uv as
 a metadata-only wheel at the version the image has, as `resolve` and `bump` give it."""
 
@@ -15,10 +15,10 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from ngcbuild.core.indexes import release_indexes
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.derived import built_from_source
 from ngcbuild.manifest.loader import buildable_releases, load_release
-from ngcbuild.resolver.indexes import release_indexes
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import Uv
 from ngcbuild.verify import run

@@ -32,7 +32,8 @@ def test_render_is_byte_identical_and_writes_only_the_context(scratch):
     # the stamp of what it was rendered from (stamp.py) is no part of the context sent to the engine
     assert ".rendered.json" in before and ".rendered.json" not in first.files
     assert set(before) - {".rendered.json"} == {
-        "Dockerfile", "constraints.txt", "expected.json", "build-inputs/pip.conf", "build-inputs/wheels/README",
+        "Dockerfile", "constraints.txt", "expected.json", "build-inputs/pip.conf", "build-inputs/netrc",
+        "build-inputs/wheels/README",
         "entrypoint/nvidia_entrypoint.sh", "entrypoint/entrypoint.d/10-banner.sh",
         "entrypoint/entrypoint.d/50-gpu-driver-check.sh", "entrypoint/entrypoint.d/55-cuda-forward-compat.sh",
         "entrypoint/entrypoint.d/60-shm-check.sh",

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from ngcbuild.core.errors import UserError
+from ngcbuild.core.indexes import PYPI_SIMPLE, index_setting, release_indexes
 from ngcbuild.resolver.clean_room import checked_line, environment, path_option
 from ngcbuild.resolver.deadline import DEFAULT_S, run_deadline
-from ngcbuild.resolver.indexes import PYPI_SIMPLE, index_setting, release_indexes
 from ngcbuild.resolver.uv import Uv
 
 MIRROR, UV, PIP = "https://mirror.example/simple", "https://uv.example/simple", "https://pip.example/simple"

@@ -130,9 +130,20 @@ def test_a_wheel_changed_in_the_cache_is_not_used(tmp_path, monkeypatch):
 
 def test_nothing_cached_and_nothing_reachable_is_a_clear_failure(tmp_path, monkeypatch):
     _offline(monkeypatch, tmp_path)
-    with pytest.raises(SmokeFailed, match=r"PyPI, or a wheelhouse in PIP_FIND_LINKS, must serve them") as info:
+    with pytest.raises(SmokeFailed, match=r"the index https://pypi.org/simple, or a wheelhouse in PIP_FIND_LINKS, "
+                                          r"must serve them") as info:
         stage_pytest(tmp_path / "target", "3.8", tmp_path / "build")
     assert "Traceback" not in str(info.value)
+
+
+def test_the_smoke_suites_fetch_follows_the_one_index_rule_and_never_shows_a_login(tmp_path, monkeypatch):
+    """$UV_INDEX_URL before $PIP_INDEX_URL, as every step reads them; the login of the URL is in no message."""
+    _offline(monkeypatch, tmp_path)
+    monkeypatch.setenv("PIP_INDEX_URL", "https://pip.invalid/simple")
+    monkeypatch.setenv("UV_INDEX_URL", "https://alice:s3cret-pw@uv.invalid/simple")
+    with pytest.raises(SmokeFailed, match=r"the index https://\*\*\*@uv.invalid/simple \(from \$UV_INDEX_URL\)") as info:
+        stage_pytest(tmp_path / "target", "3.8", tmp_path / "build")
+    assert "s3cret-pw" not in str(info.value) and "alice" not in str(info.value)
 
 
 def test_resolve_evaluates_markers_for_the_target_with_the_resolver_choosing_versions():

@@ -26,7 +26,7 @@ class Offline:
 
     bundle = None
 
-    def unreachable(self, url):
+    def unreachable(self, url, apt=False):
         return "api.github.com is unreachable from here"
 
 
@@ -118,10 +118,10 @@ class GitHub:
     def __init__(self, answer):
         self.answer = answer
 
-    def unreachable(self, url):
+    def unreachable(self, url, apt=False):
         return None
 
-    def get(self, url, accept=None):
+    def get(self, url, accept=None, apt=False):
         if isinstance(self.answer, Exception):
             raise self.answer
         return self.answer if isinstance(self.answer, bytes) else json.dumps(self.answer).encode()
@@ -203,10 +203,10 @@ PACKAGES = {
 class Archive(Offline):
     """An apt archive of two suites (the indexes as recorded text)."""
 
-    def unreachable(self, url):
+    def unreachable(self, url, apt=False):
         return None
 
-    def get(self, url, accept=None, method="GET"):
+    def get(self, url, accept=None, method="GET", apt=False):
         for suite, text in PACKAGES.items():
             if f"/dists/{suite}/main/binary-amd64/Packages.gz" in url:
                 return gzip.compress(text.encode())

@@ -28,11 +28,11 @@ from ngcbuild.bump.reads import IndexReads
 from ngcbuild.bump.report import bump_markdown
 from ngcbuild.bump.texts import constraints_text, manifest_text
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
+from ngcbuild.core.indexes import IndexSetting, release_indexes
 from ngcbuild.core.names import RELEASE_NAME_RE
 from ngcbuild.core.outputs import printer, write_file
 from ngcbuild.core.project import Project
 from ngcbuild.manifest.loader import LoadedRelease, load_release
-from ngcbuild.resolver.indexes import IndexSetting, release_indexes
 from ngcbuild.workspace.release_dir import BUMP, ReleaseDir
 
 

@@ -25,13 +25,13 @@ from packaging.utils import canonicalize_name
 from ngcbuild.bump.propose import behind_newest, extras_asked, resolve_everywhere, roots_of, targets_of
 from ngcbuild.bump.texts import ManifestDumper
 from ngcbuild.core.errors import ManifestError, OperationError, shown_path
+from ngcbuild.core.indexes import IndexSetting
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import shown_url
 from ngcbuild.docs.markdown import md
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.unknown import UNKNOWN
-from ngcbuild.resolver.indexes import IndexSetting
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.whole_set import Dist
 from ngcbuild.workspace.release_dir import BUMP, ReleaseDir

@@ -1,5 +1,5 @@
 """What one bump reads, and within what: the release's indexes with the user's setting (one list,
-resolver/indexes.py), those this machine reaches (the others said, with why), one deadline for the
+core/indexes.py), those this machine reaches (the others said, with why), one deadline for the
 whole run (resolver/deadline.py) shared by uv and every read of verify's Web, and the resolver's whole
 set over them (resolver/whole_set.py)."""
 
@@ -9,8 +9,8 @@ import tempfile
 from pathlib import Path
 
 from ngcbuild.bump.propose import reachable_indexes
+from ngcbuild.core.indexes import IndexSetting, release_indexes
 from ngcbuild.resolver.deadline import run_deadline
-from ngcbuild.resolver.indexes import IndexSetting, release_indexes
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.whole_set import WholeSet
 

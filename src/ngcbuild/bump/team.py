@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ngcbuild.bump.proposal_files import NewerAvailable
 from ngcbuild.core.errors import UserError
+from ngcbuild.core.indexes import IndexSetting, release_indexes
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.derive.lockfile import lock_entries
@@ -22,7 +23,6 @@ from ngcbuild.manifest.derived import built_from_source, protected_names
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.platforms import interpreter
 from ngcbuild.resolver.deadline import run_deadline
-from ngcbuild.resolver.indexes import IndexSetting, release_indexes
 from ngcbuild.resolver.resolution import Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.verify.target import Target

@@ -31,14 +31,16 @@ def render(release: str, base=None) -> None:
 
 def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache=False, base=None,
           platform=None, force=False, labels=None, cache_from=None, cache_to=None, engine=None,
-          force_platform=False, reuse_from=None) -> None:
+          force_platform=False, reuse_from=None, index_url=None, extra_index_urls=None, apt_proxy=None,
+          other_lock_index=False) -> None:
     from ngcbuild.engine.build import build_release
     from ngcbuild.engine.options import options_from
 
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
                            force=force, labels=labels, cache_from=cache_from, cache_to=cache_to,
-                           force_platform=force_platform, reuse_from=reuse_from)
+                           force_platform=force_platform, reuse_from=reuse_from, index_url=index_url,
+                           extra_index_urls=extra_index_urls, apt_proxy=apt_proxy, other_lock_index=other_lock_index)
     where = project()
     built = build_release(where, release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
@@ -48,7 +50,7 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
 
 
 def repro(release: str, against=None, registry=None, ca_bundle=None, wheelhouse=None, base=None, platform=None,
-          engine=None) -> None:
+          engine=None, index_url=None, extra_index_urls=None, apt_proxy=None) -> None:
     from ngcbuild.core.references import image_ref
     from ngcbuild.engine.options import options_from
     from ngcbuild.engine.repro import run_repro
@@ -56,7 +58,8 @@ def repro(release: str, against=None, registry=None, ca_bundle=None, wheelhouse=
     if against is not None:  # an image reference (credentials refused, never shown) before the engine is asked
         against = str(image_ref(against, "--against"))
     _select_engine(engine)
-    options = options_from(registry, ca_bundle, wheelhouse, True, os.environ, base=base, platform=platform, force=True)
+    options = options_from(registry, ca_bundle, wheelhouse, True, os.environ, base=base, platform=platform, force=True,
+                           index_url=index_url, extra_index_urls=extra_index_urls, apt_proxy=apt_proxy)
     run_repro(project(), release, options, against=against, out=sys.stdout)
 
 
@@ -226,10 +229,12 @@ def sbom(release: str, image=None) -> dict:
     return write_sbom(project(), release, image=image, out=sys.stdout)
 
 
-def audit(release: str, pypi_mirror=None) -> dict:
+def audit(release: str, pypi_mirror=None, index_url=None, extra_index_urls=None) -> dict:
+    from ngcbuild.core.indexes import index_setting
     from ngcbuild.supply.audit import audit_release
 
-    return audit_release(project(), release, out=sys.stdout, mirror=pypi_mirror)
+    setting = index_setting(index_url, extra_index_urls)
+    return audit_release(project(), release, out=sys.stdout, mirror=pypi_mirror, setting=setting)
 
 
 def promote(release: str, source: str, target: str, trusted_keys=None) -> dict:
@@ -309,8 +314,9 @@ def _select_engine(url) -> None:
     engine_address()
 
 
-def verify(release: str, as_json=False, base=None) -> None:
+def verify(release: str, as_json=False, base=None, index_url=None, extra_index_urls=None, apt_proxy=None) -> None:
     """Print the verification of every pin of R (a table, or JSON); exit 1 when one failed."""
+    from ngcbuild.core.indexes import apt_proxy_setting, day_end, index_setting, release_indexes
     from ngcbuild.manifest.loader import load_release
     from ngcbuild.verify.report import FAILED, VerifyFailed, json_text, summary, table_text
     from ngcbuild.verify.run import verify_release
@@ -320,13 +326,13 @@ def verify(release: str, as_json=False, base=None) -> None:
         from ngcbuild.render.image import checked_base
 
         base = checked_base(base)
+    setting, proxy = index_setting(index_url, extra_index_urls), apt_proxy_setting(apt_proxy)  # before any query
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
-    from ngcbuild.resolver.indexes import day_end, index_setting, release_indexes
-
     as_of = day_end(loaded.release.derive.index_as_of) if loaded.release.derive else None  # as resolve read them
-    rows = verify_release(loaded, Web(), release_indexes(loaded.release, index_setting()), base=base, index_as_of=as_of)
+    rows = verify_release(loaded, Web(apt_proxy=proxy), release_indexes(loaded.release, setting), base=base,
+                          index_as_of=as_of)
     sys.stdout.write(json_text(release, rows) if as_json else table_text(release, rows))
     failed = summary(rows)[FAILED]
     if failed:
@@ -335,7 +341,7 @@ def verify(release: str, as_json=False, base=None) -> None:
 
 def bump(release: str, as_name=None, check=False, base_release=None, index_url=None, extra_index_urls=None) -> dict:
     from ngcbuild.bump.apply import bump_release
-    from ngcbuild.resolver.indexes import index_setting
+    from ngcbuild.core.indexes import index_setting
 
     setting = index_setting(index_url, extra_index_urls)
     return bump_release(project(), release, as_name, setting, check=check, base_release=base_release,
@@ -366,9 +372,9 @@ def rehearse(workflow="release", release=None, staging=None, registry=None, secr
 # --- derived releases (manifests/derived/R.yaml): resolved before they are built as every release is ----
 
 def resolve(release: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None) -> dict:
+    from ngcbuild.core.indexes import index_setting
     from ngcbuild.core.names import check_release_name
     from ngcbuild.derive.resolve import resolve_release
-    from ngcbuild.resolver.indexes import index_setting
 
     def run():
         check_release_name(release)
@@ -379,8 +385,8 @@ def resolve(release: str, as_json=False, wheelhouse=None, index_url=None, extra_
 
 def fit(requirements: str, as_json=False, wheelhouse=None, index_url=None, extra_index_urls=None,
         index_as_of=None) -> list:
+    from ngcbuild.core.indexes import index_setting
     from ngcbuild.derive.fit import run_fit
-    from ngcbuild.resolver.indexes import index_setting
 
     def run():
         setting = index_setting(index_url, extra_index_urls)

@@ -47,13 +47,15 @@ def _json(instead_of: str) -> Option:
 
 RESOLVER_WHEELHOUSE = Option("wheelhouse", "folder of wheels the resolver may use as well as the indexes", value="DIR",
                              default_text="$PIP_FIND_LINKS when it is a folder")
-# the index setting of resolve, fit and bump (resolver/indexes.py, docs/indexes.md): pip's and uv's spelling
+# the index setting of every task that reads an index (core/indexes.py, docs/indexes.md): pip's and uv's spelling
 INDEX_URL = Option("index-url", "the index to read instead of PyPI (a mirror, a proxy index); credentials as "
                    "user:password@ or from netrc", value="URL",
                    default_text="$UV_INDEX_URL, else $PIP_INDEX_URL, else https://pypi.org/simple")
 EXTRA_INDEX_URL = Option("extra-index-url", "one more index to read after the release's own", value="URL",
                          repeatable=True, dest="extra_index_urls",
                          default_text="$UV_EXTRA_INDEX_URL, else $PIP_EXTRA_INDEX_URL")
+APT_PROXY = Option("apt-proxy", "HTTP proxy (an apt cache) for every apt read: the build's apt steps, verify's; "
+                   "never in the image", value="URL", default_text="$NGCBUILD_APT_PROXY")
 OLD_BASE = Renamed("--base", "--base-image")
 CHANGED_TASK = "its own task: `ngcbuild changed [--since REF] [--releases NAMES]`"
 RELEASE_YML, RELEASE_OR_BUMP = "workflow=release", "workflow=release|bump"  # rehearse's options by workflow
@@ -86,6 +88,9 @@ TASKS = (
              _json("the table"),
              Option("base-image", "the mirror of the base image the build will use (as build --base-image)",
                     value="IMAGE", dest="base"),
+             INDEX_URL,
+             EXTRA_INDEX_URL,
+             APT_PROXY,
          ), guide="verify.md", renamed=(OLD_BASE,)),
     Task("resolve", CHECK, "Resolve a derived release on its base's pins; write constraints/R.lock",
          commands.resolve, (
@@ -138,6 +143,11 @@ TASKS = (
                dest="labels"),
         Option("cache-from", "registry to pull R's layer cache (every stage's image) from first", value=REGISTRY),
         CACHE_TO,
+        INDEX_URL,
+        EXTRA_INDEX_URL,
+        APT_PROXY,
+        Option("other-lock-index", "build a derived R whose lock was resolved against another index than this "
+               "build reads (the lock's hashes still decide)", value=None),
         ENGINE,
     ), writes=("build/R/", "build/R/record.json", "the image's tags"), guide="building.md", renamed=(OLD_BASE,)),
     Task("prune", BUILD, "Remove dangling images and ngcbuild's images beyond the newest --keep",
@@ -179,6 +189,9 @@ TASKS = (
                     default_text="$PIP_FIND_LINKS when it is a folder"),
              BASE_IMAGE,
              PLATFORM,
+             INDEX_URL,
+             EXTRA_INDEX_URL,
+             APT_PROXY,
              ENGINE,
          ), writes=("build/R/ and record.json, as build", "the image's tags, as build"), guide="reproducible.md"),
     Task("mutate", PROVE, "Plant each known defect in R's image; the smoke suite must catch every one",
@@ -198,7 +211,10 @@ TASKS = (
          commands.audit, (
              RELEASE,
              Option("pypi-mirror", "a mirror of PyPI's JSON API to ask instead of PyPI: https://HOST/PATH (plain http "
-                    "on the loopback only)", value="URL", default_text="$NGCBUILD_PYPI_MIRROR, else https://pypi.org/pypi"),
+                    "on the loopback only)", value="URL",
+                    default_text="$NGCBUILD_PYPI_MIRROR, else beside the index's /simple, else https://pypi.org/pypi"),
+             INDEX_URL,
+             EXTRA_INDEX_URL,
          ), writes=("build/R/audit.json", "record.json: audit"), guide="supply-chain.md"),
     # --- ship
     Task("push", SHIP, "Push every tag of R (its layers compressed by ngcbuild: one manifest digest on any engine), "

@@ -121,17 +121,20 @@ class Answer:
 
 
 def fetch(session: requests.Session, method: str, url: str, *, limit: int, deadline_s: float,
-          headers: dict | None = None, data: bytes | None = None, auth=None, params=None) -> Answer:
+          headers: dict | None = None, data: bytes | None = None, auth=None, params=None,
+          proxies: dict | None = None) -> Answer:
     """`method url` on `session`, its answer read whole: at most `limit` bytes (a larger one is
     AnswerTooLarge, checked against Content-Length before reading and while reading) and within
     `deadline_s` seconds for everything, retries, headers and body included (a server that trickles
     its answer a byte at a time is cut at the deadline: the sockets of the call are shut). Messages
-    name the URL with any credentials in it masked."""
+    name the URL with any credentials in it masked. `proxies`: this request's own (they win over the
+    environment's; verify's apt reads through the apt proxy)."""
     import requests
 
     with Deadline(url, deadline_s) as call:
         try:
             response = session.request(method, url, headers=headers, data=data, auth=auth, params=params,
+                                       proxies=proxies,
                                        timeout=(min(TIMEOUT_S, call.seconds), min(TIMEOUT_S, call.seconds)),
                                        stream=True)
         except requests.RequestException as exc:

@@ -160,6 +160,73 @@ def parse_index_url(value: str) -> str:
     return value.rstrip("/")
 
 
+@dataclass(frozen=True)
+class UrlLogin:
+    """The login a checked URL carries in its user:password@ (percent-decoded, as pip and uv read it)."""
+
+    host: str  # the host alone, as netrc names a machine (lower case, no port, no brackets)
+    user: str
+    password: str
+
+    def __repr__(self) -> str:  # never the password, whatever prints the object
+        return f"UrlLogin(host={self.host!r}, user=***, password=***)"
+
+
+def without_login(url: str) -> str:
+    """A URL checked by parse_index_url or parse_proxy_url with its user:password@ taken out: what may be
+    written where it lasts (a lock's header, the build's pip.conf, a record)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def login_of(url: str) -> UrlLogin | None:
+    """The user:password@ of a checked URL, or None when it carries none."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return None
+    return UrlLogin((parts.hostname or "").lower(), unquote(parts.username or ""), unquote(parts.password or ""))
+
+
+PROXY_EXAMPLE = "http://HOST[:PORT] (such as http://apt-cache.example:3142), or https://"
+
+
+def parse_proxy_url(value: str) -> str:
+    """The URL of an HTTP proxy (`--apt-proxy`, NGCBUILD_APT_PROXY): http:// or https://, a host, an
+    optional port and user:password@ (never shown), no path, query or fragment; ReferenceProblem in words
+    that never show its credentials. Plain HTTP is allowed anywhere: apt checks every file it fetches
+    against the archive's signed Release file."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str) or not value:
+        raise ReferenceProblem(f"is empty; expected {PROXY_EXAMPLE}")
+    if value.startswith("-"):
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}' looks like an option; expected {PROXY_EXAMPLE}")
+    if len(value) > MAX_URL or not value.isprintable() or any(c.isspace() for c in value):
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {PROXY_EXAMPLE} (at most {MAX_URL} printable "
+                               "characters, no spaces)")
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {PROXY_EXAMPLE}") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {PROXY_EXAMPLE}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or "?" in value or "#" in value:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected a proxy's address alone (no path, query or "
+                               "fragment)")
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    try:
+        parse_host(host.lower() + (f":{port}" if port else ""))
+    except ReferenceProblem as exc:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': the host {exc}") from None
+    return value.rstrip("/")
+
+
 def shown_url(url: str) -> str:
     """A URL for a message: `core.redact.redact` (its user:password@ and the values of its secret-bearing
     query parameters masked, control characters escaped), at most 400 characters."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
+from ngcbuild.core.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.core.project import Project
 from ngcbuild.derive.resolve import machine_inputs
 from ngcbuild.manifest.derived import built_from_source, protected_names
@@ -20,7 +21,6 @@ from ngcbuild.manifest.loader import LoadedRelease, buildable_releases, load_rel
 from ngcbuild.manifest.platforms import interpreter
 from ngcbuild.manifest.requirements import TeamRequirement, load_requirements
 from ngcbuild.resolver.deadline import run_deadline
-from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import IndexRefused, UnresolvedError

@@ -4,7 +4,7 @@ anything is built or pulled, and its lock written (constraints/R.lock), or each 
 The same inputs give the same lock, byte for byte: the entries sorted, every hash of each file, who
 asked for each (the lock's check follows these), the header naming the inputs' digest (a pinned
 `derive.index_as_of` fixes what the index may offer). The indexes are the base's, with the user's
-index setting (resolver/indexes.py); that setting is this machine's, like the wheelhouse, and no part
+index setting (core/indexes.py); that setting is this machine's, like the wheelhouse, and no part
 of the lock.
 """
 
@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ngcbuild.core.errors import UserError, shown_path
+from ngcbuild.core.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.core.outputs import write_file
 from ngcbuild.core.project import Project
 from ngcbuild.derive.lockfile import lock_entries
@@ -23,7 +24,6 @@ from ngcbuild.engine.options import checked_ca_bundle, checked_wheelhouse, defau
 from ngcbuild.manifest.derived import RESOLVE_HINT, base_pins_path
 from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import lock_text
-from ngcbuild.resolver.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.resolver.resolution import Outcome, Problem, resolve
 from ngcbuild.resolver.stand_ins import StandIn
 from ngcbuild.resolver.uv import uv_version
@@ -88,7 +88,7 @@ def resolve_release(project: Project, name: str, setting: IndexSetting, wheelhou
         out.flush()
         raise Conflicts(f"resolve {name}: {len(outcome.conflicts)} conflict(s) with {derived.base}; nothing was "
                         f"locked (add an override, or change {shown_path(derived.requirements_path)})")
-    text = lock_of(loaded, outcome)
+    text = lock_of(loaded, outcome, setting)
     write_file(derived.lock_path, text, within=project.root)
     summary = lock_summary(loaded, outcome)
     if as_json:
@@ -106,11 +106,14 @@ def resolve_release(project: Project, name: str, setting: IndexSetting, wheelhou
     return summary
 
 
-def lock_of(loaded: LoadedRelease, outcome: Outcome) -> str:
+def lock_of(loaded: LoadedRelease, outcome: Outcome, setting: IndexSetting | None = None) -> str:
+    """The lock's text; its header records the index setting it was resolved against, without logins
+    (`build` refuses the lock under another unless told otherwise)."""
     derived = loaded.derived
     unchanged = {p.key for p in derived.kept_pins()}
     entries = lock_entries(outcome.resolved, unchanged)
     header = [("release", loaded.release.release), ("base", derived.base), ("resolver", uv_version())]
+    header += (setting if setting is not None else IndexSetting()).header_lines()
     header += [("target", f"Python {t.python} ({t.abi}) on {t.platform}, glibc {t.glibc}") for t in targets_of(loaded)]
     locked = {e.key: e.version for e in entries}
     for key, override in sorted(derived.overrides.items()):

@@ -58,7 +58,9 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     # (an archived release, a missing partial); rendered in memory, written under the lock
     loaded = load_release(project, name)  # a derived release (manifests/derived/R.yaml) too: render_files knows it
     check_platform_listed(options, loaded.release, loaded.path.relative_to(project.root).as_posix())
-    rendered = render_files(project, loaded, base=options.base)
+    rendered = render_files(project, loaded, base=options.base)  # a derived release's lock checked first
+    if loaded.derived is not None:
+        check_lock_index(project, loaded, options)
     with build_lock(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)
         if not options.force:
@@ -66,6 +68,21 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
             if reused is not None:
                 return Built(reused, rendered.plan.names)
         return Built(build_image(project, rendered, options, out), rendered.plan.names)
+
+
+def check_lock_index(project: Project, loaded, options: BuildOptions) -> None:
+    """A derived release's lock is built against the index setting it was resolved against (its header,
+    core/indexes.py): another is refused in one line unless --other-lock-index says it is meant."""
+    from ngcbuild.core.errors import UserError, shown_path
+    from ngcbuild.core.indexes import lock_index_problem
+    from ngcbuild.manifest.lock import read_lock
+
+    lock = read_lock(loaded.derived.lock_path, within=project.root)
+    problem = lock_index_problem(lock.header, options.indexes)
+    if problem and not options.other_lock_index:
+        raise UserError(f"{shown_path(loaded.derived.lock_path.relative_to(project.root))}: {problem}; resolve it "
+                        f"again against this index (`ngcbuild resolve --release {loaded.release.release}` with the "
+                        "same setting), or pass --other-lock-index to build it anyway (its hashes still decide)")
 
 
 def reuse_built(directory: Path, names: ImageNames, context_hash: str, options: BuildOptions, out) -> Record | None:

@@ -120,6 +120,19 @@ def stage_names(dockerfile: str) -> list[str]:
     return names
 
 
+def stages_copying(dockerfile: str, source: str) -> list[str]:
+    """The stages (named as stage_names names them) whose COPY or ADD lines name `source` of the context."""
+    names, found = stage_names(dockerfile), []
+    current = -1
+    for line in dockerfile.splitlines():
+        words = line.strip().split()
+        if _FROM_RE.match(line.strip()):
+            current += 1
+        elif words and words[0].upper() in ("COPY", "ADD") and source in words[1:-1] and 0 <= current < len(names):
+            found.append(names[current])
+    return list(dict.fromkeys(found))
+
+
 @dataclass
 class PushStream:
     """Follows a push event stream: per-layer progress, the pushed digest, the error."""

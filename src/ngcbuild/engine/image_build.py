@@ -1,8 +1,12 @@
 """Build a rendered release on the engine with the Docker SDK's low-level API and record what was built.
 
 The context sent to the engine is the rendered build/R/ plus this machine's build inputs (a CA
-bundle, the wheels the release pins from a wheelhouse), added to the tar in memory so they never
-enter build/R/ or the context hash. Tags are applied only after the build succeeded.
+bundle, the wheels the release pins from a wheelhouse, pip.conf with the index setting, the indexes'
+logins as the builder's netrc), added to the tar in memory so they never enter build/R/ or the context
+hash. The stages that copy the netrc in are neither tagged for the layer cache nor recorded when it
+holds a login, so no push of the cache carries one. The apt proxy reaches every apt step as Docker's
+predefined `http_proxy` build argument, which is in no layer, no config and no history. Tags are
+applied only after the build succeeded.
 """
 
 from __future__ import annotations
@@ -12,29 +16,33 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import docker
 import requests
 import urllib3
 
 from ngcbuild.core.errors import BuildFailed
+from ngcbuild.core.indexes import build_logins, netrc_text, release_indexes
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
-from ngcbuild.core.references import ImageRef
+from ngcbuild.core.references import ImageRef, shown_url
 from ngcbuild.core.text import safe
 from ngcbuild.engine import layer_cache
 from ngcbuild.engine.base_image import ensure_base
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.epoch import Epoch, source_date_epoch
-from ngcbuild.engine.events import TAIL_LINES, BuildStream, stage_names
+from ngcbuild.engine.events import TAIL_LINES, BuildStream, stage_names, stages_copying
 from ngcbuild.engine.leftovers import Journal, remove_containers
 from ngcbuild.engine.normalise import Normalised, normalise
 from ngcbuild.engine.options import BuildOptions, image_repository
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, arch_of, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
 from ngcbuild.registry.auth import keychain
+from ngcbuild.render.image import NETRC_INPUT
 from ngcbuild.render.stamp import epoch_inputs
 from ngcbuild.workspace.record import Record, previous_record, record_build, record_path
 from ngcbuild.workspace.release_dir import DOCKERFILE
@@ -63,13 +71,14 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
         if options.wheelhouse else []
+    inputs = machine_inputs(rendered, options, wheels)
     say(f"building {release.release} from {rendered.directory} "
         f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
-        f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'})")
+        f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'}; {inputs.described()})")
     journal = Journal(rendered.directory)
     _remove_leftovers(client, journal, say)
     started = time.monotonic()
-    stream = _run_build(client, project, rendered, options, wheels, journal, say, platform, cache_sources)
+    stream = _run_build(client, project, rendered, options, inputs, journal, say, platform, cache_sources)
     duration = time.monotonic() - started
     if stream.error or not stream.image_id:
         tail = "\n".join(f"  | {line}" for line in stream.tail)
@@ -82,7 +91,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
         # The stage images under cache tags, the engine's final image among them, before it is
         # normalised: the newest build's layers are then no dangling image while it is (a prune beside
         # it keeps them), and --cache-to pushes them by these names.
-        layer_cache.tag_stages(client, options.registry, names, platform, stream.stages())
+        layer_cache.tag_stages(client, options.registry, names, platform, inputs.kept(stream.stages()))
     except ENGINE_GONE as exc:
         raise _gone_before_tagged(release.release, stream.image_id, exc) from None
     normalised = _normalise(client, stream.image_id, rendered, options, platform, epoch, say)
@@ -96,7 +105,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     facts = BuildFacts(duration_s=round(duration, 1), steps=stream.steps, cached_steps=stream.cached_steps,
                        step_log=stream.step_log, ca_bundle_used=options.ca_bundle is not None,
                        wheels=[w.name for w in wheels], source_revision=git_revision(project),
-                       stages=stream.stages(), cache_from=cache_pulled,
+                       stages=inputs.kept(stream.stages()), cache_from=cache_pulled,
                        normalisation=Normalisation.of(epoch_from=epoch.source, **normalised.recorded()))
     record = record_build(rendered.directory, BuildRecord.of_image(
         names, image, tags, options.registry, rendered.context_hash, platform, facts))
@@ -152,19 +161,19 @@ def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: 
     return pulled, pulled + local
 
 
-def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path],
+def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, inputs: MachineInputs,
                journal: Journal, say, platform: str, cache_sources: list[str]) -> BuildStream:
     """Send the context and follow the build. Whatever way it ends (done, failed, Ctrl-C, the engine
     gone), the intermediate containers its log named are removed before this returns."""
     stream = BuildStream()
     try:
         with tempfile.TemporaryFile(prefix="ngcbuild-context-") as context:
-            write_context(context, project, rendered, options, wheels)
+            write_context(context, project, rendered, options, inputs)
             context.seek(0)
             events = client.build(
                 fileobj=context, custom_context=True, encoding=None, decode=True,
                 rm=True, forcerm=True, nocache=options.no_cache, pull=False,
-                platform=platform, cache_from=cache_sources or None,
+                platform=platform, cache_from=cache_sources or None, buildargs=inputs.build_args() or None,
                 labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
                         RELEASE_LABEL: rendered.release},
             )
@@ -210,22 +219,67 @@ def _first_line(exc: BaseException) -> str:
     return safe(text.splitlines()[0]) if text else type(exc).__name__
 
 
-def write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> None:
+@dataclass(frozen=True)
+class MachineInputs:
+    """This machine's inputs of one build: its wheels, the indexes its pip reads (core/indexes.py, each
+    without its login), the netrc of their logins, the apt proxy. Nothing of it is in build/R/."""
+
+    wheels: list[Path]
+    indexes: list[str]
+    netrc: str
+    login_hosts: tuple[str, ...]
+    apt_proxy: str | None
+    secret_stages: tuple[str, ...]  # the stages that copy the netrc in: kept from the cache while it holds a login
+
+    def described(self) -> str:
+        """For the build's first line: the index, whose logins (hosts only), the apt proxy (its host only)."""
+        logins = f"logins for {', '.join(self.login_hosts)} (builder stage only)" if self.login_hosts else "no login"
+        proxy = urlsplit(self.apt_proxy).hostname if self.apt_proxy else None
+        return f"index: {shown_url(self.indexes[0])}, {logins}; apt proxy: {proxy or 'none'}"
+
+    def kept(self, stages: dict[str, str]) -> dict[str, str]:
+        """The stage images that may be tagged for the layer cache and recorded: with a login, not those
+        holding it."""
+        if not self.login_hosts:
+            return stages
+        return {name: image for name, image in stages.items() if name not in self.secret_stages}
+
+    def build_args(self) -> dict[str, str]:
+        # Docker's predefined proxy arguments are kept out of `docker history` and the cache key, and
+        # no ARG declares them: apt reads http_proxy; pip's indexes are https:// (the loopback is not
+        # the build's), which it does not send through.
+        return {"http_proxy": self.apt_proxy} if self.apt_proxy else {}
+
+
+def machine_inputs(rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> MachineInputs:
+    """The index setting as the build's pip takes it: release_indexes as every step's (a wheelhouse that
+    gives wheels replaces the release's own indexes, as for resolve), the logins of their hosts."""
+    indexes = release_indexes(rendered.plan.release, options.indexes, wheelhouse=bool(wheels))
+    logins = build_logins(indexes)
+    dockerfile = rendered.files[DOCKERFILE].decode()
+    return MachineInputs(wheels, indexes, netrc_text(logins), tuple(sorted(logins)), options.apt_proxy,
+                         tuple(stages_copying(dockerfile, NETRC_INPUT)))
+
+
+def write_context(fileobj, project: Project, rendered: Rendered, options: BuildOptions,
+                  inputs: MachineInputs) -> None:
     """The tar the engine builds from: rendered files, then this machine's build inputs over them."""
     from ngcbuild.render.image import render_pip_conf
     from ngcbuild.render.rendered import INPUTS_DIR
 
     files = dict(rendered.files)
-    if options.ca_bundle or options.wheelhouse:
-        files[f"{INPUTS_DIR}/pip.conf"] = render_pip_conf(
-            project, rendered.plan, ca_bundle=options.ca_bundle is not None, extra_indexes=not wheels)
+    files[f"{INPUTS_DIR}/pip.conf"] = render_pip_conf(
+        project, rendered.plan, ca_bundle=options.ca_bundle is not None, indexes=inputs.indexes)
+    files[NETRC_INPUT] = inputs.netrc.encode("utf-8")
     if options.ca_bundle:
         files[f"{INPUTS_DIR}/ca.pem"] = options.ca_bundle.read_bytes()
     with tarfile.open(fileobj=fileobj, mode="w") as tar:
         for rel, data in sorted(files.items()):
-            info = _tarinfo(rel, len(data), 0o755 if rel in rendered.executable else 0o644)
+            # the netrc as ~/.netrc must be its owner's alone: Python's netrc refuses one others may read
+            mode = 0o600 if rel == NETRC_INPUT else 0o755 if rel in rendered.executable else 0o644
+            info = _tarinfo(rel, len(data), mode)
             tar.addfile(info, io.BytesIO(data))
-        for wheel in wheels:
+        for wheel in inputs.wheels:
             info = _tarinfo(f"{INPUTS_DIR}/wheels/{wheel.name}", wheel.stat().st_size, 0o644)
             with wheel.open("rb") as handle:
                 tar.addfile(info, handle)

@@ -1,7 +1,7 @@
 """What `build` is asked to do, checked before anything is rendered, locked, tagged or asked of the
 engine: the registry of the tags, where an image of the same context is looked for, this machine's
-build inputs (CA bundle, wheelhouse), the platform, the base mirror, extra labels and the layer cache's
-registries."""
+build inputs (CA bundle, wheelhouse, the index setting and its logins, the apt proxy: core/indexes.py),
+the platform, the base mirror, extra labels and the layer cache's registries."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ngcbuild.core.errors import UserError, excerpt, shown_path
+from ngcbuild.core.indexes import IndexSetting, apt_proxy_setting, build_logins, index_setting
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import registry_host
 from ngcbuild.engine.epoch import VARIABLE, parse_epoch
@@ -40,13 +41,19 @@ class BuildOptions:
     cache_to: str | None = None
     # Build a platform the manifest does not list (build.platforms): refused unless asked for.
     force_platform: bool = False
+    # Where the build's pip reads (core/indexes.py: --index-url, $UV_INDEX_URL, $PIP_INDEX_URL...), the
+    # proxy of its apt steps, and whether a derived release's lock may have been resolved against another index.
+    indexes: IndexSetting = IndexSetting()
+    apt_proxy: str | None = None
+    other_lock_index: bool = False
 
 
 def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | None, no_cache: bool,
                  environ=os.environ, base: str | None = None, platform: str | None = None, force: bool = False,
                  labels: list[str] | None = None, cache_from: str | None = None,
                  cache_to: str | None = None, force_platform: bool = False,
-                 reuse_from: str | None = None) -> BuildOptions:
+                 reuse_from: str | None = None, index_url: str | None = None, extra_index_urls=None,
+                 apt_proxy: str | None = None, other_lock_index: bool = False) -> BuildOptions:
     """Command-line values, with the defaults a machine behind a proxy expects. Every one is checked
     here, before anything is rendered, locked, tagged or asked of the engine."""
     if environ.get(VARIABLE):  # the epoch every build's image says (epoch.py): bad, nothing is built
@@ -55,13 +62,16 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
     house = checked_wheelhouse(wheelhouse) if wheelhouse is not None else default_wheelhouse(environ)
     tags = DEFAULT_REGISTRY if registry is None else registry_host(registry)
     platform = checked_platform(platform)
+    indexes = index_setting(index_url, extra_index_urls, environ)
+    build_logins([indexes.index_url, *indexes.extra], environ)  # two logins for one host, a bad netrc: refused now
     return BuildOptions(registry=tags, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
                         base=_checked_base(base), platform=platform, force=force,
                         reuse_from=checked_reuse_from(reuse_from, registry and tags),
                         labels=parse_labels(labels or []),
                         cache_from=None if cache_from is None else registry_host(cache_from, "--cache-from"),
                         cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"),
-                        force_platform=bool(force_platform))
+                        force_platform=bool(force_platform), indexes=indexes,
+                        apt_proxy=apt_proxy_setting(apt_proxy, environ), other_lock_index=bool(other_lock_index))
 
 
 ENGINE_ONLY = "local"  # --reuse-from local: this engine only (no registry host is named so: it has no dot or port)

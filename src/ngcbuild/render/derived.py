@@ -30,7 +30,7 @@ from ngcbuild.manifest.loader import LoadedRelease, load_release
 from ngcbuild.manifest.lock import MAX_BYTES
 from ngcbuild.manifest.lock_check import check_lock
 from ngcbuild.manifest.platforms import MACHINES
-from ngcbuild.render.image import render_image, render_pip_conf
+from ngcbuild.render.image import NETRC_INPUT, default_inputs, render_image, render_pip_conf
 from ngcbuild.render.plan import PIP_CONSTRAINT_PATH
 from ngcbuild.render.rendered import INPUTS_DIR, Rendered
 from ngcbuild.workspace.record import image_by_digest, previous_record
@@ -152,7 +152,9 @@ def render_derived(project: Project, loaded: LoadedRelease, base: str | None = N
     files = {
         DOCKERFILE: env.get_template("Dockerfile.j2").render(**context),
         LOCK_IN_CONTEXT: lock,
-        f"{INPUTS_DIR}/pip.conf": render_pip_conf(project, plan, ca_bundle=False, extra_indexes=True).decode(),
+        f"{INPUTS_DIR}/pip.conf": render_pip_conf(project, plan, ca_bundle=False,
+                                                  indexes=default_inputs(plan.release)["indexes"]).decode(),
+        NETRC_INPUT: "",
         f"{INPUTS_DIR}/wheels/README": "Wheels from --wheelhouse are added here by `ngcbuild build`.\n",
         EXPECTED: json.dumps(expectations(loaded, plan, base_expected), indent=2, sort_keys=True) + "\n",
         **plan.constraint_files,

@@ -11,7 +11,9 @@ from pydantic import TypeAdapter, ValidationError
 
 from ngcbuild.core import templating
 from ngcbuild.core.errors import ManifestError, UserError, shown_path
+from ngcbuild.core.indexes import IndexSetting, release_indexes
 from ngcbuild.core.project import Project
+from ngcbuild.core.references import without_login
 from ngcbuild.manifest.fields import TaggedImage
 from ngcbuild.manifest.loader import LoadedRelease
 from ngcbuild.render.plan import ImagePlan, plan_image
@@ -19,8 +21,12 @@ from ngcbuild.render.rendered import ENTRYPOINT_DIR, INPUTS_DIR, WORKSPACE_DIR, 
 from ngcbuild.workspace.release_dir import DOCKERFILE, EXPECTED
 
 _BASE_ADAPTER = TypeAdapter(TaggedImage)
-# What an ordinary online machine needs: no extra CA, the manifest's package indexes.
-DEFAULT_INPUTS = {"ca_bundle": False, "extra_indexes": True}
+NETRC_INPUT = f"{INPUTS_DIR}/netrc"  # the builder's /root/.netrc: rendered empty; a build's logins only in the tar sent
+
+
+def default_inputs(release) -> dict:
+    """What an ordinary online machine needs: no extra CA; PyPI and the manifest's package indexes."""
+    return {"ca_bundle": False, "indexes": release_indexes(release, IndexSetting())}
 
 
 def environment(project: Project) -> jinja2.Environment:
@@ -36,12 +42,13 @@ def render_image(project: Project, loaded: LoadedRelease, base: str | None = Non
     plan = plan_image(loaded, loaded.catalog, base=checked_base(base))
     env = environment(project)
     _check_partials(project, loaded, plan)
-    context = {"release": release, "plan": plan, "inputs": DEFAULT_INPUTS}
+    context = {"release": release, "plan": plan, "inputs": default_inputs(release)}
 
     files = {
         DOCKERFILE: _render(env, "Dockerfile.j2", context),
         "constraints.txt": loaded.constraints.text(),
         f"{INPUTS_DIR}/pip.conf": _render(env, "pip.conf.j2", context),
+        NETRC_INPUT: "",
         f"{INPUTS_DIR}/wheels/README": "Wheels from --wheelhouse are added here by `invoke build`.\n",
         f"{ENTRYPOINT_DIR}/nvidia_entrypoint.sh": _render(env, "entrypoint/nvidia_entrypoint.sh", context),
         EXPECTED: json.dumps(plan.expected(), indent=2, sort_keys=True) + "\n",
@@ -55,9 +62,10 @@ def render_image(project: Project, loaded: LoadedRelease, base: str | None = Non
     return Rendered(release.release, project.out(release.release), encoded, plan)
 
 
-def render_pip_conf(project: Project, plan: ImagePlan, *, ca_bundle: bool, extra_indexes: bool) -> bytes:
-    """pip.conf for a build with machine-specific inputs (engine/image_build.py); a derived plan's too."""
-    inputs = {"ca_bundle": ca_bundle, "extra_indexes": extra_indexes}
+def render_pip_conf(project: Project, plan: ImagePlan, *, ca_bundle: bool, indexes: list[str]) -> bytes:
+    """pip.conf for a build with machine-specific inputs (engine/image_build.py); a derived plan's too.
+    `indexes`: core/indexes.release_indexes, the first in place of PyPI, each without its login."""
+    inputs = {"ca_bundle": ca_bundle, "indexes": [without_login(u) for u in indexes]}
     context = {"release": plan.release, "plan": plan, "inputs": inputs}
     return _render(environment(project), "pip.conf.j2", context).encode("utf-8")
 

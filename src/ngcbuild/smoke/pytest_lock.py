@@ -3,7 +3,7 @@
 
 The set is the one resolver's (resolver/pure_wheels.py: uv picks the versions for the image's Python,
 evaluating every marker for it, and the index's listing gives each pure wheel's sha256), read from the
-index of the user's setting (resolver/indexes.py: PyPI unless UV_INDEX_URL or PIP_INDEX_URL names another).
+index of the user's setting (core/indexes.py: PyPI unless UV_INDEX_URL or PIP_INDEX_URL names another).
 
 Regenerate with `python -m ngcbuild.smoke.pytest_lock 3.6 3.8 ...` (needs the index) and review the diff.
 """
@@ -75,7 +75,7 @@ def read_lock(version: str) -> list[Pin]:
 def resolve(version: str, roots=ROOTS, log=sys.stderr, indexes: list[str] | None = None) -> list[Pin]:
     """Pins of `roots` and everything they need on Python `version`, as the one resolver chooses them
     (resolver/pure_wheels.py), from `indexes` (default: the user's index setting)."""
-    from ngcbuild.resolver.indexes import index_setting
+    from ngcbuild.core.indexes import index_setting
     from ngcbuild.resolver.pure_wheels import resolve_pure
 
     if indexes is None:

@@ -2,11 +2,13 @@
 interpreter puts on sys.path: pure-Python wheels, fetched once into a cache under build/ and
 verified by their sha256 there, then unpacked. Nothing is installed into the image.
 
-The wheels come from PyPI (or a wheelhouse named by PIP_FIND_LINKS) through the host's pip."""
+The wheels come from the index of the one index rule (core/indexes.py; PyPI unless $UV_INDEX_URL or
+$PIP_INDEX_URL names a mirror), or a wheelhouse named by PIP_FIND_LINKS, through the host's pip."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +18,8 @@ from pathlib import Path, PurePosixPath
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from ngcbuild.core.errors import SmokeFailed
+from ngcbuild.core.indexes import index_setting
+from ngcbuild.core.text import safe
 from ngcbuild.smoke.pytest_lock import PIP_TARGET_ARGS, Pin, lock_path, python_minor, read_lock
 from ngcbuild.workspace.release_dir import EXPECTED
 
@@ -82,11 +86,15 @@ def _fetch(python: str, cache: Path) -> None:
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--disable-pip-version-check",
                "-q", "--python-version", python_minor(python), *PIP_TARGET_ARGS, "-d", str(cache),
                "-r", str(lock_path(python))]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    # the one index rule (core/indexes.py: $UV_INDEX_URL before $PIP_INDEX_URL, as every step reads them),
+    # handed to pip in its environment, never on its command line (which other users may read)
+    setting = index_setting()
+    env = {**os.environ, "PIP_INDEX_URL": setting.index_url, "PIP_EXTRA_INDEX_URL": " ".join(setting.extra)}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     if done.returncode != 0:
         raise SmokeFailed(f"smoke: could not fetch the locked pytest wheels for Python {python_minor(python)} "
-                          f"({lock_path(python).name}); PyPI, or a wheelhouse in PIP_FIND_LINKS, must serve them: "
-                          f"{done.stderr.strip()[-600:]}")
+                          f"({lock_path(python).name}); the index {setting.described()}, or a wheelhouse in "
+                          f"PIP_FIND_LINKS, must serve them: {safe(done.stderr.strip()[-600:], 600)}")
 
 
 def unpack_wheel(wheel: Path, target: Path) -> None:

@@ -14,7 +14,8 @@ For each distribution, in turn, until one answers:
    (`pip.extra_index_urls`, PEP 691 JSON), so that "not checked" says where it comes from and that
    the index publishes no advisory data.
 
-BASE is PyPI's (https://pypi.org/pypi), or a mirror's (`--pypi-mirror URL`, NGCBUILD_PYPI_MIRROR),
+BASE is PyPI's (https://pypi.org/pypi), or a mirror's (`--pypi-mirror URL`, NGCBUILD_PYPI_MIRROR, else
+the JSON API beside the index setting's index, core/indexes.py: `mirror_setting`),
 checked by core/references.parse_index_url: HTTPS, or plain HTTP on the loopback; credentials in it are
 sent to that host alone (never across a redirect to another) and never shown.
 
@@ -48,7 +49,7 @@ from ngcbuild.core.references import ReferenceProblem, parse_index_url, shown_ur
 from ngcbuild.core.text import safe
 from ngcbuild.core.workers import Workers
 
-# PyPI's JSON API (advisory data); its simple index, where pins are read, is resolver/indexes.PYPI_SIMPLE
+# PyPI's JSON API (advisory data); its simple index, where pins are read, is core/indexes.PYPI_SIMPLE
 PYPI_JSON_API = "https://pypi.org/pypi"
 MIRROR_ENV = "NGCBUILD_PYPI_MIRROR"
 MAX_ANSWER = 32 * 1024 * 1024  # numpy's project JSON is about 4 MB
@@ -242,18 +243,32 @@ def index_versions(body: bytes, name: str) -> set[str]:
     return found
 
 
-def mirror_setting(option: str | None, environ=os.environ) -> str:
-    """The JSON API the audit asks: --pypi-mirror, else NGCBUILD_PYPI_MIRROR, else PyPI's."""
+def mirror_setting(option: str | None, environ=os.environ, setting=None) -> tuple[str, str | None]:
+    """The JSON API the audit asks, and a line saying why when the index setting chose it or could not:
+    --pypi-mirror, else NGCBUILD_PYPI_MIRROR, else beside the index setting's index (core/indexes.py)
+    where that is a mirror whose URL ends in /simple (PyPI's, Nexus's and devpi's JSON API is its
+    sibling /pypi), else PyPI's."""
     from ngcbuild.core.errors import UserError
+    from ngcbuild.core.indexes import PYPI_SIMPLE
 
     for value, where in ((option, "--pypi-mirror"), (environ.get(MIRROR_ENV), MIRROR_ENV)):
         if value is None or (where == MIRROR_ENV and value == ""):
             continue
         try:
-            return parse_index_url(value)
+            return parse_index_url(value), None
         except ReferenceProblem as exc:
             raise UserError(f"{where}: {exc}") from None
-    return PYPI_JSON_API
+    if setting is None or setting.index_url == PYPI_SIMPLE:
+        return PYPI_JSON_API, None
+    index = setting.index_url
+    if index.endswith("/simple"):
+        base = index[: -len("simple")] + "pypi"
+        return base, (f"advisories: asked of {shown_url(base)}, the JSON API beside the index "
+                      f"{setting.described()}; where it answers nothing a distribution is not checked "
+                      "(--pypi-mirror names another)")
+    return PYPI_JSON_API, (f"advisories: the index {setting.described()} serves no JSON API known to ngcbuild "
+                           f"(its URL does not end in /simple), so they are asked of PyPI ({PYPI_JSON_API}); "
+                           "--pypi-mirror or $NGCBUILD_PYPI_MIRROR names the mirror's")
 
 
 @dataclass

@@ -26,6 +26,7 @@ from datetime import date, datetime, timezone
 from packaging.utils import canonicalize_name
 
 from ngcbuild.core.errors import OperationError, UserError
+from ngcbuild.core.indexes import IndexSetting, release_indexes
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import shown_url
 from ngcbuild.core.text import safe
@@ -174,11 +175,12 @@ def _cell(text: str) -> str:
 
 
 def audit_release(project: Project, name: str, source=None, today: date | None = None, out=sys.stdout,
-                  mirror: str | None = None) -> dict:
+                  mirror: str | None = None, setting: IndexSetting | None = None) -> dict:
     """Check R's image, write build/R/audit.json and the record's `audit`, print the table; raise
     AuditFailed (after all that) when the policy says so. `mirror`: --pypi-mirror (else
-    NGCBUILD_PYPI_MIRROR, else PyPI)."""
-    base = mirror_setting(mirror)  # bad input stops here, before anything is read
+    NGCBUILD_PYPI_MIRROR, else beside the index `setting`'s index, else PyPI: mirror_setting)."""
+    setting = setting if setting is not None else IndexSetting()
+    base, why = mirror_setting(mirror, setting=setting)  # bad input stops here, before anything is read
     loaded = load_release(project, name)
     directory = project.out(name)
     record = read_record(directory)
@@ -188,7 +190,10 @@ def audit_release(project: Project, name: str, source=None, today: date | None =
     if image is not None and record.build.image_id not in (None, image):
         raise UserError(f"{path} describes image {image[:19]}, the build record's image is "
                         f"{record.build.image_id[:19]}; run `invoke sbom --release {name}` first")
-    indexes = tuple(str(url) for url in loaded.release.pip.extra_index_urls)
+    # where a distribution PyPI does not know comes from: the release's own indexes and the setting's extras
+    indexes = tuple(release_indexes(loaded.release, setting)[1:])
+    if why:
+        out.write(why + "\n")
     source = source or PypiAdvisories(base=base, indexes=indexes)
     findings = source.check_all(distributions)
     judged = judge(findings, loaded.release.security, today or datetime.now(timezone.utc).date())

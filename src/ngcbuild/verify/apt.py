@@ -63,11 +63,11 @@ def apt_rows(release, platform: str, web: Web) -> list[Row]:
 
 
 def _read_index(url: str, suite: str, component: str, arch: str, web: Web) -> str | None:
-    if web.unreachable(url):
+    if web.unreachable(url, apt=True):
         return None
     for index in apt_index.index_urls(url, suite, component, arch):
         try:
-            return apt_index.decompress(web.get(index), index)
+            return apt_index.decompress(web.get(index, apt=True), index)
         except HttpStatus:
             continue
         except (HttpFailure, OSError, EOFError, ValueError):

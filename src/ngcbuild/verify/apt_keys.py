@@ -30,12 +30,12 @@ def key_row(key, web: Web) -> Row:
         return Row(KIND, repository, key.fingerprint, "", status, reason)
 
     build_checks = "the build refuses any other key file by its fingerprint"
-    why = web.unreachable(repository) or web.unreachable(key.url)
+    why = web.unreachable(repository, apt=True) or web.unreachable(key.url)
     if why:
         return row(NOT_VERIFIED, f"not verified: {why}; {build_checks}")
     try:
         keys = openpgp.read_keys(web.get(key.url, limit=KEY_LIMIT))
-        signed = openpgp.read_clearsigned(web.get(f"{repository}/InRelease", limit=IN_RELEASE_LIMIT))
+        signed = openpgp.read_clearsigned(web.get(f"{repository}/InRelease", limit=IN_RELEASE_LIMIT, apt=True))
     except (HttpStatus, HttpFailure) as exc:
         return row(NOT_VERIFIED, f"not verified: {exc}; {build_checks}")
     except openpgp.OpenPgpError as exc:

@@ -46,11 +46,11 @@ def _removed_row(item, repository: str, keys: dict, web: Web) -> Row:
         return Row(KIND, item.path, pin, "", status, reason)
 
     removed = f"removed by the build before any apt step ({repository})"
-    why = web.unreachable(repository)
+    why = web.unreachable(repository, apt=True)
     if why:
         return row(NOT_VERIFIED, f"{removed}; its signing key not verified: {why}")
     try:
-        signed = openpgp.read_clearsigned(web.get(f"{repository}/InRelease", limit=IN_RELEASE_LIMIT))
+        signed = openpgp.read_clearsigned(web.get(f"{repository}/InRelease", limit=IN_RELEASE_LIMIT, apt=True))
     except (HttpStatus, HttpFailure, openpgp.OpenPgpError) as exc:
         return row(NOT_VERIFIED, f"{removed}; its signing key not verified: {exc}")
     issuer = signed.signature.issuer

@@ -38,7 +38,7 @@ from ngcbuild.verify.web import Web
 
 def verify_release(loaded: LoadedRelease, web: Web, indexes: list[str], base: str | None = None,
                    index_as_of: str | None = None) -> list[Row]:
-    """`indexes`: the release's (resolver/indexes.release_indexes, with the user's index setting);
+    """`indexes`: the release's (core/indexes.release_indexes, with the user's index setting);
     `index_as_of`: read them as they were then (a derived release's derive.index_as_of)."""
     release = loaded.release
     if release.os.glibc is None:

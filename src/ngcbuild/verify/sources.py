@@ -1,7 +1,7 @@
 """What one verify run reads about Python distributions, read once and shared by every platform and
 check: the release's indexes (which this machine reaches), each project's files on them, and each
 chosen file's metadata (a wheel's without downloading it, a source archive's built, never installed).
-The indexes are given by the caller: the one list of a release's indexes is resolver/indexes.py's,
+The indexes are given by the caller: the one list of a release's indexes is core/indexes.py's,
 which bump's resolver reads too (resolver/whole_set.py describes what uv chose with this reader)."""
 
 from __future__ import annotations
