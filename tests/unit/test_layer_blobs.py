@@ -54,6 +54,32 @@ def test_the_blob_does_not_depend_on_the_number_of_threads():
     assert gzip.decompress(blobs.pop()) == data
 
 
+class _Trickle(io.RawIOBase):
+    """A stream that answers each read with at most a few bytes, as a layer streamed from a save may."""
+
+    def __init__(self, data: bytes, most: int):
+        self.data, self.most, self.at = data, most, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.most if size < 0 else min(size, self.most)
+        part = self.data[self.at:self.at + size]
+        self.at += len(part)
+        return part
+
+
+@pytest.mark.parametrize("most", [1, 4096, 65537, BLOCK - 1])
+def test_a_stream_of_short_reads_gives_the_same_blob_as_the_whole_file(most):
+    data = os.urandom(BLOCK // 3) * 7 + b"tail"
+    whole = _compressed(data)
+    target = io.BytesIO()
+    digest, size, diff_id = compress(_Trickle(data, most), target, 2)
+    assert (target.getvalue(), digest, size, diff_id) == whole
+    assert gzip.decompress(target.getvalue()) == data
+
+
 def test_the_level_is_the_one_named_and_as_small_as_one_stream_at_that_level():
     # text-like and binary-like input across several blocks: cutting into primed blocks costs (almost) nothing
     data = b"".join(b"layer %d of a tar, a path /usr/lib/python3/dist-packages/x%d.py\n" % (i, i % 977)

@@ -82,9 +82,9 @@ def compress(source, target, workers: int = WORKERS) -> tuple[str, int, str]:
     put(GZIP_HEADER)
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="deflate") as pool:
         pending: deque = deque()
-        primer, block = b"", source.read(BLOCK)
+        primer, block = b"", _read_block(source)
         while True:
-            following = source.read(BLOCK) if len(block) == BLOCK else b""
+            following = _read_block(source) if len(block) == BLOCK else b""
             plain.update(block)
             crc, length = zlib.crc32(block, crc), length + len(block)
             last = not following
@@ -98,6 +98,19 @@ def compress(source, target, workers: int = WORKERS) -> tuple[str, int, str]:
             put(pending.popleft().result())
     put(struct.pack("<II", crc & 0xFFFFFFFF, length & 0xFFFFFFFF))
     return "sha256:" + digest.hexdigest(), size, "sha256:" + plain.hexdigest()
+
+
+def _read_block(source) -> bytes:
+    """BLOCK bytes of `source`, fewer only at its end: a stream (a layer as the save passes it) may answer a
+    read with less than was asked, and the blocks must not depend on how the bytes arrived."""
+    parts, wanted = [], BLOCK
+    while wanted:
+        part = source.read(wanted)
+        if not part:
+            break
+        parts.append(part)
+        wanted -= len(part)
+    return b"".join(parts)
 
 
 def _deflate_block(block: bytes, primer: bytes, last: bool) -> bytes:
