@@ -156,3 +156,35 @@ def test_what_retrying_cannot_mend_fails_at_once(refusal, expected):
     assert len(calls) == 1 and waits == [] and "retry" not in out.getvalue()
     assert expected in str(failed.value)
     assert str(failed.value).startswith("127.0.0.1:5000/nvidia/pytorch:dev-py3: ")
+
+
+class _SavingClient:
+    """The two answers image_blobs asks of an engine: the inspect and the save (Docker 20.10's layout)."""
+
+    def __init__(self, image_id: str, save: bytes, layers: list[str]):
+        self.image_id, self.save, self.layers = image_id, save, layers
+
+    def inspect_image(self, image_id):
+        return {"Id": self.image_id, "RootFS": {"Type": "layers", "Layers": self.layers}}
+
+    def get_image(self, image_id, chunk_size=None):
+        return (self.save[at:at + 5000] for at in range(0, len(self.save), 5000))
+
+
+def test_each_blob_is_its_whole_layer_and_a_compression_that_stops_short_pushes_nothing(tmp_path, monkeypatch):
+    from ngcbuild.core.errors import OperationError
+    from ngcbuild.publish import layer_blobs
+
+    from .test_image_save import DIFF_IDS, LAYERS, docker_20_10
+
+    image_id, save = docker_20_10()
+    client = _SavingClient(image_id, save, DIFF_IDS)
+    made = layer_blobs.image_blobs(client, image_id, tmp_path / "ok", lambda line: None)
+    assert [gzip.decompress(blob.path.read_bytes()) for blob in made.layers] == LAYERS
+
+    def first_block_only(source, target, workers=2):  # the fault the first blocked compression had
+        return compress(io.BytesIO(source.read(7)), target, workers)
+
+    monkeypatch.setattr(layer_blobs, "compress", first_block_only)
+    with pytest.raises(OperationError, match="is not that layer's bytes .*nothing pushed"):
+        layer_blobs.image_blobs(client, image_id, tmp_path / "short", lambda line: None)

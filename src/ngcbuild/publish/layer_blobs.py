@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+from ngcbuild.core.errors import OperationError
 from ngcbuild.engine.image_save import read_save
 from ngcbuild.image.blobs import Blob, ImageBlobs, compress
 
@@ -31,4 +32,8 @@ def image_blobs(client, image_id: str, folder: Path, say) -> ImageBlobs:
         return blobs[diff_id]
 
     saved = read_save(client, image, keep)  # the image as the save declares it, checked against the inspect
+    for layer in saved.layers:  # each blob made of the whole layer the save declares, or nothing is pushed
+        if blobs.get(layer.diff_id) is not layer.result:
+            raise OperationError(f"the blob compressed from layer {layer.diff_id[:19]} of {image_id[:19]} is not "
+                                 "that layer's bytes (the compression read other or fewer bytes): nothing pushed")
     return ImageBlobs(saved.config, tuple(layer.result for layer in saved.layers))
