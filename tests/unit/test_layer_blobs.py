@@ -10,12 +10,11 @@ import io
 import json
 import os
 import subprocess
+import zlib
 
 import pytest
 
 from ngcbuild.core.errors import PushFailed
-import zlib
-
 from ngcbuild.image.blobs import BLOCK, GZIP_HEADER, LEVEL, MEMORY_LEVEL, Blob, ImageBlobs, compress
 from ngcbuild.image.media import DOCKER_CONFIG, DOCKER_LAYER
 from ngcbuild.publish.push import _with_retries
