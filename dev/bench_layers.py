@@ -179,6 +179,17 @@ def _head(root: Path) -> str:
     return done.stdout.strip() or "(no commit)"
 
 
+def _own_layers(push: Push, before: list[Push]) -> str:
+    """The layers of `push` no earlier push held: how many, where in the image, how big."""
+    held = {digest for earlier in before for digest in earlier.blobs}
+    layers = list(push.blobs.items())[1:]  # the config first
+    own = [(number, size) for number, (digest, size) in enumerate(layers, 1) if digest not in held]
+    if not own:
+        return f"none of its {len(layers)} layers (all held already)"
+    listed = ", ".join(f"layer {number} of {len(layers)} ({size / 1e3:.1f} kB)" for number, size in own)
+    return f"{len(own)} of its {len(layers)} layers, the rest held already: {listed}"
+
+
 def _report(release: str, pushes: list[Push], engine_push: dict[str, int], elapsed: float, head: str) -> str:
     first, readme, pin, second = pushes
     ours, theirs = first.image_bytes, sum(engine_push.values())
@@ -191,9 +202,8 @@ def _report(release: str, pushes: list[Push], engine_push: dict[str, int], elaps
         f"{'is the same' if readme.digest == first.digest else 'CHANGED'}",
         f"- after a one-pin change: **{pin_ratio:.2%}** of the image sent (target ≤ {ONE_PIN_TARGET:.0%}: "
         f"{'met' if pin_ratio <= ONE_PIN_TARGET else 'missed'}); {len(pin.sent) - 1} layer(s) and the config",
-        f"- a second release sharing every step: **{second.sent_bytes / 1e6:.3f} MB** sent, its layers "
-        f"{'all' if all(d in first.blobs or d in pin.blobs for d in list(second.blobs)[1:]) else 'NOT all'} "
-        "held already (its config and manifest are its own)",
+        f"- a second release of the same steps: **{second.sent_bytes / 1e3:.1f} kB** sent: its config and "
+        f"{_own_layers(second, [first, readme, pin])} (its manifest is its own too)",
         f"- compressed for those who pull: ours {ours / 1e6:.1f} MB against {theirs / 1e6:.1f} MB by the engine's "
         f"own push of the same image (`docker push`): **{ours / theirs:.3f}×** (target ≤ 1: "
         f"{'met' if ours <= theirs else 'missed'})",

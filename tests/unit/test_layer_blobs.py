@@ -157,6 +157,31 @@ def test_what_retrying_cannot_mend_fails_at_once(refusal, expected):
     assert str(failed.value).startswith("127.0.0.1:5000/nvidia/pytorch:dev-py3: ")
 
 
+def _docker_20_10_save():
+    """A save as Docker 20.10 writes it: `<n>/layer.tar` per layer, `<config digest>.json`, manifest.json."""
+    import tarfile
+
+    def tar(files: dict[str, bytes]) -> bytes:
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        return out.getvalue()
+
+    layers = [tar({"etc/base": b"the base\n"}), tar({"usr/lib/x": os.urandom(3 << 20)}), tar({})]
+    diff_ids = ["sha256:" + hashlib.sha256(layer).hexdigest() for layer in layers]
+    config = json.dumps({"architecture": "amd64", "os": "linux",
+                         "rootfs": {"type": "layers", "diff_ids": diff_ids}}).encode()
+    config_id = "sha256:" + hashlib.sha256(config).hexdigest()
+    files = {f"{n}/layer.tar": layer for n, layer in enumerate(layers)}
+    files[f"{config_id[7:]}.json"] = config
+    files["manifest.json"] = json.dumps([{"Config": f"{config_id[7:]}.json", "RepoTags": ["r:t"],
+                                          "Layers": [f"{n}/layer.tar" for n in range(len(layers))]}]).encode()
+    return config_id, tar(files), layers, diff_ids
+
+
 class _SavingClient:
     """The two answers image_blobs asks of an engine: the inspect and the save (Docker 20.10's layout)."""
 
@@ -174,12 +199,10 @@ def test_each_blob_is_its_whole_layer_and_a_compression_that_stops_short_pushes_
     from ngcbuild.core.errors import OperationError
     from ngcbuild.publish import layer_blobs
 
-    from .test_image_save import DIFF_IDS, LAYERS, docker_20_10
-
-    image_id, save = docker_20_10()
-    client = _SavingClient(image_id, save, DIFF_IDS)
+    image_id, save, layers, diff_ids = _docker_20_10_save()
+    client = _SavingClient(image_id, save, diff_ids)
     made = layer_blobs.image_blobs(client, image_id, tmp_path / "ok", lambda line: None)
-    assert [gzip.decompress(blob.path.read_bytes()) for blob in made.layers] == LAYERS
+    assert [gzip.decompress(blob.path.read_bytes()) for blob in made.layers] == layers
 
     def first_block_only(source, target, workers=2):  # the fault the first blocked compression had
         return compress(io.BytesIO(source.read(7)), target, workers)
