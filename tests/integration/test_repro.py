@@ -3,6 +3,7 @@ on a second engine, with its own data root, gives the image id the session's bui
 (`repro --against` that image says "reproduced", having compared them file by file); a planted source of noise is caught and named, file by file, while the
 times every step writes are not noise."""
 
+import re
 import shutil
 
 import pytest
@@ -18,7 +19,7 @@ def test_dev_rebuilt_without_cache_on_a_second_engine_is_the_shared_engines_imag
     image_id = dev_build["record"]["image_id"]
     normalisation = dev_build["record"]["normalisation"]
     assert normalisation["epoch"] == repro_run.epoch == rebuilt["normalisation"]["epoch"]
-    assert output.count("0/27 steps cached") == 1, output[-6000:]
+    assert len(re.findall(r"\b0/\d+ steps cached", output)) == 1, output[-6000:]  # one cold build, whatever its steps
     assert f"reproduced: {image_id}" in output, output[-6000:]
     assert rebuilt["image_id"] == image_id
     assert rebuilt["normalisation"]["raw_image_id"] != normalisation["raw_image_id"]  # other engine images, one image
