@@ -126,29 +126,9 @@ def parse_index_url(value: str) -> str:
     HTTPS, or plain HTTP on the loopback only: a mirror's advisory data over plain HTTP could be
     rewritten on the way, so that an image looked clean. user:password@ is allowed (a mirror may need
     it) and goes to that host alone; no query or fragment (nothing of ours goes there)."""
-    from urllib.parse import urlsplit
-
-    if not isinstance(value, str) or not value:
-        raise ReferenceProblem(f"is empty; expected {INDEX_EXAMPLE}")
-    if value.startswith("-"):
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}' looks like an option; expected {INDEX_EXAMPLE}")
-    if len(value) > MAX_URL or not value.isprintable() or any(c.isspace() for c in value):
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {INDEX_EXAMPLE} (at most {MAX_URL} printable "
-                               "characters, no spaces)")
-    try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError:
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {INDEX_EXAMPLE}") from None
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {INDEX_EXAMPLE}")
+    parts = _http_url(value, INDEX_EXAMPLE)
     if parts.query or parts.fragment or "?" in value or "#" in value:
         raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected a URL without a query or fragment")
-    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-    try:
-        parse_host(host.lower() + (f":{port}" if port else ""))
-    except ReferenceProblem as exc:
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}': the host {exc}") from None
     if parts.scheme == "http":
         try:
             loopback = parts.hostname == "localhost" or ipaddress.ip_address(parts.hostname).is_loopback
@@ -200,31 +180,39 @@ def parse_proxy_url(value: str) -> str:
     optional port and user:password@ (never shown), no path, query or fragment; ReferenceProblem in words
     that never show its credentials. Plain HTTP is allowed anywhere: apt checks every file it fetches
     against the archive's signed Release file."""
+    parts = _http_url(value, PROXY_EXAMPLE)
+    if parts.path not in ("", "/") or parts.query or parts.fragment or "?" in value or "#" in value:
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected a proxy's address alone (no path, query or "
+                               "fragment)")
+    return value.rstrip("/")
+
+
+def _http_url(value, example: str):
+    """The parts of an http:// or https:// URL with a valid host (and port), checked as every URL we take
+    is: not empty, not option-like, bounded, printable; ReferenceProblem naming `example`, never the
+    URL's credentials."""
     from urllib.parse import urlsplit
 
     if not isinstance(value, str) or not value:
-        raise ReferenceProblem(f"is empty; expected {PROXY_EXAMPLE}")
+        raise ReferenceProblem(f"is empty; expected {example}")
     if value.startswith("-"):
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}' looks like an option; expected {PROXY_EXAMPLE}")
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}' looks like an option; expected {example}")
     if len(value) > MAX_URL or not value.isprintable() or any(c.isspace() for c in value):
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {PROXY_EXAMPLE} (at most {MAX_URL} printable "
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {example} (at most {MAX_URL} printable "
                                "characters, no spaces)")
     try:
         parts = urlsplit(value)
         port = parts.port
     except ValueError:
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {PROXY_EXAMPLE}") from None
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {example}") from None
     if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {PROXY_EXAMPLE}")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or "?" in value or "#" in value:
-        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected a proxy's address alone (no path, query or "
-                               "fragment)")
+        raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected {example}")
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     try:
         parse_host(host.lower() + (f":{port}" if port else ""))
     except ReferenceProblem as exc:
         raise ReferenceProblem(f"'{shown_url(value)[:80]}': the host {exc}") from None
-    return value.rstrip("/")
+    return parts
 
 
 def shown_url(url: str) -> str:
