@@ -19,6 +19,10 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [str(REPO / "src"), *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                           if p and p != str(REPO / "src"))])
+# The layer store (image/store.py) of the run: one for every test and process of it (both lanes of `invoke
+# test`, act's steps), in build/ of the checkout, so a fresh clone starts with it empty, as a new machine
+# does, and nothing is written in the user's own cache.
+os.environ.setdefault("NGCBUILD_LAYER_STORE", str(REPO / "build" / "tests" / "layer-store"))
 
 
 def pytest_configure(config):

@@ -202,3 +202,46 @@ def fp8_linear_error(x_scale=1.0, w_scale=1.0):
     out = (e4m3(x * sx) / sx) @ (e4m3(w * sw) / sw).T
     reference = x @ w.T
     return np.linalg.norm(out - reference) / np.linalg.norm(reference)
+
+
+# --- an engine's save of a small image, as Docker 20.10 writes it (the layer store, push's blobs) -------------
+
+def docker_20_10_save():
+    """A save as Docker 20.10 writes it: `<n>/layer.tar` per layer, `<config digest>.json`, manifest.json."""
+    import hashlib
+    import io
+    import json
+    import tarfile
+
+    def tar(files: dict[str, bytes]) -> bytes:
+        out = io.BytesIO()
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+            for name, data in files.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+        return out.getvalue()
+
+    layers = [tar({"etc/base": b"the base\n"}), tar({"usr/lib/x": os.urandom(3 << 20)}), tar({})]
+    diff_ids = ["sha256:" + hashlib.sha256(layer).hexdigest() for layer in layers]
+    config = json.dumps({"architecture": "amd64", "os": "linux",
+                         "rootfs": {"type": "layers", "diff_ids": diff_ids}}).encode()
+    config_id = "sha256:" + hashlib.sha256(config).hexdigest()
+    files = {f"{n}/layer.tar": layer for n, layer in enumerate(layers)}
+    files[f"{config_id[7:]}.json"] = config
+    files["manifest.json"] = json.dumps([{"Config": f"{config_id[7:]}.json", "RepoTags": ["r:t"],
+                                          "Layers": [f"{n}/layer.tar" for n in range(len(layers))]}]).encode()
+    return config_id, tar(files), layers, diff_ids
+
+
+class SavingClient:
+    """The two answers publish/layer_blobs.image_blobs asks of an engine: the inspect and the save (Docker 20.10's layout)."""
+
+    def __init__(self, image_id: str, save: bytes, layers: list[str]):
+        self.image_id, self.save, self.layers = image_id, save, layers
+
+    def inspect_image(self, image_id):
+        return {"Id": self.image_id, "RootFS": {"Type": "layers", "Layers": self.layers}}
+
+    def get_image(self, image_id, chunk_size=None):
+        return (self.save[at:at + 5000] for at in range(0, len(self.save), 5000))

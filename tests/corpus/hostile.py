@@ -576,6 +576,9 @@ def cases() -> list[HostileCase]:
     from .mirror_hostile import mirror_cases  # issue 55: the index setting and the apt proxy of every task
 
     mirror_cases(add)
+    from .store_hostile import store_cases  # issue 52: the layer store, whatever is found in it
+
+    store_cases(add)
     # outcomes are keyed by name: two cases of one name would silently share the first's outcome
     named = Counter(case.name for case in c)
     twice = sorted(name for name, count in named.items() if count > 1)
@@ -1204,6 +1207,9 @@ def run_case(case: HostileCase, root: Path, engine_socket: str,
     env.pop("PIP_FIND_LINKS", None)
     for var in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
         env.pop(var, None)
+    # a layer store of the case's own (image/store.py): what one case's push kept never answers another's
+    if "NGCBUILD_LAYER_STORE" not in case.extra_env:
+        env["NGCBUILD_LAYER_STORE"] = str(outside / "layer-store")
     for var in ("NGCBUILD_REGISTRY_USER", "NGCBUILD_REGISTRY_PASSWORD", "NGCBUILD_REGISTRY_HOST",
                 "NGCBUILD_PYPI_MIRROR", "UV_INDEX_URL", "PIP_INDEX_URL", "UV_EXTRA_INDEX_URL", "PIP_EXTRA_INDEX_URL",
                 "NGCBUILD_RESOLVER_DEADLINE_S", "NGCBUILD_APT_PROXY", "NETRC"):

@@ -20,6 +20,8 @@ from ngcbuild.image.media import DOCKER_CONFIG, DOCKER_LAYER
 from ngcbuild.publish.push import _with_retries
 from ngcbuild.registry.client import DigestMismatch, RegistryError
 
+from ..helpers import SavingClient, docker_20_10_save
+
 
 def _compressed(data: bytes, workers: int = 2) -> tuple[bytes, str, int, str]:
     target = io.BytesIO()
@@ -157,56 +159,20 @@ def test_what_retrying_cannot_mend_fails_at_once(refusal, expected):
     assert str(failed.value).startswith("127.0.0.1:5000/nvidia/pytorch:dev-py3: ")
 
 
-def _docker_20_10_save():
-    """A save as Docker 20.10 writes it: `<n>/layer.tar` per layer, `<config digest>.json`, manifest.json."""
-    import tarfile
-
-    def tar(files: dict[str, bytes]) -> bytes:
-        out = io.BytesIO()
-        with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
-            for name, data in files.items():
-                info = tarfile.TarInfo(name)
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-        return out.getvalue()
-
-    layers = [tar({"etc/base": b"the base\n"}), tar({"usr/lib/x": os.urandom(3 << 20)}), tar({})]
-    diff_ids = ["sha256:" + hashlib.sha256(layer).hexdigest() for layer in layers]
-    config = json.dumps({"architecture": "amd64", "os": "linux",
-                         "rootfs": {"type": "layers", "diff_ids": diff_ids}}).encode()
-    config_id = "sha256:" + hashlib.sha256(config).hexdigest()
-    files = {f"{n}/layer.tar": layer for n, layer in enumerate(layers)}
-    files[f"{config_id[7:]}.json"] = config
-    files["manifest.json"] = json.dumps([{"Config": f"{config_id[7:]}.json", "RepoTags": ["r:t"],
-                                          "Layers": [f"{n}/layer.tar" for n in range(len(layers))]}]).encode()
-    return config_id, tar(files), layers, diff_ids
-
-
-class _SavingClient:
-    """The two answers image_blobs asks of an engine: the inspect and the save (Docker 20.10's layout)."""
-
-    def __init__(self, image_id: str, save: bytes, layers: list[str]):
-        self.image_id, self.save, self.layers = image_id, save, layers
-
-    def inspect_image(self, image_id):
-        return {"Id": self.image_id, "RootFS": {"Type": "layers", "Layers": self.layers}}
-
-    def get_image(self, image_id, chunk_size=None):
-        return (self.save[at:at + 5000] for at in range(0, len(self.save), 5000))
-
-
 def test_each_blob_is_its_whole_layer_and_a_compression_that_stops_short_pushes_nothing(tmp_path, monkeypatch):
     from ngcbuild.core.errors import OperationError
+    from ngcbuild.image.store import LayerStore
     from ngcbuild.publish import layer_blobs
 
-    image_id, save, layers, diff_ids = _docker_20_10_save()
-    client = _SavingClient(image_id, save, diff_ids)
-    made = layer_blobs.image_blobs(client, image_id, tmp_path / "ok", lambda line: None)
+    image_id, save, layers, diff_ids = docker_20_10_save()
+    client = SavingClient(image_id, save, diff_ids)
+    made = layer_blobs.image_blobs(client, image_id, tmp_path / "ok", lambda line: None, store=None)
     assert [gzip.decompress(blob.path.read_bytes()) for blob in made.layers] == layers
 
     def first_block_only(source, target, workers=2):  # the fault the first blocked compression had
         return compress(io.BytesIO(source.read(7)), target, workers)
 
     monkeypatch.setattr(layer_blobs, "compress", first_block_only)
-    with pytest.raises(OperationError, match="is not that layer's bytes .*nothing pushed"):
-        layer_blobs.image_blobs(client, image_id, tmp_path / "short", lambda line: None)
+    for store in (None, LayerStore.open(tmp_path / "store-short", 1 << 30)):  # without the store, and with one that lacks them
+        with pytest.raises(OperationError, match="is not that layer's bytes .*nothing pushed"):
+            layer_blobs.image_blobs(client, image_id, tmp_path / "short", lambda line: None, store=store)

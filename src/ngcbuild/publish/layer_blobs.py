@@ -1,35 +1,110 @@
 """An engine's image as the blobs push sends: the engine's save streamed (engine/image_save.py), each layer
-compressed as it passes (image/blobs.py), into push's temporary folder."""
+compressed as it passes (image/blobs.py), into push's temporary folder; with the layer store
+(image/store.py), each layer compressed once per machine: an image whose config and layers are all in the
+store is not even saved, and a layer the store holds is not compressed again."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import shutil
 from pathlib import Path
 
 from ngcbuild.core.errors import OperationError
+from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.engine.image_save import read_save
 from ngcbuild.image.blobs import Blob, ImageBlobs, compress
+from ngcbuild.image.store import LayerStore
+
+_SPOOL_CHUNK = 1 << 20
+FROM_ENVIRONMENT = object()  # the store the environment names (image/store.py); None: no store
 
 
-def image_blobs(client, image_id: str, folder: Path, say) -> ImageBlobs:
-    """The config and compressed layers of `image_id`, from the engine's save of it (one pass: each layer is
-    compressed as the save streams it; a layer the image holds twice is compressed once)."""
+def image_blobs(client, image_id: str, folder: Path, say, store=FROM_ENVIRONMENT) -> ImageBlobs:
+    """The config and compressed layers of `image_id`: from the layer store when it holds all of them, else
+    from the engine's save of it (one pass: each layer the store lacks compressed as the save streams it; a
+    layer the image holds twice is compressed once)."""
     image = client.inspect_image(image_id)
-    count = len(set(image["RootFS"]["Layers"]))
+    if store is FROM_ENVIRONMENT:
+        store = LayerStore.from_environment(say)
+    if store is None:
+        return _from_save(client, image, folder, say, None)
+    made = _made_before(store, image, say)
+    if made is not None:
+        return made
+    folder.mkdir(parents=True, exist_ok=True)
+    with store.scratch() as work:
+        blobs = _from_save(client, image, Path(work), say, store, keep_in=folder)
+    store.keep_config(blobs.config)
+    store.trim()
+    return blobs
+
+
+def _made_before(store: LayerStore, image: dict, say) -> ImageBlobs | None:
+    """The image's blobs when the store holds its config (by the image id) and every layer it names, each
+    checked whole; else None."""
+    config = store.config(image.get("Id", ""))
+    if config is None:
+        return None
+    try:
+        declared = (load_json(config, "a stored config").get("rootfs") or {}).get("diff_ids")
+    except (JsonRefused, AttributeError):
+        return None
+    if not isinstance(declared, list) or declared != (image.get("RootFS") or {}).get("Layers"):
+        return None
+    layers: dict[str, Blob] = {}
+    for diff_id in dict.fromkeys(declared):
+        blob = store.layer(diff_id)
+        if blob is None:
+            return None
+        layers[diff_id] = blob
+    say(f"the config and all {len(layers)} layers were compressed before (layer store, each read back whole and "
+        f"checked): nothing saved or compressed")
+    return ImageBlobs(config, tuple(layers[diff_id] for diff_id in declared))
+
+
+def _from_save(client, image: dict, folder: Path, say, store: LayerStore | None, keep_in: Path | None = None):
+    image_id = image["Id"]
+    count = len(set((image.get("RootFS") or {}).get("Layers") or []))
     folder.mkdir(parents=True, exist_ok=True)
     blobs: dict[str, Blob] = {}
     numbers = itertools.count()
 
-    def keep(source) -> Blob:
-        path = folder / f"{next(numbers)}.tar.gz"
+    def compressed(source, number: int) -> tuple[str, Blob]:
+        path = folder / f"{number}.tar.gz"
         with path.open("wb") as target:
             digest, size, diff_id = compress(source, target)
+        return diff_id, Blob(digest, size, path)
+
+    def keep(source) -> Blob:
+        number = next(numbers)
+        if store is None:
+            diff_id, blob = compressed(source, number)
+        else:  # spooled as it is, to learn its diff id before deciding to compress it
+            spool, declared = _spool(source, folder / f"{number}.tar")
+            try:
+                if declared in blobs:
+                    return blobs[declared]
+                stored = store.layer(declared)
+                if stored is not None:
+                    blobs[declared] = stored
+                    say(f"layer {len(blobs)}/{count}: compressed before ({stored.digest[:19]}, layer store)")
+                    return stored
+                with spool.open("rb") as plain:
+                    diff_id, blob = compressed(plain, number)  # keyed by what the compression read, checked below
+            finally:
+                spool.unlink(missing_ok=True)
         if diff_id in blobs:
-            path.unlink()
+            blob.path.unlink()
             return blobs[diff_id]
-        blobs[diff_id] = Blob(digest, size, path)
-        say(f"compressed layer {len(blobs)}/{count}: {size / 1e6:.1f} MB ({digest[:19]})")
-        return blobs[diff_id]
+        if store is not None:
+            kept = store.keep_layer(diff_id, blob)
+            # not kept (the store's file system refused the rename): out of the store's work folder into push's
+            blob = kept if kept.path != blob.path else Blob(blob.digest, blob.size,
+                                                             Path(shutil.move(blob.path, keep_in / blob.path.name)))
+        blobs[diff_id] = blob
+        say(f"compressed layer {len(blobs)}/{count}: {blob.size / 1e6:.1f} MB ({blob.digest[:19]})")
+        return blob
 
     saved = read_save(client, image, keep)  # the image as the save declares it, checked against the inspect
     for layer in saved.layers:  # each blob made of the whole layer the save declares, or nothing is pushed
@@ -37,3 +112,13 @@ def image_blobs(client, image_id: str, folder: Path, say) -> ImageBlobs:
             raise OperationError(f"the blob compressed from layer {layer.diff_id[:19]} of {image_id[:19]} is not "
                                  "that layer's bytes (the compression read other or fewer bytes): nothing pushed")
     return ImageBlobs(saved.config, tuple(layer.result for layer in saved.layers))
+
+
+def _spool(source, path: Path) -> tuple[Path, str]:
+    """`source` read to its end into `path`, and the sha256 of what was read (its diff id)."""
+    plain = hashlib.sha256()
+    with path.open("wb") as target:
+        while chunk := source.read(_SPOOL_CHUNK):
+            plain.update(chunk)
+            target.write(chunk)
+    return path, "sha256:" + plain.hexdigest()
