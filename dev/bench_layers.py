@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +72,9 @@ def run_layers_bench(project: Project, release: str = "dev", out_path: Path | No
     try:
         clone = work / "project"
         subprocess.run(["git", "clone", "-q", str(project.root), str(clone)], check=True)
-        bench = _LayersBench(clone, release, registry.address, log)
-        pushes = bench.run()
+        bench = _LayersBench(clone, release, registry.address, log, work / "layer-store")
+        with _engine_as_it_was((release, f"{release}-bench2"), registry.address):
+            pushes = bench.run()
     finally:
         registry.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -83,9 +85,31 @@ def run_layers_bench(project: Project, release: str = "dev", out_path: Path | No
     return path
 
 
+@contextmanager
+def _engine_as_it_was(releases: tuple[str, ...], registry: str):
+    """The engine's tags of `releases` put back as they were when the bench ends (its builds move the user's
+    own `R-py3` tags), the bench's pushed tags taken off and the images it made that no tag holds removed."""
+    import docker
+    from tests.integration.conftest import KeptTags
+
+    client = docker.APIClient(timeout=600)
+    kept = [KeptTags(client, release) for release in releases]
+    try:
+        yield
+    finally:
+        for image in client.images():
+            for tag in image.get("RepoTags") or []:
+                if tag.startswith(f"{registry}/"):
+                    with suppress(docker.errors.APIError):
+                        client.remove_image(tag, noprune=True)
+        for each in kept:
+            each.restore()
+
+
 class _LayersBench:
-    def __init__(self, clone: Path, release: str, registry: str, log):
+    def __init__(self, clone: Path, release: str, registry: str, log, store: Path):
         self.clone, self.release, self.registry, self.log = clone, release, registry, log
+        self.store = store  # a layer store of the bench's own, empty at the start (image/store.py)
         self.seen: dict[str, int] = {}
         self.pushes: list[Push] = []
         self.engine_push: dict[str, int] = {}  # the engine's own push of the first image: digest -> size
@@ -120,7 +144,8 @@ class _LayersBench:
     def invoke(self, *args: str) -> tuple[float, str]:
         began = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=self.clone, capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, env=_environ(), timeout=3600)
+                              text=True, stdin=subprocess.DEVNULL, timeout=3600,
+                              env={**_environ(), "NGCBUILD_LAYER_STORE": str(self.store)})
         took = time.perf_counter() - began
         if done.returncode:
             raise RuntimeError(f"invoke {' '.join(args)} exit {done.returncode}\n{done.stdout[-3000:]}"
