@@ -11,6 +11,7 @@ import subprocess
 import sys
 import warnings
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
@@ -81,7 +82,9 @@ class Machine:
         self.entrypoint.write_text(files["entrypoint/nvidia_entrypoint.sh"].replace(
             self.expected["entrypoint_snippets"], str(self.snippets)))
         self.driver = tmp_path / "version"
-        if kernel is None:
+        if kernel == "absent":
+            pass  # no driver at all: the host has no /proc/driver/nvidia/version
+        elif kernel is None:
             self.driver.mkdir()  # a folder: sed cannot read it (as root, a file's mode would not stop it)
         else:
             self.driver.write_text(line.format(kernel) + "GCC version:  gcc version 13.3.0\n")
@@ -152,6 +155,24 @@ def test_a_580_driver_under_a_590_compat_driver_enables_it_and_torch_lib_stays_f
         assert str(machine.link) in environ["LD_LIBRARY_PATH"].split(":")
         # the probe ran with the compat libraries first, as the programs after it will load them
         assert machine.probe_env() == f"{machine.root}/lib.real:{machine.image_ld}"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_stand_in_driver_is_the_one_every_snippet_sees(tmp_path, release):
+    """50-gpu-driver-check.sh reads the same version file as 55's forward compatibility: a start with a driver
+    never both warns that none was detected and enables compat for it."""
+    out, _ = Machine(tmp_path, release, "580.159.03", 0).start()
+    assert "WARNING: The NVIDIA Driver was not detected." not in out
+
+
+@pytest.mark.skipif(Path("/dev/nvidiactl").exists(), reason="this host has an NVIDIA device node")
+@pytest.mark.parametrize("release", RELEASES)
+def test_without_a_driver_the_image_warns_and_tries_no_compat(tmp_path, release):
+    machine = Machine(tmp_path, release, "absent", 0)
+    out, environ = machine.start()
+    assert "WARNING: The NVIDIA Driver was not detected." in out
+    assert "Forward Compatibility" not in out and machine.probe_env() is None and not machine.link.exists()
+    assert environ["LD_LIBRARY_PATH"] == machine.image_ld
 
 
 @pytest.mark.parametrize("release", RELEASES)
