@@ -187,3 +187,35 @@ def test_the_2020_releases_get_no_failed_list_row_where_nothing_answers(release)
     rows = apt_list_rows(_load(release).release, Web(environ={"HTTPS_PROXY": "http://127.0.0.1:9",
                                                              "HTTP_PROXY": "http://127.0.0.1:9"}, deadline_s=3))
     assert len(rows) == 3 and not [row for row in rows if row.status == report.FAILED], rows
+
+
+def _stages(dockerfile: str) -> list[tuple[str, str, list[str]]]:
+    """(name, what it is FROM, its lines) of each stage of a rendered Dockerfile."""
+    stages = []
+    for line in dockerfile.splitlines():
+        if line.startswith("FROM "):
+            words = line.split()
+            stages.append((words[3] if len(words) > 3 else "", words[1], []))
+        elif stages:
+            stages[-1][2].append(line)
+    return stages
+
+
+@pytest.mark.parametrize("release", ["20.02", "20.12"])
+def test_every_apt_get_of_the_build_runs_after_the_lists_are_accounted_for(release):
+    """nvidia-ml.list is gone before the first apt-get update of every stage, those FROM the base image and
+    those FROM a stage of it alike (an unsigned repository fails the update with exit 100)."""
+    project = Project.at(REPO)
+    stages = _stages(render_files(project, load_release(project, release)).files["Dockerfile"].decode())
+    accounted, apt_stages = set(), []
+    for name, parent, lines in stages:
+        step = next((i for i, line in enumerate(lines) if line.startswith("RUN for f in /etc/apt/sources.list.d/*")),
+                    None)
+        first_apt = next((i for i, line in enumerate(lines) if "apt-get" in line and not line.startswith("#")), None)
+        inherited = parent in accounted
+        if first_apt is not None:
+            apt_stages.append(name)
+            assert inherited or (step is not None and step < first_apt), (name, lines[first_apt])
+        if inherited or step is not None:
+            accounted.add(name)
+    assert "runtime" in accounted and "builder" in apt_stages  # the stages the build's apt steps run in

@@ -11,18 +11,21 @@ import subprocess
 import sys
 import warnings
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
 from ngcbuild.core.project import Project
-from ngcbuild.manifest.loader import load_release
+from ngcbuild.manifest.loader import buildable_releases, load_release
 from ngcbuild.render.context import render_files
 from ngcbuild.render.cuda_compat import CUDA_COMPAT_ROOT as ROOT
 from ngcbuild.smoke.runner import CHECKS_DIR
 
 from ..conftest import REPO
 
-RELEASES = ("dev", "cuda-dev", "20.02", "20.12", "25.12")  # every release we build
+# Every release render accepts, read from manifests/ (an archived one is never built; a derived release runs its
+# base's entrypoint, FROM that image): a release added later is tested here without a line changed.
+RELEASES = tuple(buildable_releases(Project.at(REPO)))
 SNIPPET = "entrypoint/entrypoint.d/55-cuda-forward-compat.sh"
 PROPRIETARY = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {}  Tue Sep 23 09:56:04 UTC 2025\n"
 # NVIDIA's open kernel module (the default since R560, the only one for Blackwell) words its line otherwise.
@@ -79,7 +82,9 @@ class Machine:
         self.entrypoint.write_text(files["entrypoint/nvidia_entrypoint.sh"].replace(
             self.expected["entrypoint_snippets"], str(self.snippets)))
         self.driver = tmp_path / "version"
-        if kernel is None:
+        if kernel == "absent":
+            pass  # no driver at all: the host has no /proc/driver/nvidia/version
+        elif kernel is None:
             self.driver.mkdir()  # a folder: sed cannot read it (as root, a file's mode would not stop it)
         else:
             self.driver.write_text(line.format(kernel) + "GCC version:  gcc version 13.3.0\n")
@@ -90,9 +95,10 @@ class Machine:
             fake.write_text(f'#!/bin/sh\necho "$LD_LIBRARY_PATH" > {tmp_path}/probe-env\nexit {probe}\n')
             fake.chmod(0o755)
         if not writable:  # a non-root user: the compat folder is not theirs to change
-            fake_ln = self.bin / "ln"
-            fake_ln.write_text("#!/bin/sh\necho 'ln: Permission denied' >&2\nexit 1\n")
-            fake_ln.chmod(0o755)
+            for command in ("ln", "rm"):
+                fake = self.bin / command
+                fake.write_text(f"#!/bin/sh\necho '{command}: Permission denied' >&2\nexit 1\n")
+                fake.chmod(0o755)
 
     @property
     def image_ld(self) -> str:
@@ -152,6 +158,24 @@ def test_a_580_driver_under_a_590_compat_driver_enables_it_and_torch_lib_stays_f
 
 
 @pytest.mark.parametrize("release", RELEASES)
+def test_the_stand_in_driver_is_the_one_every_snippet_sees(tmp_path, release):
+    """50-gpu-driver-check.sh reads the same version file as 55's forward compatibility: a start with a driver
+    never both warns that none was detected and enables compat for it."""
+    out, _ = Machine(tmp_path, release, "580.159.03", 0).start()
+    assert "WARNING: The NVIDIA Driver was not detected." not in out
+
+
+@pytest.mark.skipif(Path("/dev/nvidiactl").exists(), reason="this host has an NVIDIA device node")
+@pytest.mark.parametrize("release", RELEASES)
+def test_without_a_driver_the_image_warns_and_tries_no_compat(tmp_path, release):
+    machine = Machine(tmp_path, release, "absent", 0)
+    out, environ = machine.start()
+    assert "WARNING: The NVIDIA Driver was not detected." in out
+    assert "Forward Compatibility" not in out and machine.probe_env() is None and not machine.link.exists()
+    assert environ["LD_LIBRARY_PATH"] == machine.image_ld
+
+
+@pytest.mark.parametrize("release", RELEASES)
 @pytest.mark.parametrize("status", [1, 3])  # cuInit's error (804 is truncated by exit codes; any non-zero)
 def test_a_failing_probe_leaves_compat_off_and_the_path_as_the_image_has_it(tmp_path, release, status):
     machine = Machine(tmp_path, release, "580.159.03", status)
@@ -171,7 +195,17 @@ def test_without_the_libraries_nothing_is_tried(tmp_path, release):
     assert environ["LD_LIBRARY_PATH"] == machine.image_ld
 
 
-@pytest.mark.parametrize("release", [r for r in RELEASES if r not in ("dev", "cuda-dev")])
+def _with_compat(release: str) -> bool:
+    """Whether the release's image carries compat libraries (its base carries CUDA: render/cuda_compat.py)."""
+    return json.loads(_rendered(release)["expected.json"])["cuda_compat"] is not None
+
+
+def test_every_release_is_tested_and_those_whose_base_carries_cuda_have_compat():
+    assert {"dev", "cuda-dev", "20.02", "20.12", "25.12"} <= set(RELEASES)
+    assert [r for r in RELEASES if _with_compat(r)] == [r for r in RELEASES if r not in ("dev", "cuda-dev")]
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if _with_compat(r)])
 def test_a_user_who_cannot_make_the_link_gets_the_libraries_in_its_place(tmp_path, release):
     """Not root (the compat folder is not writable): the link's entry is replaced where it stands."""
     machine = Machine(tmp_path, release, "580.159.03", 0, writable=False)
@@ -193,6 +227,23 @@ def test_a_link_left_by_an_earlier_start_is_undone_when_compat_is_not_needed_now
     out, environ = machine.start()
     assert not machine.link.exists() and not machine.link.is_symlink() and machine.probe_env() is None
     assert "Forward Compatibility" not in out and environ["LD_LIBRARY_PATH"] == machine.image_ld
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if _with_compat(r)])
+@pytest.mark.parametrize("kernel,probe", [("590.48.01", 0), ("580.159.03", 1)], ids=["new-driver", "probe-fails"])
+def test_a_link_a_non_root_user_cannot_remove_leaves_the_path_and_torch_lib_stays_first(tmp_path, release,
+                                                                                        kernel, probe):
+    """An image committed from a container that enabled compat carries the link; a user who is not root cannot
+    remove it, so its entry leaves LD_LIBRARY_PATH where compat is not needed or fails here (kept, it would load
+    a libcuda that does not match this kernel driver). Such an image is the user's, not one the smoke suite
+    runs: the build leaves no link (test_the_build_leaves_the_libraries_in_lib_real_and_no_link)."""
+    machine = Machine(tmp_path, release, kernel, probe, writable=False)
+    machine.link.symlink_to("lib.real")
+    out, environ = machine.start()
+    assert "ENABLED" not in out and machine.link.is_symlink()  # still there: not this user's to remove
+    folders = environ["LD_LIBRARY_PATH"].split(":")
+    assert str(machine.link) not in folders and f"{machine.root}/lib.real" not in folders
+    assert folders == [f for f in machine.image_ld.split(":") if f != str(machine.link)]  # torch/lib first
 
 
 def test_a_new_enough_driver_needs_no_forward_compat(tmp_path):

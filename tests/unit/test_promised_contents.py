@@ -148,3 +148,105 @@ def test_several_sources_are_tried_in_order(scratch, tmp_path):
     (folder / "trtexec").unlink()
     subprocess.run(["sh", "-c", command], check=True, timeout=30)
     assert (folder / "trtexec").resolve() == (first / "trtexec").resolve()
+
+
+# --- the GPU check of cuSPARSELt, run by pytest as the suite runs it, with a stand-in torch ------------------
+
+STAND_IN_TORCH = '''
+"""torch as the suite sees it: {gpu} GPU, cuSPARSELt {compiled} (version {version!r})."""
+__version__ = "2.10.0a0+b4e4ee81d3.nv25.12"
+
+
+class _Version:
+    cuda = "13.1"
+
+
+version = _Version()
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return {gpu}
+
+    @staticmethod
+    def device_count():
+        return 1 if {gpu} else 0
+
+    @staticmethod
+    def get_device_name(index):
+        return "NVIDIA H200"
+
+    @staticmethod
+    def get_device_capability(index):
+        return (9, 0)
+
+
+class _CuSparseLt:
+    @staticmethod
+    def is_available():
+        return {compiled}
+
+    @staticmethod
+    def version():
+        return {version!r}
+
+
+class backends:
+    cusparselt = _CuSparseLt
+'''
+
+
+def _gpu_check(tmp_path, *args, gpu=True, compiled=True, version=801, torch_with=None):
+    """test_gpu_components.py's cuSPARSELt check against 25.12's expectations, as `smoke --host` runs it."""
+    import shutil
+
+    checks, expect = tmp_path / "checks", tmp_path / "expect"
+    checks.mkdir()
+    expect.mkdir()
+    for name in ("conftest.py", "gpu_facts.py", "processes.py", "test_gpu_components.py"):
+        shutil.copy(CHECKS_DIR / name, checks / name)
+    (checks / "torch").mkdir()
+    (checks / "torch" / "__init__.py").write_text(STAND_IN_TORCH.format(gpu=gpu, compiled=compiled, version=version))
+    expected = json.loads(_files("25.12")["expected.json"])
+    if torch_with is not None:
+        expected["stack"]["torch_with"] = torch_with
+    (expect / "expected.json").write_text(json.dumps(expected))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "-q", "-k", "cusparselt", str(checks), *args],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env={"NGCBUILD_SMOKE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def test_without_a_gpu_the_cusparselt_check_skips_in_the_projects_words_and_fails_under_require_gpu(tmp_path):
+    (tmp_path / "cpu").mkdir()
+    done = _gpu_check(tmp_path / "cpu", gpu=False)
+    assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert ("no GPU visible to PyTorch 2.10.0a0+b4e4ee81d3.nv25.12 (CUDA build: 13.1; /dev/nvidiactl "
+            in done.stdout), done.stdout
+    (tmp_path / "strict").mkdir()
+    done = _gpu_check(tmp_path / "strict", "--require-gpu", gpu=False)
+    assert done.returncode == 1 and "1 error" in done.stdout, done.stdout + done.stderr  # the gpu fixture fails
+    assert "Failed: --require-gpu: no GPU visible to PyTorch" in done.stdout
+
+
+def test_on_a_gpu_the_cusparselt_check_passes_where_the_library_loads(tmp_path):
+    done = _gpu_check(tmp_path)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("compiled,version,said", [
+    (False, None, "PyTorch 2.10.0a0+b4e4ee81d3.nv25.12 was built without cuSPARSELt "
+                  "(torch.backends.cusparselt.is_available() is False), which the manifest promises"),
+    (True, None, "cuSPARSELt does not load on NVIDIA H200: torch.backends.cusparselt.version() is None"),
+])
+def test_on_a_gpu_the_cusparselt_check_fails_naming_what_is_missing(tmp_path, compiled, version, said):
+    done = _gpu_check(tmp_path, compiled=compiled, version=version)
+    assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout + done.stderr
+    assert said in done.stdout, done.stdout
+
+
+def test_a_release_that_promises_no_cusparselt_skips_the_gpu_check_saying_so(tmp_path):
+    done = _gpu_check(tmp_path, "--require-gpu", compiled=False, version=None, torch_with=[])
+    assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout + done.stderr
+    assert "the manifest does not list stack.torch_with: cusparselt" in done.stdout

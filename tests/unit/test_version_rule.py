@@ -158,6 +158,22 @@ def test_base_labels_and_the_interpreter_are_held_by_the_rule_too():
     ("1.0+git01374eb", "1.0+git01374eb5", None),
     ("1.0+01374eb5.nv25.120", "1.0+01374eb5.nv25.12", "local part +01374eb5.nv25.120 is not +01374eb5.nv25.12"),
     ("1.0+cu1300", "1.0+cu130", "local part +cu1300 is not +cu130"),
+    # more adversarial forms of a later point's pre- and dev release
+    ("2.10.0.0.1rc1", "2.10.0", "pre-release rc1 is not none"),
+    ("2.10.0.1rc1", "2.10", "pre-release rc1 is not none"),
+    ("1.52.0.1rc1+abc1234", "1.52.0", "pre-release rc1 is not none"),
+    ("2.10.0.1.dev0+769ed778", "2.10.0", "dev release 0 is not none"),
+    # a reported text that is not PEP 440 where the manifest states a PEP 440 version: never read as text
+    ("2.10.0.1.dev0.dirty", "2.10.0",
+     "2.10.0.1.dev0.dirty is not a PEP 440 version (the manifest states 2.10.0, which is one)"),
+    ("1.52.0.1.post1rc1", "1.52.0",
+     "1.52.0.1.post1rc1 is not a PEP 440 version (the manifest states 1.52.0, which is one)"),
+    ("2.10.0-rc1-dirty", "2.10.0", "2.10.0-rc1-dirty is not a PEP 440 version (the manifest states 2.10.0, which is one)"),
+    # the hash rule both ways, and case
+    ("1.8.0a0+1606899", "1.8.0a0+16068990", "local part +1606899 is not +16068990"),
+    ("1.8.0a0+1606899.1", "1.8.0a0+1606899", "local part +1606899.1 is not +1606899"),
+    ("1.5.0a0+3bbb36", "1.5.0a0+3bbb36e", "local part +3bbb36 is not +3bbb36e"),  # 6 characters: not a hash
+    ("2.10.0A0+B4E4EE81D3.NV25.12", "2.10.0a0+b4e4ee81d3.nv25.12", None),
     # spellings pip normalises
     ("2.10.0-rc.1", "2.10.0rc1", None),
     ("V1.0.POST2", "1.0.post2", None),
@@ -187,11 +203,13 @@ def test_accepts_names_the_hash_only_where_the_manifest_states_one_of_letters_an
 def test_the_docstring_states_the_cases_the_tests_hold():
     """The rule's docstring is its specification: every case it names by example is one the rule decides so."""
     import ngcbuild.manifest.version_rule as rule
-    for phrase in ("2.10.0.1.dev0", "1.52.0.1rc1", "16068990", "b4e4ee8", "2.10.0.1.post1", "13.1 is 13.1.0"):
+    for phrase in ("2.10.0.1.dev0", "1.52.0.1rc1", "16068990", "b4e4ee8", "2.10.0.1.post1", "13.1 is 13.1.0",
+                   "2.10.0.1.dev0.dirty", "r36.4.0"):
         assert phrase in rule.__doc__
     assert not reports("2.10.0.1.dev0", "2.10.0") and not reports("1.52.0.1rc1", "1.52.0")
     assert not reports("1.8.0a0+16068990", "1.8.0a0+1606899") and reports("2.10.0.1.post1", "2.10.0")
     assert reports("13.1", "13.1.0") and reports("2.10.0a0+b4e4ee8", "2.10.0a0+b4e4ee81d3")
+    assert not reports("2.10.0.1.dev0.dirty", "2.10.0") and reports("r36.4.0", "r36.4")
 
 
 def test_parse_reads_every_part():

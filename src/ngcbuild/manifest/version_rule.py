@@ -19,8 +19,10 @@ Exactly what it accepts, part by part (both sides read as PEP 440 in the spellin
   b4e4ee8 is torch.__version__'s b4e4ee81d3. A stated segment of digits only (20.12's `+1606899`) is
   compared whole: 16068990 is another number, not a longer hash. A suffix appended (`.nv99.99`) is another
   build.
-- Not PEP 440 on either side (a vendor's own form): equal, or the stated text followed by more parts after
-  `.`, `+` or `-`.
+- A stated version that is not PEP 440 (a vendor's own form, `12.2.2.009-dev`, `r36.4`): the reported text equal,
+  or the stated text followed by more parts after `.`, `+` or `-` (`r36.4.0`).
+- A reported version that is not PEP 440 where the manifest states one: refused, whatever follows the stated text
+  (2.10.0.1.dev0.dirty, 1.52.0.1.post1rc1: read as text, a pre- or dev release of a later point would pass).
 
 The standard library only, and Python 3.6's: the smoke suite's staging puts this file beside the expectations
 it mounts into the image (smoke/staging.py, stage_expectations), whose interpreter has nothing of ngcbuild,
@@ -74,8 +76,10 @@ def mismatch(reported, stated):
     """None when `reported` is a form of the `stated` version; otherwise why not, in a few words."""
     reported, stated = str(reported).strip(), str(stated).strip()
     have, want = parse(reported), parse(stated)
-    if have is None or want is None:
-        # Not PEP 440 (a vendor's own form): equal, or the stated text followed by more parts.
+    if have is None and want is not None:
+        return "{} is not a PEP 440 version (the manifest states {}, which is one)".format(reported, stated)
+    if want is None:
+        # A vendor's own form stated: equal, or the stated text followed by more parts.
         if reported == stated or (reported.startswith(stated) and reported[len(stated):][:1] in (".", "+", "-")):
             return None
         return "{} is not {} (compared as text: not a PEP 440 version)".format(reported, stated)

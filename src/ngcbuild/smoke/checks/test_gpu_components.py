@@ -156,5 +156,10 @@ def test_cusparselt_loads_on_the_gpu_where_the_manifest_promises_it(gpu, expecte
         pytest.skip("the manifest does not list stack.torch_with: cusparselt")
     import torch
 
-    version = torch.backends.cusparselt.version()
-    assert version, "torch.backends.cusparselt.version() is %r on %s" % (version, torch.cuda.get_device_name(0))
+    backend = getattr(torch.backends, "cusparselt", None)  # PyTorch before 2.1 has no such backend
+    assert backend is not None and backend.is_available(), \
+        "PyTorch %s was built without cuSPARSELt (torch.backends.cusparselt.is_available() is False), which the " \
+        "manifest promises (stack.torch_with)" % torch.__version__
+    version = backend.version()
+    assert version, "cuSPARSELt does not load on %s: torch.backends.cusparselt.version() is %r" % (
+        torch.cuda.get_device_name(0), version)

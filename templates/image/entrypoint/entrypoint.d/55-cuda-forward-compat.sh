@@ -10,7 +10,9 @@ compat_link=$compat_root/lib
 compat_real=$compat_root/lib.real
 driver_file=${_NVIDIA_DRIVER_VERSION_FILE:-/proc/driver/nvidia/version}
 compat_lib=$(ls "$compat_real"/libcuda.so.*.* 2>/dev/null | head -n 1)
-# A link an earlier start left (the same container started again, on another host) is not proof for this one.
+compat_enabled=
+# A link an earlier start left (the same container started again, on another host, or an image committed from
+# it) is not proof for this one.
 if [ -L "$compat_link" ]; then
   rm -f "$compat_link" 2>/dev/null || true
 fi
@@ -43,6 +45,7 @@ if [ -n "$compat_lib" ] && [ -n "$kernel_driver" ]; then
         compat_path=${compat_path#:}
         export LD_LIBRARY_PATH="${compat_path%:}"
       fi
+      compat_enabled=1
       echo
       echo "NOTE: CUDA Forward Compatibility mode ENABLED."
       echo "  Using CUDA $cuda_release driver version $compat_driver with kernel driver version $kernel_driver."
@@ -53,4 +56,12 @@ if [ -n "$compat_lib" ] && [ -n "$kernel_driver" ]; then
       echo "  using kernel driver version $kernel_driver as it is. CUDA $cuda_release may need a newer driver."
     fi
   fi
+fi
+# A link left that this user cannot remove (not root) must not enable what was not tried or failed here: its
+# entry leaves the path, the folders before it keep their order (torch/lib first).
+if [ -z "$compat_enabled" ] && [ -L "$compat_link" ]; then
+  compat_path=":$LD_LIBRARY_PATH:"
+  compat_path=${compat_path//":$compat_link:"/":"}
+  compat_path=${compat_path#:}
+  export LD_LIBRARY_PATH="${compat_path%:}"
 fi
