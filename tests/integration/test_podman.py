@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from ..conftest import IN_CI
+from ..conftest import IN_CI, REPO
 
 pytestmark = pytest.mark.podman
 
@@ -80,7 +80,11 @@ def test_dev_is_built_smoked_and_pushed_on_podman(podman, scratch, private_regis
     assert "sha256:" + hashlib.sha256(read_back.stdout).hexdigest() == digest
     config = json.loads(read_back.stdout)["config"]["digest"]
     assert config == image_id  # the config pushed is the very image Podman holds and the suite smoked
-    print(f"dev on Podman: image {image_id}, release digest {digest}")  # -s: the closing note's figures
+    # what the run made on Podman, kept beside the run's other outputs (build/tests/, never a project file):
+    # the image id against the Docker engine's dev (build/dev/record.json) says whether the two engines
+    # made the same release image
+    (REPO / "build" / "tests").mkdir(parents=True, exist_ok=True)
+    (REPO / "build" / "tests" / "podman-dev.json").write_text(json.dumps({"image_id": image_id, "digest": digest}))
 
     again = scratch.invoke_env(env, "build", "--release", "dev", timeout=600)
     assert again.returncode == 0 and "already built locally" in again.stdout, again.stdout[-3000:]
