@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dev.bench import BUMPS, _with_section
+from ngcbuild.core.children import run_child
 from ngcbuild.core.project import Project
 
 MANIFEST_TYPES = ", ".join(["application/vnd.docker.distribution.manifest.v2+json",
@@ -119,8 +120,7 @@ class _LayersBench:
 
     def invoke(self, *args: str) -> tuple[float, str]:
         began = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=self.clone, capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, env=_environ(), timeout=3600)
+        done = run_child([sys.executable, "-m", "invoke", *args], cwd=self.clone, env=_environ(), timeout=3600)
         took = time.perf_counter() - began
         if done.returncode:
             raise RuntimeError(f"invoke {' '.join(args)} exit {done.returncode}\n{done.stdout[-3000:]}"
