@@ -12,6 +12,7 @@ no engine, and what is under test is the push's reading of the registry, not the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import http.server
 import io
@@ -208,6 +209,7 @@ def pushing(misbehave=None, before=None, saved: bytes = SAVED):
     `before(content) -> digest`: what an earlier push left in the registry, and the record says so.
     `saved`: what the engine's save of the image is (the tiny image's own, or a broken one)."""
     def serve(project, outside):
+        (outside / "tmp").mkdir()  # the push's $TMPDIR, where its scratch folders go
         engine = TinyEngine(saved)
         registry = FakeRegistry(outside / "registry.log", Content())
         others = misbehave(registry, outside) if misbehave is not None else []
@@ -418,11 +420,26 @@ PODMAN_SAVE = _save_of([(f"{DIFF_ID[7:]}.tar", _LAYER), (f"{IMAGE_ID[7:]}.json",
                         _declaring(f"{IMAGE_ID[7:]}.json", [f"{DIFF_ID[7:]}.tar"])])
 
 
-def push_cases(add) -> None:
+def no_scratch_left(after):
+    """`after`, and the case's private $TMPDIR (OUTSIDE/tmp) as empty as before: no scratch folder of the
+    push (its save, its compressed layers) outlives it, whether it failed or not."""
+    def check(project, outside) -> str | None:
+        left = sorted(path.name for path in (outside / "tmp").iterdir())
+        if left:
+            return f"left in $TMPDIR: {left[:3]}"
+        return after(project, outside)
+    return check
+
+
+def push_cases(add_case) -> None:
     klass = "hostile registry (push)"
     setup = setup_all(dev, _record)
     argv = ("push", "--release", "dev", "--registry", "REG")
-    env = {"DOCKER_HOST": "unix://TINYENGINE"}
+    env = {"DOCKER_HOST": "unix://TINYENGINE", "TMPDIR": "OUTSIDE/tmp"}
+
+    def add(case: HostileCase) -> None:
+        add_case(dataclasses.replace(case, after=no_scratch_left(case.after)))
+
     add(HostileCase("push-to-an-honest-registry", klass, argv, setup, exit_status=0, serve=pushing(_keep_stored),
                     extra_env=env, after=recorded_as_stored, shows=("(verified against the registry)",)))
     # a retried push: the record names the manifest an earlier push wrote to this registry

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
-import tempfile
 import time
 import zlib
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from ngcbuild.core.names import ImageNames
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
+from ngcbuild.core.scratch import scratch_folder
 from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
@@ -343,7 +343,7 @@ def _upload(client, uploader: Registry, repository: str, repository_path: str, t
 
     shown = f"{repository}:{tags[0]}"
     say = printer(out)
-    with tempfile.TemporaryDirectory(prefix="ngcbuild-push-", dir="/var/tmp") as tmp:
+    with scratch_folder("ngcbuild-push-") as tmp:
         blobs = image_blobs(client, image_id, Path(tmp), say)
         body = blobs.manifest()
 
