@@ -31,7 +31,7 @@ from ngcbuild.image.config import normalised_config, rfc3339, seconds
 from ngcbuild.image.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
 from ngcbuild.image.save import SaveUnreadable
 
-VERSION = 3  # of the rules (image/layer_tar.py, volatile.py, config.py): a change is a new memo tag, never a stale hit
+VERSION = 4  # of the rules (image/layer_tar.py, volatile.py, config.py): a change is a new memo tag, never a stale hit
 _CHUNK = 1 << 20
 
 
