@@ -14,6 +14,8 @@ import os
 import shutil
 import subprocess
 import tarfile
+import time
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -258,12 +260,12 @@ def tally(figures):
 
 
 class _Tally:
-    """test_fuzz.py's Tally, its clean error the one this file's properties raise (_Tallied)."""
+    """How the examples of one property ended (test_fuzz.py's Tally, its clean error the one this file's
+    properties raise: _Tallied), recorded for RELIABILITY.md even when the property fails."""
 
     def __init__(self, figures, case: str):
-        from .test_fuzz import Tally
-
-        self.inner, self.last_accepted = Tally(figures, case), False
+        self.figures, self.case, self.counts, self.slowest = figures, case, Counter(), 0.0
+        self.last_accepted = False
 
     def warm(self, function) -> None:
         try:
@@ -272,31 +274,31 @@ class _Tally:
             pass
 
     def run(self, function, *args) -> None:
-        import time
-        from collections import Counter
-
-        counts: Counter = self.inner.counts
         started, cpu_started = time.perf_counter(), time.thread_time()
         self.last_accepted = False
         try:
             function(*args)
-            counts["accepted"] += 1
+            self.counts["accepted"] += 1
             self.last_accepted = True
         except _Tallied:
-            counts["clean"] += 1
+            self.counts["clean"] += 1
         except Exception:
-            counts["other"] += 1
+            self.counts["other"] += 1
             raise
         finally:
             took, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
-            self.inner.slowest = max(self.inner.slowest, took)
-            counts["tried"] += 1
+            self.slowest = max(self.slowest, took)
+            self.counts["tried"] += 1
             if cpu > BOUND_S:
-                counts["slow"] += 1
+                self.counts["slow"] += 1
         assert cpu <= BOUND_S, f"{cpu:.2f} CPU seconds for one example ({took:.2f}s by the clock)"
 
     def record(self) -> None:
-        self.inner.record()
+        c = self.counts
+        self.figures(suite="fuzz", case=self.case, input=self.case, examples=c["tried"],
+                     clean=not (c["other"] or c["slow"]), accepted=c["accepted"], clean_errors=c["clean"],
+                     traceback=bool(c["other"]), errors=c["other"], hangs=c["slow"],
+                     slowest_s=round(self.slowest, 4))
 
 
 def test_the_save_reader_reads_a_chain_of_5000_extended_headers_flat():
