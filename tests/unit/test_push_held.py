@@ -101,6 +101,7 @@ def test_a_trickled_blob_is_cut_at_one_deadline_for_the_whole_read(served, monke
 def test_the_deadline_of_a_blob_grows_with_its_size():
     assert client.blob_deadline_s(0) == client.MANIFEST_DEADLINE_S
     assert client.blob_deadline_s(10 * client.MIN_RATE) == client.MANIFEST_DEADLINE_S + 10
+    assert client.blob_deadline_s(788) == client.MANIFEST_DEADLINE_S + 1  # whole seconds, said as they are
 
 
 def _held_in(served, before) -> bytes | None:
@@ -128,3 +129,16 @@ def test_the_image_held_whole_is_our_manifest_byte_for_byte(served):
         "layer-other-bytes", "config-other-bytes", "another-config"])
 def test_what_is_not_the_image_held_whole_is_never_taken_for_it(served, before):
     assert _held_in(served, before) is None
+
+
+def test_a_trickled_small_blob_has_a_deadline_sized_to_it_not_the_old_fifteen_minutes(served, monkeypatch):
+    """verify-attestation's signature blob, 788 bytes trickled a byte at a time: cut at a deadline sized to
+    its 788 bytes (here the minute made a second), said in the message, never 900 s whatever its size."""
+    monkeypatch.setattr(client, "MANIFEST_DEADLINE_S", 1)
+    digest = "sha256:" + "3" * 64
+    trickling = served(fakes.Content(), raw={f"GET {BLOBS}{digest}": lambda h: _trickle_blob(h, 788)})
+    started = time.monotonic()
+    with pytest.raises(RegistryError, match=r"788 bytes: 2s allowed") as caught:
+        Registry(trickling.address).blob(fakes.REPOSITORY, digest, 788)
+    assert time.monotonic() - started < 8
+    assert "no whole answer within 2s" in str(caught.value)

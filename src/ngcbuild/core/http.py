@@ -182,7 +182,7 @@ class Deadline:
     read returns at once. fetch() reads under one; a streaming request (a blob upload whose body is
     sent in chunks) can too:
 
-        with Deadline(url, BLOB_DEADLINE_S) as call:
+        with Deadline(url, blob_deadline_s(size)) as call:
             response = session.put(url, data=chunks(), timeout=call.timeouts)
             ...
             call.check()  # AnswerTooSlow, naming the URL, when the deadline fell

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -40,14 +41,19 @@ MAX_MANIFEST = 4 << 20  # the distribution spec's recommended limit for a manife
 MAX_ENTRIES = 1024  # distinct entries of a list or an index read (a list names a few platforms)
 MAX_SMALL_ANSWER = 1 << 20  # an answer with no body worth reading (a PUT's, an error's, a token)
 MANIFEST_DEADLINE_S = 60  # a manifest, a token, a PUT's answer: a few kB, or at most MAX_MANIFEST
-BLOB_DEADLINE_S = 900
-MIN_RATE = 1 << 20  # bytes a second: a blob read slower than this, after the first minute, is cut
+MIN_RATE = 1 << 20  # bytes a second: a blob read or sent slower than this, after the first minute, is cut
 
 
 def blob_deadline_s(size: int) -> float:
-    """The deadline of one whole blob read: a minute, and a second for every MIN_RATE bytes of it (one
-    deadline for the operation, never one per read: a trickle of a byte a second ends at it)."""
-    return MANIFEST_DEADLINE_S + size / MIN_RATE
+    """The deadline of one whole blob read or upload: a minute, and a second for every MIN_RATE bytes of it
+    (one deadline for the operation, sized to it, never one per read: a trickle of a byte a second ends at
+    it, whatever the blob's size; a 10 GB layer has the three hours it needs at that rate)."""
+    return float(MANIFEST_DEADLINE_S + math.ceil(size / MIN_RATE))
+
+
+def _allowed(size: int, deadline: float) -> str:
+    """What a blob's deadline was sized to, for its message."""
+    return f"{size} bytes: {deadline:.0f}s allowed, a minute and 1 s per {MIN_RATE >> 20} MiB"
 
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _ERROR_CODE = re.compile(r"[A-Z][A-Z_]{0,39}")
@@ -318,9 +324,10 @@ class Registry:
         or whose bytes are not those of its digest (truncated, replaced), is a BlobMismatch."""
         self._checked(repository, digest, digest_only=True)
         where = f"{self.host}/{repository}: blob {digest}"
+        deadline = blob_deadline_s(limit)  # sized to the most it may be: a trickled signature ends in a minute
         try:
             answer = self._request("GET", f"/v2/{repository}/blobs/{digest}", headers={}, limit=limit,
-                                   deadline_s=BLOB_DEADLINE_S, what=f"GET blob {digest[:19]}")
+                                   deadline_s=deadline, what=f"GET blob {digest[:19]} ({_allowed(limit, deadline)})")
         except AnswerOverLimit:
             raise BlobMismatch(f"{where} is over {limit} bytes") from None
         if answer.status == 404:
@@ -374,8 +381,8 @@ class Registry:
         try:
             answer = self._request("GET", f"/v2/{repository}/blobs/{digest}", headers={},
                                    limit=max(size, MAX_SMALL_ANSWER),  # an error's answer is read too
-                                   deadline_s=deadline, what=f"GET blob {digest[:19]} ({size} bytes, "
-                                   f"{deadline:.0f}s allowed at {MIN_RATE >> 10} KiB/s)", sink=take)
+                                   deadline_s=deadline, what=f"GET blob {digest[:19]} ({_allowed(size, deadline)})",
+                                   sink=take)
         except AnswerOverLimit:
             raise BlobMismatch(f"{where} is over the {size} bytes its descriptor names") from None
         if answer.status == 404:
@@ -419,7 +426,8 @@ class Registry:
         separator = "&" if "?" in url else "?"
         answer = self._request("PUT", f"{url}{separator}digest={digest}", data=data, absolute=True,
                                headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
-                               limit=MAX_SMALL_ANSWER, deadline_s=BLOB_DEADLINE_S, what=f"PUT blob {digest[:19]}")
+                               limit=MAX_SMALL_ANSWER, deadline_s=blob_deadline_s(size),
+                               what=f"PUT blob {digest[:19]} ({_allowed(size, blob_deadline_s(size))})")
         self._check(answer, f"PUT blob {digest[:19]}")
 
     def _checked(self, repository: str, reference: str, digest_only: bool = False) -> None:
