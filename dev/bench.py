@@ -12,7 +12,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -113,8 +112,8 @@ class Bench:
             if no_cache:
                 command.insert(2, "--no-cache")
             started = time.monotonic()
-            result = subprocess.run(command, stdin=context, capture_output=True, text=True,
-                                    env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/local/bin:/usr/bin:/bin"})
+            result = run_child(command, stdin=context,
+                               env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/local/bin:/usr/bin:/bin"})
             elapsed = time.monotonic() - started
         if result.returncode != 0:
             raise RuntimeError(f"plain docker build failed: {result.stderr[-2000:]}")

@@ -15,11 +15,11 @@ STOP_WAIT_S = 5.0  # what a child is given to put things back after SIGTERM, bef
 
 
 def run_child(argv: list[str], *, cwd=None, env: dict | None = None, timeout: float | None = None,
-              stop_wait_s: float = STOP_WAIT_S) -> subprocess.CompletedProcess:
+              stop_wait_s: float = STOP_WAIT_S, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
     """`argv` run to its end, its output captured as text (as subprocess.run(capture_output=True,
-    text=True)); the child and everything it started ended when the caller leaves first. A timeout is
-    subprocess.TimeoutExpired, after the group was ended."""
-    process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    text=True)), `stdin` a file it reads (none by default); the child and everything it started ended
+    when the caller leaves first. A timeout is subprocess.TimeoutExpired, after the group was ended."""
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = process.communicate(timeout=timeout)
