@@ -228,8 +228,8 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
     if config_held and before:
         held = _with_retries(shown, lambda: _held_whole(uploader, repository_path, image_id, before), out, sleep)
     if held is not None:
-        say(f"    {repository} holds this image already (manifest {digest_of(held)}, every layer read back to its "
-            "diff id): nothing compressed or sent")
+        say(f"    {repository} holds this image already (manifest {digest_of(held)}): every layer read back to its "
+            "diff id, nothing compressed or sent")
 
         def write_tags() -> None:
             for tag in tags:
