@@ -414,6 +414,21 @@ DECLARING_SAVES = [
         ("a", "b"), ("b", "a"), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED)),
         _declaring(f"{IMAGE_ID[7:]}.json", ["a"])]), ("hops",)),
 ]
+def _chained(kind: bytes, count: int) -> bytes:
+    """The tiny image's save behind `count` extended headers in a row (PAX records or GNU long names), each
+    naming the first member: a reader that recurses on them, or keeps each, fails; the save reader goes on."""
+    body = b"14 path=chain\n" if kind == tarfile.XHDTYPE else b"chain\0"
+    header = tarfile.TarInfo("././@PaxHeader" if kind == tarfile.XHDTYPE else "././@LongLink")
+    header.size, header.type = len(body), kind
+    one = header.tobuf(format=tarfile.USTAR_FORMAT if kind == tarfile.XHDTYPE else tarfile.GNU_FORMAT)
+    return (one + body + bytes(-len(body) % 512)) * count + SAVED
+
+
+# saves whose headers come in chains (issue 54 item 2): read flat, the push goes on (exit 0)
+CHAINED_SAVES = [
+    ("push-engine-save-2000-pax-headers-in-a-row", _chained(tarfile.XHDTYPE, 2000)),
+    ("push-engine-save-2000-gnu-long-names-in-a-row", _chained(tarfile.GNUTYPE_LONGNAME, 2000)),
+]
 # Podman's layout: each layer a file named by its diff id, `<id>/layer.tar` a link to it (pushed as any other)
 PODMAN_SAVE = _save_of([(f"{DIFF_ID[7:]}.tar", _LAYER), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED)),
                         (f"{'1' * 64}/layer.tar", f"../{DIFF_ID[7:]}.tar"),
@@ -495,6 +510,10 @@ def push_cases(add_case) -> None:
         add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(_keep_stored, saved=saved),
                         extra_env=env, mentions=says, absent=("\x1b", "Traceback"),
                         after=nothing_recorded, hides=("retry",)))
+    for name, saved in CHAINED_SAVES:
+        add(HostileCase(name, klass, argv, setup, exit_status=0, serve=pushing(_keep_stored, saved=saved),
+                        extra_env=env, after=recorded_as_stored, absent=("Traceback", "RecursionError"),
+                        shows=("(verified against the registry)",)))
     add(HostileCase("push-from-a-podman-save", klass, argv, setup, exit_status=0,
                     serve=pushing(_keep_stored, saved=PODMAN_SAVE), extra_env=env, after=recorded_as_stored,
                     shows=("(verified against the registry)",)))
