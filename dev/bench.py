@@ -12,7 +12,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dev import USER_TASKS
+from ngcbuild.core.children import run_child
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
@@ -72,7 +72,7 @@ def timed_process(argv: list[str], cwd: Path, extra_env: dict | None = None) -> 
     env = {**os.environ, **(extra_env or {}),
            "PYTHONPATH": os.pathsep.join(p for p in (code, os.environ.get("PYTHONPATH")) if p)}
     started = time.monotonic()
-    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
+    result = run_child(argv, cwd=cwd, env=env)  # ended with its process group if the bench ends first
     elapsed = time.monotonic() - started
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr[-2000:]}")
@@ -112,8 +112,8 @@ class Bench:
             if no_cache:
                 command.insert(2, "--no-cache")
             started = time.monotonic()
-            result = subprocess.run(command, stdin=context, capture_output=True, text=True,
-                                    env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/local/bin:/usr/bin:/bin"})
+            result = run_child(command, stdin=context,
+                               env={"DOCKER_BUILDKIT": "0", "PATH": "/usr/local/bin:/usr/bin:/bin"})
             elapsed = time.monotonic() - started
         if result.returncode != 0:
             raise RuntimeError(f"plain docker build failed: {result.stderr[-2000:]}")
@@ -362,8 +362,7 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
 
     def timed(*args, env=None) -> tuple[float, dict]:
         started = time.monotonic()
-        result = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=scratch, capture_output=True, text=True,
-                                env={**os.environ, **(env or {})})
+        result = run_child([sys.executable, "-m", "invoke", *args], cwd=scratch, env={**os.environ, **(env or {})})
         elapsed = time.monotonic() - started
         if result.returncode != 0:
             raise RuntimeError(f"invoke {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")

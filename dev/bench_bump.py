@@ -14,7 +14,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 from dev.bench_verify import CountingProxy, wheel_bytes  # noqa: E402
+from ngcbuild.core.children import run_child  # noqa: E402
 from ngcbuild.core.project import Project  # noqa: E402
 
 TARGET_S = 60
@@ -42,8 +42,7 @@ def timed(release: str, proxy: CountingProxy, cache: Path):
            "http_proxy": address, "HTTP_PROXY": address, "NO_PROXY": "", "no_proxy": "", "UV_CACHE_DIR": str(cache)}
     proxy.reset()
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "ngcbuild", "bump", "--check", "--release", release], cwd=ROOT,
-                          env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    done = run_child([sys.executable, "-m", "ngcbuild", "bump", "--check", "--release", release], cwd=ROOT, env=env)
     seconds = time.monotonic() - started
     time.sleep(0.5)  # the last tunnels close
     return seconds, proxy.reset(), done.returncode, (done.stdout + done.stderr).strip().splitlines()[-1:]

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dev.bench import BUMPS, _with_section
+from ngcbuild.core.children import run_child
 from ngcbuild.core.project import Project
 
 MANIFEST_TYPES = ", ".join(["application/vnd.docker.distribution.manifest.v2+json",
@@ -143,9 +144,8 @@ class _LayersBench:
 
     def invoke(self, *args: str) -> tuple[float, str]:
         began = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "invoke", *args], cwd=self.clone, capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=3600,
-                              env={**_environ(), "NGCBUILD_LAYER_STORE": str(self.store)})
+        done = run_child([sys.executable, "-m", "invoke", *args], cwd=self.clone, timeout=3600,
+                         env={**_environ(), "NGCBUILD_LAYER_STORE": str(self.store)})
         took = time.perf_counter() - began
         if done.returncode:
             raise RuntimeError(f"invoke {' '.join(args)} exit {done.returncode}\n{done.stdout[-3000:]}"

@@ -24,6 +24,7 @@ from datetime import date
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ngcbuild.core.children import run_child
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.indexes import release_indexes
 from ngcbuild.core.project import Project
@@ -147,8 +148,7 @@ def _timed(tree: Path, release: str, proxy: CountingProxy) -> tuple[float, Count
            "http_proxy": address, "HTTP_PROXY": address, "NO_PROXY": "", "no_proxy": ""}
     proxy.reset()
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "invoke", "verify", "--release", release, "--json"], cwd=tree,
-                            env=env, capture_output=True, text=True)
+    result = run_child([sys.executable, "-m", "invoke", "verify", "--release", release, "--json"], cwd=tree, env=env)
     seconds = time.monotonic() - started
     time.sleep(0.5)  # the last tunnels close
     return seconds, proxy.reset(), result.returncode

@@ -12,6 +12,7 @@ no engine, and what is under test is the push's reading of the registry, not the
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import http.server
 import io
@@ -24,8 +25,11 @@ import threading
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ngcbuild.image.blobs import Blob, ImageBlobs, compress
+from ngcbuild.image.media import DOCKER_CONFIG, DOCKER_LAYER, DOCKER_MANIFEST
+
 from . import fakes
-from .fakes import REPOSITORY, Content, FakeRegistry, FakeServer, other_host_available
+from .fakes import REPOSITORY, Content, FakeRegistry, FakeServer, digest_of, other_host_available
 from .hostile import HostileCase, dev, setup_all, write
 
 RELEASE_TAG = "nvcr.io/nvidia/pytorch:dev-py3"
@@ -62,17 +66,61 @@ def _tiny_image() -> tuple[str, str, bytes]:
 IMAGE_ID, DIFF_ID, SAVED = _tiny_image()
 
 
+def _ours(layer: bytes) -> tuple[bytes, bytes]:
+    """(the layer blob our push compresses `layer` to, the manifest it writes naming the tiny config and it)."""
+    blob = io.BytesIO()
+    digest, size, _ = compress(io.BytesIO(layer), blob)
+    return blob.getvalue(), ImageBlobs(_CONFIG, (Blob(digest, size, None),)).manifest()
+
+
 def _held(content: Content, config_digest: str = IMAGE_ID) -> str:
-    """A Docker schema-2 manifest in `content`, naming a config of `config_digest` and one layer blob, both
-    stored: what an earlier push of the tiny image left (or, with another config, of another image)."""
-    layer = content.add_blob(b"an earlier push's layer blob")
-    config = {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 100, "digest": config_digest}
-    if config_digest == IMAGE_ID:
-        content.blobs[IMAGE_ID] = b"the config, as far as a HEAD can tell"
-    body = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-                       "config": config, "layers": [{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
-                                                     "size": 28, "digest": layer}]}, indent=3).encode()
-    return content.add_manifest(body, "application/vnd.docker.distribution.manifest.v2+json")
+    """What an earlier push of the tiny image left in `content` (the config, the layer blob, the manifest our
+    push writes, byte for byte), or, with another config digest, the same manifest of another image."""
+    blob, body = _ours(_LAYER)
+    content.add_blob(blob)
+    content.blobs[IMAGE_ID] = _CONFIG
+    body = body.replace(IMAGE_ID.encode(), config_digest.encode())
+    return content.add_manifest(body, DOCKER_MANIFEST)
+
+
+def _held_as(layers: list[bytes], indent: int = 3, size_of=len) -> callable:
+    """A manifest of the tiny image's config (stored too) in `content`, naming `layers` as blobs (each
+    stored, gzipped our way): no layers, another image's, two: each not the image held whole."""
+    def before(content: Content) -> str:
+        content.blobs[IMAGE_ID] = _CONFIG
+        named = []
+        for layer in layers:
+            blob = io.BytesIO()
+            digest, size, _ = compress(io.BytesIO(layer), blob)
+            content.add_blob(blob.getvalue())
+            named.append({"mediaType": DOCKER_LAYER, "size": size_of(blob.getvalue()), "digest": digest})
+        body = json.dumps({"schemaVersion": 2, "mediaType": DOCKER_MANIFEST,
+                           "config": {"mediaType": DOCKER_CONFIG, "size": len(_CONFIG), "digest": IMAGE_ID},
+                           "layers": named}, indent=indent).encode()
+        return content.add_manifest(body, DOCKER_MANIFEST)
+    return before
+
+
+def _held_but(damage) -> callable:
+    """The image held whole (`_held`), then `damage(content, layer_digest)` done to the registry's copy."""
+    def before(content: Content) -> str:
+        digest = _held(content)
+        damage(content, digest_of(_ours(_LAYER)[0]))
+        return digest
+    return before
+
+
+def _layer_gone(content: Content, layer: str) -> None:
+    del content.blobs[layer]
+
+
+def _layer_other_bytes(content: Content, layer: str) -> None:
+    """The layer blob replaced by bytes of its size that are not it (a HEAD cannot tell: only reading can)."""
+    content.blobs[layer] = bytes(len(content.blobs[layer]))
+
+
+def _config_other_bytes(content: Content, layer: str) -> None:
+    content.blobs[IMAGE_ID] = _CONFIG.replace(b'"os": "linux"', b'"os": "other"')
 
 
 class TinyEngine:
@@ -161,6 +209,7 @@ def pushing(misbehave=None, before=None, saved: bytes = SAVED):
     `before(content) -> digest`: what an earlier push left in the registry, and the record says so.
     `saved`: what the engine's save of the image is (the tiny image's own, or a broken one)."""
     def serve(project, outside):
+        (outside / "tmp").mkdir()  # the push's $TMPDIR, where its scratch folders go
         engine = TinyEngine(saved)
         registry = FakeRegistry(outside / "registry.log", Content())
         others = misbehave(registry, outside) if misbehave is not None else []
@@ -229,9 +278,12 @@ def sent_nothing(project, outside) -> str | None:
     return None
 
 
-def pushed_anew(project, outside) -> str | None:
-    log = (outside / "registry.log").read_text()
-    return None if '"POST"' in log else "no blob was sent: the manifest of another image was taken for this one's"
+def pushed_as(digest: str):
+    """After a push that did not take the shortcut: the record's digest is the manifest our push writes."""
+    def after(project, outside) -> str | None:
+        digests = {entry.get("digest") for entry in _pushed(project).values()}
+        return None if digests == {digest} else f"recorded {sorted(map(str, digests))}, not our manifest {digest[:19]}"
+    return after
 
 
 def _elsewhere(registry, outside):
@@ -342,6 +394,7 @@ def _declaring(config_name: str, layers: list[str]) -> tuple[str, bytes]:
 
 
 _LAYER = _layer_of(SAVED)
+_CONFIG = _config_of(SAVED)
 _OTHER_CONFIG = b'{"rootfs": {"type": "layers", "diff_ids": ["' + DIFF_ID.encode() + b'"]}, "os": "other"}'
 # A save that declares what it holds (image/save.py) and lies about it, or lays it out as Podman does.
 # Each lie: exit 1, one line, nothing sent, nothing recorded.
@@ -361,17 +414,47 @@ DECLARING_SAVES = [
         ("a", "b"), ("b", "a"), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED)),
         _declaring(f"{IMAGE_ID[7:]}.json", ["a"])]), ("hops",)),
 ]
+def _chained(kind: bytes, count: int) -> bytes:
+    """The tiny image's save behind `count` extended headers in a row (PAX records or GNU long names), each
+    naming the first member: a reader that recurses on them, or keeps each, fails; the save reader goes on."""
+    body = b"14 path=chain\n" if kind == tarfile.XHDTYPE else b"chain\0"
+    header = tarfile.TarInfo("././@PaxHeader" if kind == tarfile.XHDTYPE else "././@LongLink")
+    header.size, header.type = len(body), kind
+    one = header.tobuf(format=tarfile.USTAR_FORMAT if kind == tarfile.XHDTYPE else tarfile.GNU_FORMAT)
+    return (one + body + bytes(-len(body) % 512)) * count + SAVED
+
+
+# saves whose headers come in chains (issue 54 item 2): read flat, the push goes on (exit 0)
+CHAINED_SAVES = [
+    ("push-engine-save-2000-pax-headers-in-a-row", _chained(tarfile.XHDTYPE, 2000)),
+    ("push-engine-save-2000-gnu-long-names-in-a-row", _chained(tarfile.GNUTYPE_LONGNAME, 2000)),
+]
 # Podman's layout: each layer a file named by its diff id, `<id>/layer.tar` a link to it (pushed as any other)
 PODMAN_SAVE = _save_of([(f"{DIFF_ID[7:]}.tar", _LAYER), (f"{IMAGE_ID[7:]}.json", _config_of(SAVED)),
                         (f"{'1' * 64}/layer.tar", f"../{DIFF_ID[7:]}.tar"),
                         _declaring(f"{IMAGE_ID[7:]}.json", [f"{DIFF_ID[7:]}.tar"])])
 
 
-def push_cases(add) -> None:
+def no_scratch_left(after):
+    """`after`, and the case's private $TMPDIR (OUTSIDE/tmp) as empty as before: no scratch folder of the
+    push (its save, its compressed layers) outlives it, whether it failed or not."""
+    def check(project, outside) -> str | None:
+        left = sorted(path.name for path in (outside / "tmp").iterdir())
+        if left:
+            return f"left in $TMPDIR: {left[:3]}"
+        return after(project, outside)
+    return check
+
+
+def push_cases(add_case) -> None:
     klass = "hostile registry (push)"
     setup = setup_all(dev, _record)
     argv = ("push", "--release", "dev", "--registry", "REG")
-    env = {"DOCKER_HOST": "unix://TINYENGINE"}
+    env = {"DOCKER_HOST": "unix://TINYENGINE", "TMPDIR": "OUTSIDE/tmp"}
+
+    def add(case: HostileCase) -> None:
+        add_case(dataclasses.replace(case, after=no_scratch_left(case.after)))
+
     add(HostileCase("push-to-an-honest-registry", klass, argv, setup, exit_status=0, serve=pushing(_keep_stored),
                     extra_env=env, after=recorded_as_stored, shows=("(verified against the registry)",)))
     # a retried push: the record names the manifest an earlier push wrote to this registry
@@ -380,7 +463,25 @@ def push_cases(add) -> None:
                     shows=("holds this image already",), hides=("compressed layer",)))
     add(HostileCase("push-again-the-manifest-is-another-images", klass, argv, setup, exit_status=0,
                     serve=pushing(before=lambda content: _held(content, "sha256:" + "e" * 64)), extra_env=env,
-                    after=pushed_anew, shows=("compressed layer 1/1",), hides=("holds this image already",)))
+                    after=pushed_as(digest_of(_ours(_LAYER)[1])), shows=("compressed layer 1/1",), hides=("holds this image already",)))
+    # a retried push: what the record names is not the image held whole (its config with no layers, with
+    # another image's layer, with this one's twice; a form ours never writes; a layer blob gone, or other
+    # bytes of its size; the config other bytes): each pushed again as any push, never "holds this image"
+    _, ours = _ours(_LAYER)
+    not_held = [
+        ("push-again-held-config-but-no-layers", _held_as([])),
+        ("push-again-held-config-and-another-images-layer", _held_as([_LAYER[:512] + bytes(len(_LAYER) - 512)])),
+        ("push-again-held-config-and-its-layer-twice", _held_as([_LAYER, _LAYER])),
+        ("push-again-held-in-another-form", _held_as([_LAYER], indent=2)),
+        ("push-again-held-layer-of-another-size", _held_as([_LAYER], size_of=lambda blob: len(blob) + 1)),
+        ("push-again-held-layer-blob-gone", _held_but(_layer_gone)),
+        ("push-again-held-layer-blob-other-bytes", _held_but(_layer_other_bytes)),
+        ("push-again-held-config-other-bytes", _held_but(_config_other_bytes)),
+    ]
+    for name, before in not_held:
+        add(HostileCase(name, klass, argv, setup, exit_status=0, serve=pushing(before=before), extra_env=env,
+                        after=pushed_as(digest_of(ours)), shows=("compressed layer 1/1",),
+                        hides=("holds this image already",)))
     add(HostileCase("push-again-the-manifest-served-is-other-bytes", klass, argv, setup, exit_status=1,
                     serve=pushing(_swap_held, before=_held), extra_env=env, mentions=("refused",),
                     after=lambda project, outside: None if len(_pushed(project)) == 1 else "the record changed"))
@@ -409,6 +510,10 @@ def push_cases(add) -> None:
         add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(_keep_stored, saved=saved),
                         extra_env=env, mentions=says, absent=("\x1b", "Traceback"),
                         after=nothing_recorded, hides=("retry",)))
+    for name, saved in CHAINED_SAVES:
+        add(HostileCase(name, klass, argv, setup, exit_status=0, serve=pushing(_keep_stored, saved=saved),
+                        extra_env=env, after=recorded_as_stored, absent=("Traceback", "RecursionError"),
+                        shows=("(verified against the registry)",)))
     add(HostileCase("push-from-a-podman-save", klass, argv, setup, exit_status=0,
                     serve=pushing(_keep_stored, saved=PODMAN_SAVE), extra_env=env, after=recorded_as_stored,
                     shows=("(verified against the registry)",)))

@@ -102,3 +102,37 @@ def test_any_failure_of_the_request_is_the_loads_failure_said_once(tmp_path, cap
         loading.send("0/layer.tar", _layers(tmp_path)[0])
         loading.finish("c.json", b"{}", {})
     assert "Traceback" not in capsys.readouterr().err
+
+
+class SilentEngine(Engine):
+    """Reads the whole archive, then never answers (until the test lets it go)."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def load_image(self, chunks):
+        for chunk in chunks:
+            self.body += chunk
+        self.release.wait(60)
+        return iter([{"stream": "Loaded image: memo:x\n"}])
+
+
+def test_a_load_the_engine_never_answers_ends_at_a_deadline_sized_to_it(tmp_path, monkeypatch):
+    import time
+
+    from ngcbuild.engine import image_load
+
+    monkeypatch.setattr(image_load, "ANSWER_START_S", 1)
+    monkeypatch.setattr(image_load, "_ABORT_WAIT_S", 0.1)  # the request given up: not waited for here
+    engine, paths = SilentEngine(), _layers(tmp_path)
+    started = time.monotonic()
+    try:
+        with pytest.raises(BuildFailed, match=r"did not answer the load .* within 2s of its end \(1543 bytes sent"), \
+                Loading(engine) as loading:
+            for path in paths:
+                loading.send(f"{path.stem}/layer.tar", path)
+            loading.finish("c.json", b"{}", {})
+    finally:
+        engine.release.set()
+    assert time.monotonic() - started < 10

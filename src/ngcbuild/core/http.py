@@ -122,13 +122,16 @@ class Answer:
 
 def fetch(session: requests.Session, method: str, url: str, *, limit: int, deadline_s: float,
           headers: dict | None = None, data: bytes | None = None, auth=None, params=None,
-          proxies: dict | None = None) -> Answer:
+          proxies: dict | None = None, sink=None) -> Answer:
     """`method url` on `session`, its answer read whole: at most `limit` bytes (a larger one is
     AnswerTooLarge, checked against Content-Length before reading and while reading) and within
     `deadline_s` seconds for everything, retries, headers and body included (a server that trickles
     its answer a byte at a time is cut at the deadline: the sockets of the call are shut). Messages
     name the URL with any credentials in it masked. `proxies`: this request's own (they win over the
-    environment's; verify's apt reads through the apt proxy)."""
+    environment's; verify's apt reads through the apt proxy). `sink`: a callable given each chunk of a
+    successful (2xx) answer's body as it arrives, instead of holding it (the Answer's body is then empty;
+    `limit` still bounds what is read): a blob of gigabytes streams through a hash, under the same
+    deadline."""
     import requests
 
     with Deadline(url, deadline_s) as call:
@@ -148,7 +151,8 @@ def fetch(session: requests.Session, method: str, url: str, *, limit: int, deadl
             # a HEAD's Content-Length is the size of what a GET would send (a blob's): it has no body
             if method != "HEAD" and declared.isdigit() and int(declared) > limit:
                 raise AnswerTooLarge(f"{call.shown}: the answer is {declared} bytes, over the {limit} read")
-            body = _read_whole(response, limit, call)
+            streaming = sink is not None and 200 <= response.status_code < 300
+            body = _read_whole(response, limit, call, sink if streaming else None)
             return Answer(response.status_code, response.headers, body, response.url)
         finally:
             response.close()
@@ -178,7 +182,7 @@ class Deadline:
     read returns at once. fetch() reads under one; a streaming request (a blob upload whose body is
     sent in chunks) can too:
 
-        with Deadline(url, BLOB_DEADLINE_S) as call:
+        with Deadline(url, blob_deadline_s(size)) as call:
             response = session.put(url, data=chunks(), timeout=call.timeouts)
             ...
             call.check()  # AnswerTooSlow, naming the URL, when the deadline fell
@@ -217,17 +221,20 @@ class Deadline:
         _calls.current = self._previous
 
 
-def _read_whole(response, limit: int, call: Deadline) -> bytes:
+def _read_whole(response, limit: int, call: Deadline, sink=None) -> bytes:
     chunks, size = [], 0
     try:
         while True:
             chunk = response.raw.read1(min(1 << 16, limit + 1 - size), decode_content=True)
             if not chunk:
                 break
-            chunks.append(chunk)
             size += len(chunk)
             if size > limit:
                 raise AnswerTooLarge(f"{call.shown}: the answer is over the {limit} bytes read")
+            if sink is None:
+                chunks.append(chunk)
+            else:
+                sink(chunk)
             if call.expired:
                 break
     except AnswerTooLarge:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ngcbuild.core.scratch import scratch_folder
 from ngcbuild.core.text import safe
 from ngcbuild.engine.normalise import save_layers
 
@@ -142,7 +142,7 @@ def compare_images(client, first: str, second: str) -> Comparison:
     ids_one, ids_two = one["RootFS"]["Layers"], two["RootFS"]["Layers"]
     differing = [i for i in range(max(len(ids_one), len(ids_two)))
                  if (ids_one[i] if i < len(ids_one) else None) != (ids_two[i] if i < len(ids_two) else None)]
-    with tempfile.TemporaryDirectory(prefix="ngcbuild-compare-", dir="/var/tmp") as tmp:
+    with scratch_folder("ngcbuild-compare-") as tmp:
         config_one, layers_one = save_layers(client, one, {ids_one[i] for i in differing if i < len(ids_one)},
                                              Path(tmp) / "1")
         config_two, layers_two = save_layers(client, two, {ids_two[i] for i in differing if i < len(ids_two)},

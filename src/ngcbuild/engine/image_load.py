@@ -9,6 +9,7 @@ sent, so the disk holds a layer the engine has not yet read, not the whole image
 from __future__ import annotations
 
 import json
+import math
 import queue
 import tarfile
 import threading
@@ -19,6 +20,14 @@ from ngcbuild.core.errors import BuildFailed
 _CHUNK = 1 << 20
 _END, _ABORT = object(), object()
 _ABORT_WAIT_S = 30
+# the engine's answer to a load comes once it has unpacked the last layer it was sent: at most this long
+# after the archive's end, and a second for every ANSWER_RATE bytes of it (it may still be unpacking)
+ANSWER_START_S = 300
+ANSWER_RATE = 8 << 20
+
+
+def answer_deadline_s(sent: int) -> float:
+    return float(ANSWER_START_S + math.ceil(sent / ANSWER_RATE))
 
 
 def takes_partial_load(client) -> bool:
@@ -43,6 +52,8 @@ class Loading:
     def __init__(self, client):
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._failure: BaseException | None = None
+        self._sent, self._bytes = threading.Event(), 0  # the whole archive handed to the engine; its bytes
+        self._queued = 0  # bytes of the layers given to send()
         self._thread = threading.Thread(target=self._run, args=(client,), name="ngcbuild-load", daemon=True)
         self._thread.start()
 
@@ -56,14 +67,27 @@ class Loading:
     def send(self, name: str, path: Path) -> None:
         """The file `path` as the archive's member `name` (removed once the engine has read it)."""
         self._raise_failure()
+        self._queued += path.stat().st_size
         self._queue.put((name, path))
 
     def finish(self, config_name: str, config: bytes, entry: dict) -> None:
-        """The config and manifest.json sent, the archive ended, the engine's answer waited for."""
+        """The config and manifest.json sent, the archive ended, the engine's answer waited for: within one
+        deadline sized to what was sent (answer_deadline_s), else a BuildFailed saying so (the request's
+        thread, a daemon, is left to the engine: it holds the process no longer)."""
         self._queue.put((config_name, config))
         self._queue.put(("manifest.json", json.dumps([entry]).encode()))
         self._queue.put(_END)
-        self._thread.join()
+        # what is still queued, read by the engine within a deadline sized to it; then its answer, within another
+        reading = answer_deadline_s(self._queued)
+        if not self._sent.wait(reading):
+            raise BuildFailed(f"the engine stopped reading the load of the normalised image: not all of its "
+                              f"{self._queued} bytes read within {reading:.0f}s of its end; nothing was tagged")
+        deadline = answer_deadline_s(self._bytes)
+        self._thread.join(deadline)
+        if self._thread.is_alive():
+            raise BuildFailed(f"the engine did not answer the load of the normalised image within {deadline:.0f}s "
+                              f"of its end ({self._bytes} bytes sent: {ANSWER_START_S}s and 1 s per "
+                              f"{ANSWER_RATE >> 20} MiB); nothing was tagged")
         self._raise_failure()
 
     def abort(self) -> None:
@@ -81,6 +105,12 @@ class Loading:
 
     def _run(self, client) -> None:
         try:
+            self._load(client)
+        finally:
+            self._sent.set()  # however the request ended: finish() waits on its answer, or its failure, now
+
+    def _load(self, client) -> None:
+        try:
             for event in client.load_image(self._archive()):
                 detail = event.get("errorDetail", {}).get("message") or event.get("error")
                 if detail:
@@ -97,11 +127,15 @@ class Loading:
             name, what = item
             if isinstance(what, bytes):
                 yield from _member(name, len(what), [what])
+                self._bytes += len(what)
                 continue
             with what.open("rb") as data:
-                yield from _member(name, what.stat().st_size, iter(lambda: data.read(_CHUNK), b""))
+                size = what.stat().st_size
+                yield from _member(name, size, iter(lambda: data.read(_CHUNK), b""))
+            self._bytes += size
             what.unlink()
         yield b"\0" * (2 * tarfile.BLOCKSIZE)
+        self._sent.set()
 
 
 def _member(name: str, size: int, chunks):

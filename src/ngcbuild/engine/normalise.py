@@ -17,7 +17,6 @@ import itertools
 import json
 import shutil
 import tarfile
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,13 +24,14 @@ from pathlib import Path
 import docker
 
 from ngcbuild.core.errors import BuildFailed
+from ngcbuild.core.scratch import scratch_folder
 from ngcbuild.engine.image_load import Loading, takes_partial_load
 from ngcbuild.engine.image_save import read_save
 from ngcbuild.image.config import normalised_config, rfc3339, seconds
 from ngcbuild.image.layer_tar import Rewritten, Times, Unstreamable, rewrite_layer, rewrite_stream
 from ngcbuild.image.save import SaveUnreadable
 
-VERSION = 3  # of the rules (image/layer_tar.py, volatile.py, config.py): a change is a new memo tag, never a stale hit
+VERSION = 4  # of the rules (image/layer_tar.py, volatile.py, config.py): a change is a new memo tag, never a stale hit
 _CHUNK = 1 << 20
 
 
@@ -81,7 +81,7 @@ def normalise(client: docker.APIClient, raw_image_id: str, base_ref: str, epoch:
     say(f"normalising {raw['Id'][:19]}: {len(raw_ids) - kept} layers the build wrote, times as of {rfc3339(epoch)}")
     # an engine that refuses a load leaving out the layers it holds is sent the base's layers too, as saved
     whole = set() if takes_partial_load(client) else set(base_ids[:kept])
-    with tempfile.TemporaryDirectory(prefix="ngcbuild-normalise-", dir="/var/tmp") as tmp:
+    with scratch_folder("ngcbuild-normalise-") as tmp:
         folder = Path(tmp)
         wanted = set(raw_ids[kept:])
 

@@ -36,6 +36,45 @@ def path_order(name: str) -> list[str]:
     return name.split("/")
 
 
+# what a layer's headers may be (issue 54 item 2): tarfile reads a chain of PAX and GNU long-name headers by
+# recursion, and reads each one's data whole; both bounded here, far above any engine's layer
+MAX_CHAIN = 64  # extended headers (PAX x/g, GNU L/K) before one entry: an engine writes at most three
+MAX_EXTENDED = 1 << 20  # bytes of one extended header's data (a path or link target of 4 KB, xattrs)
+_EXTENDED_TYPES = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+_KNOWN_TYPES = (*tarfile.REGULAR_TYPES, tarfile.LNKTYPE, tarfile.SYMTYPE, tarfile.CHRTYPE, tarfile.BLKTYPE,
+                tarfile.DIRTYPE, tarfile.FIFOTYPE)
+
+
+class LayerOutOfShape(tarfile.TarError):
+    """A layer whose headers are past the bounds above, or an entry of a type no engine writes: a TarError,
+    which the normalising step says as one line (SaveUnreadable, exit 1)."""
+
+
+class _Bounded(tarfile.TarInfo):
+    """tarfile's reading of one entry's headers, bounded: at most MAX_CHAIN extended headers in a row, each
+    at most MAX_EXTENDED bytes, checked before its data is read (tarfile's own `_proc_*` steps, which
+    every Python from 3.8 to 3.13 has)."""
+
+    @classmethod
+    def fromtarfile(cls, tarfile_):
+        depth = getattr(tarfile_, "_ngcbuild_chain", 0)
+        if depth > MAX_CHAIN:
+            raise LayerOutOfShape(f"more than {MAX_CHAIN} extended headers in a row (PAX or GNU long names)")
+        tarfile_._ngcbuild_chain = depth + 1
+        try:
+            return super().fromtarfile(tarfile_)
+        finally:
+            tarfile_._ngcbuild_chain = depth
+
+    def _proc_member(self, tarfile_):
+        if self.type in _EXTENDED_TYPES and self.size > MAX_EXTENDED:
+            raise LayerOutOfShape(f"an extended header of {self.size} bytes (at most {MAX_EXTENDED})")
+        if self.type not in _EXTENDED_TYPES and self.type not in _KNOWN_TYPES and \
+                self.type != tarfile.GNUTYPE_SPARSE:
+            raise LayerOutOfShape(f"{self.name[:200]!r}: an entry of type {self.type!r}, which no engine writes")
+        return super()._proc_member(tarfile_)
+
+
 class Unstreamable(Exception):
     """A layer the streamed rewrite cannot do as it reads: a hard link names a file it already removed
     as volatile (the file's data is gone by then; the seekable rewrite keeps such a file)."""
@@ -110,6 +149,10 @@ def _carriers(members: list[tarfile.TarInfo]) -> dict[str, str]:
 def _clean(member: tarfile.TarInfo, times: Times) -> tarfile.TarInfo:
     info = tarfile.TarInfo(member.name)
     info.type, info.mode, info.uid, info.gid = member.type, member.mode, member.uid, member.gid
+    if member.type == tarfile.GNUTYPE_SPARSE or member.issparse():
+        # the file it stands for, holes as zeros: written back as type S without its map, Python's and GNU
+        # tar's readers would disagree about it (0 bytes against the whole file)
+        info.type = tarfile.REGTYPE
     info.uname, info.gname = member.uname, member.gname
     info.size = member.size if member.isreg() else 0
     info.mtime = times(member.mtime)
@@ -123,7 +166,7 @@ def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times) -> Rewritten
     """Read the layer tar `source` (seekable) and write its normalised form to `target`."""
     done = Rewritten()
     hashing = _Hashing(target)
-    with tarfile.open(fileobj=source, mode="r:") as raw:
+    with tarfile.open(fileobj=source, mode="r:", tarinfo=_Bounded) as raw:
         members = raw.getmembers()
         by_name = {member.name: member for member in members}
         linked = {member.linkname for member in members if member.islnk()}
@@ -178,7 +221,7 @@ def rewrite_stream(source: BinaryIO, target: Path, times: Times) -> tuple[Rewrit
     in_order = True
     with target.open("wb") as sink:
         hashing = _Hashing(sink)
-        with tarfile.open(fileobj=reader, mode="r|") as raw, \
+        with tarfile.open(fileobj=reader, mode="r|", tarinfo=_Bounded) as raw, \
                 tarfile.open(fileobj=hashing, mode="w|", format=tarfile.PAX_FORMAT) as out:
             for member in raw:
                 if member.islnk() and member.linkname in dropped:

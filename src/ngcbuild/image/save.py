@@ -28,6 +28,7 @@ import hashlib
 import io
 import posixpath
 import tarfile
+import time
 import zlib
 from dataclasses import dataclass
 
@@ -68,20 +69,33 @@ class Saved:
 
 
 class ChunkReader(io.RawIOBase):
-    """A file over the chunks of a streamed response (read through io.BufferedReader)."""
+    """A file over the chunks of a streamed response (read through io.BufferedReader). `deadline`: (seconds,
+    what they were sized to, what is read) for the whole stream, not per read: a stream that trickles past
+    it is a SaveUnreadable saying so, whatever each chunk's pace."""
 
-    def __init__(self, chunks):
+    def __init__(self, chunks, deadline: tuple[float, str, str] | None = None, most: int | None = None):
         self.chunks, self.pending = iter(chunks), memoryview(b"")
+        self.deadline = deadline
+        self.ends = time.monotonic() + deadline[0] if deadline else None
+        self.most, self.count = most, 0  # the most bytes the stream may hold, and how many came
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer) -> int:
         while not self.pending:
+            if self.ends is not None and time.monotonic() > self.ends:
+                seconds, sized, what = self.deadline
+                raise SaveUnreadable(f"{what}: not whole within {seconds:.0f}s ({sized}); the engine trickles it "
+                                     "or streams more than the image holds")
             chunk = next(self.chunks, None)
             if chunk is None:
                 return 0
             self.pending = memoryview(chunk)
+            self.count += len(chunk)
+            if self.most is not None and self.count > self.most:
+                what = self.deadline[2] if self.deadline else "the stream"
+                raise SaveUnreadable(f"{what}: more than {self.most} bytes, more than the image holds")
         size = min(len(buffer), len(self.pending))
         buffer[:size] = self.pending[:size]
         self.pending = self.pending[size:]

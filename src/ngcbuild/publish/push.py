@@ -7,10 +7,11 @@ the engine pulls back as they are) go through the engine's push."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
-import tempfile
 import time
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,17 +22,20 @@ import urllib3
 
 from ngcbuild.core.errors import PushFailed, RecordDamaged, UserError, excerpt
 from ngcbuild.core.http import ATTEMPTS, BACKOFF_S
+from ngcbuild.core.jsonload import load_json
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import ImageRef, ReferenceProblem, registry_host
+from ngcbuild.core.scratch import scratch_folder
 from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
 from ngcbuild.engine.transfer import TransferProgress
+from ngcbuild.image.blobs import Blob, ImageBlobs
 from ngcbuild.image.media import DOCKER_MANIFEST
 from ngcbuild.registry.auth import LOGIN_HELP, keychain
-from ngcbuild.registry.client import DigestMismatch, Registry, RegistryError, digest_of
+from ngcbuild.registry.client import BlobMismatch, DigestMismatch, Registry, RegistryError, digest_of, is_digest
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
 from ngcbuild.workspace.sections import BuildRecord, Pushed, utc_timestamp
 
@@ -46,6 +50,8 @@ TRANSIENT = re.compile("|".join((r"connection refused", r"connection reset", r"i
                                  # our own HTTP layer's words (core/http.fetch) for a connection that failed or
                                  # was cut before the answer: a registry restarting, a proxy dropping us
                                  r"cannot be reached after", r"remote end closed connection")))
+MAX_CONFIG = 16 << 20  # an image config read back from the registry (a few kB; a long history is larger)
+_INFLATE_BLOCK = 1 << 20  # what one step of decompressing a layer read back may produce
 DENIED = re.compile("|".join((r"unauthorized", r"authentication required", r"denied", r"forbidden",
                               _STATUS.format("401|403"))))
 
@@ -222,7 +228,8 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
     if config_held and before:
         held = _with_retries(shown, lambda: _held_whole(uploader, repository_path, image_id, before), out, sleep)
     if held is not None:
-        say(f"    {repository} holds this image already (manifest {digest_of(held)}): nothing compressed or sent")
+        say(f"    {repository} holds this image already (manifest {digest_of(held)}): every layer read back to its "
+            "diff id, nothing compressed or sent")
 
         def write_tags() -> None:
             for tag in tags:
@@ -248,16 +255,84 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
 
 def _held_whole(uploader: Registry, repository_path: str, image_id: str, before: list[str]) -> bytes | None:
     """The bytes of the first manifest of `before` the registry still serves (read by digest: the bytes
-    hash to it) that is an image manifest of `image_id`'s config whose every blob the registry holds."""
+    hash to it) that is, byte for byte, the manifest this push would write for `image_id` and whose every
+    blob the registry holds whole; None when none is (the push then saves, compresses and sends).
+
+    The record that names `before` is input, and so is all the registry says, so each is proved: the
+    config is the image's own bytes (read back: they hash to the image id), the manifest is the one our
+    fixed form writes for that config and its layer descriptors (image/blobs.py), it names one layer for
+    each of the config's diff ids (the same blob where a diff id repeats, another where it differs), each
+    blob is there with its digest and size (a HEAD each), and each layer blob is read back through a
+    decompressor to the diff id it stands for: a manifest with this image's config and no layers, fewer,
+    or another image's layers is not this image held whole. The read-back costs the image's download once
+    (each blob under its own deadline, sized to it); never a save or a compression."""
     for digest in dict.fromkeys(before):
         served = uploader.manifest(repository_path, digest)
         if served is None or served.media_type != DOCKER_MANIFEST:
             continue
         image = served.image()
-        if image.config.digest == image_id and all(uploader.has_blob(repository_path, layer.digest)
-                                                   for layer in image.layers):
+        if image.config.digest != image_id or image.config.size > MAX_CONFIG:
+            continue
+        try:
+            config = uploader.blob(repository_path, image_id, MAX_CONFIG)  # its bytes hash to the image id
+        except BlobMismatch:  # other bytes under the image's id: sent again by the push
+            continue
+        if config is None or len(config) != image.config.size:
+            continue
+        layers = tuple(Blob(layer.digest, layer.size, None) for layer in image.layers)
+        if ImageBlobs(config, layers).manifest() != served.body:
+            continue  # not the manifest our push writes for this config and these blobs
+        diff_ids = _diff_ids(config)
+        if diff_ids is None or len(diff_ids) != len(layers):
+            continue
+        pairs = dict(zip(diff_ids, layers, strict=True))
+        if len(set(zip(diff_ids, layers, strict=True))) != len(pairs) or len(set(pairs.values())) != len(pairs):
+            continue  # a diff id named with two blobs, or one blob standing for two diff ids
+        if not all(uploader.holds_blob(repository_path, blob.digest, blob.size) for blob in pairs.values()):
+            continue
+        if all(_layer_is(uploader, repository_path, blob, diff_id) for diff_id, blob in pairs.items()):
             return served.body
     return None
+
+
+def _diff_ids(config: bytes) -> list[str] | None:
+    """The config's rootfs diff ids, or None when it has no list of sha256 digests there."""
+    try:
+        document = load_json(config, "the image's config")
+    except ValueError:
+        return None
+    rootfs = document.get("rootfs") if isinstance(document, dict) else None
+    diff_ids = rootfs.get("diff_ids") if isinstance(rootfs, dict) else None
+    if not isinstance(diff_ids, list) or not all(isinstance(d, str) and is_digest(d) for d in diff_ids):
+        return None
+    return diff_ids
+
+
+def _layer_is(uploader: Registry, repository_path: str, blob: Blob, diff_id: str) -> bool:
+    """Whether the registry's blob (its digest and size checked as it streams) is one gzip stream of the
+    layer `diff_id`: what it decompresses to hashes to that diff id. Never more than a block held."""
+    plain = hashlib.sha256()
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    wrong = False  # not one gzip stream: damaged, or bytes after its end
+
+    def take(chunk: bytes) -> None:
+        nonlocal wrong
+        data = chunk
+        try:
+            while data and not wrong:
+                if inflate.eof:
+                    wrong = True
+                    break
+                plain.update(inflate.decompress(data, _INFLATE_BLOCK))
+                data = inflate.unconsumed_tail or inflate.unused_data
+        except zlib.error:
+            wrong = True
+
+    try:
+        uploader.read_blob(repository_path, blob.digest, blob.size, take)
+    except BlobMismatch:
+        return False
+    return not wrong and inflate.eof and "sha256:" + plain.hexdigest() == diff_id
 
 
 def _upload(client, uploader: Registry, repository: str, repository_path: str, tags: list[str], image_id: str,
@@ -268,7 +343,7 @@ def _upload(client, uploader: Registry, repository: str, repository_path: str, t
 
     shown = f"{repository}:{tags[0]}"
     say = printer(out)
-    with tempfile.TemporaryDirectory(prefix="ngcbuild-push-", dir="/var/tmp") as tmp:
+    with scratch_folder("ngcbuild-push-") as tmp:
         blobs = image_blobs(client, image_id, Path(tmp), say)
         body = blobs.manifest()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -40,7 +41,20 @@ MAX_MANIFEST = 4 << 20  # the distribution spec's recommended limit for a manife
 MAX_ENTRIES = 1024  # distinct entries of a list or an index read (a list names a few platforms)
 MAX_SMALL_ANSWER = 1 << 20  # an answer with no body worth reading (a PUT's, an error's, a token)
 MANIFEST_DEADLINE_S = 60  # a manifest, a token, a PUT's answer: a few kB, or at most MAX_MANIFEST
-BLOB_DEADLINE_S = 900
+MIN_RATE = 1 << 20  # bytes a second: a blob read or sent slower than this, after the first minute, is cut
+
+
+def blob_deadline_s(size: int) -> float:
+    """The deadline of one whole blob read or upload: a minute, and a second for every MIN_RATE bytes of it
+    (one deadline for the operation, sized to it, never one per read: a trickle of a byte a second ends at
+    it, whatever the blob's size; a 10 GB layer has the three hours it needs at that rate)."""
+    return float(MANIFEST_DEADLINE_S + math.ceil(size / MIN_RATE))
+
+
+def _allowed(size: int, deadline: float) -> str:
+    """What a blob's deadline was sized to, for its message."""
+    return f"{size} bytes: {deadline:.0f}s allowed, a minute and 1 s per {MIN_RATE >> 20} MiB"
+
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 _ERROR_CODE = re.compile(r"[A-Z][A-Z_]{0,39}")
 _UNKNOWN_REFERENCE = ("MANIFEST_BLOB_UNKNOWN", "BLOB_UNKNOWN")
@@ -310,9 +324,10 @@ class Registry:
         or whose bytes are not those of its digest (truncated, replaced), is a BlobMismatch."""
         self._checked(repository, digest, digest_only=True)
         where = f"{self.host}/{repository}: blob {digest}"
+        deadline = blob_deadline_s(limit)  # sized to the most it may be: a trickled signature ends in a minute
         try:
             answer = self._request("GET", f"/v2/{repository}/blobs/{digest}", headers={}, limit=limit,
-                                   deadline_s=BLOB_DEADLINE_S, what=f"GET blob {digest[:19]}")
+                                   deadline_s=deadline, what=f"GET blob {digest[:19]} ({_allowed(limit, deadline)})")
         except AnswerOverLimit:
             raise BlobMismatch(f"{where} is over {limit} bytes") from None
         if answer.status == 404:
@@ -324,18 +339,63 @@ class Registry:
         return answer.body
 
     def has_blob(self, repository: str, digest: str) -> bool:
+        return self.blob_size(repository, digest) is not None
+
+    def holds_blob(self, repository: str, digest: str, size: int) -> bool:
+        """Whether the registry holds the blob `digest` as `size` bytes, by a HEAD: present, its
+        Content-Length that size and any Docker-Content-Digest that digest. A blob it says it holds at another
+        size, or under another digest, is not held (what "already in the registry" must mean)."""
+        return self.blob_size(repository, digest) == size
+
+    def blob_size(self, repository: str, digest: str) -> int | None:
+        """The size the registry says it holds the blob `digest` at (a HEAD's Content-Length), or None when it
+        has none, says it under another digest, or names no size."""
         self._checked(repository, digest, digest_only=True)
         answer = self._request("HEAD", f"/v2/{repository}/blobs/{digest}", headers={}, limit=MAX_SMALL_ANSWER,
                                deadline_s=MANIFEST_DEADLINE_S, what=f"HEAD blob {digest[:19]}")
         if answer.status == 404:
-            return False
+            return None
         self._check(answer, f"HEAD blob {digest[:19]}")
-        return True
+        named = answer.headers.get("Docker-Content-Digest")
+        length = answer.headers.get("Content-Length", "")
+        if (named and named != digest) or not (length.isascii() and length.isdigit() and len(length) <= 16):
+            return None
+        return int(length)
+
+    def read_blob(self, repository: str, digest: str, size: int, sink) -> None:
+        """The blob `digest` of `size` bytes streamed to `sink(chunk)` (never held whole), within a deadline
+        sized to it (blob_deadline_s); a BlobMismatch when it is absent, of another size, or its bytes are
+        not those of its digest."""
+        self._checked(repository, digest, digest_only=True)
+        where = f"{self.host}/{repository}: blob {digest}"
+        hashed, count = hashlib.sha256(), 0
+
+        def take(chunk: bytes) -> None:
+            nonlocal count
+            count += len(chunk)
+            if count <= size:  # what is past the size is counted, never passed on
+                hashed.update(chunk)
+                sink(chunk)
+
+        deadline = blob_deadline_s(size)
+        try:
+            answer = self._request("GET", f"/v2/{repository}/blobs/{digest}", headers={},
+                                   limit=max(size, MAX_SMALL_ANSWER),  # an error's answer is read too
+                                   deadline_s=deadline, what=f"GET blob {digest[:19]} ({_allowed(size, deadline)})",
+                                   sink=take)
+        except AnswerOverLimit:
+            raise BlobMismatch(f"{where} is over the {size} bytes its descriptor names") from None
+        if answer.status == 404:
+            raise BlobMismatch(f"{where} is not in the registry")
+        self._check(answer, f"GET blob {digest[:19]}")
+        if count != size or "sha256:" + hashed.hexdigest() != digest:
+            raise BlobMismatch(f"{where} holds {count} bytes whose digest is sha256:{hashed.hexdigest()} "
+                               "(truncated or replaced)")
 
     def put_blob(self, repository: str, data: bytes) -> str:
         """Upload `data` as a blob (unless the registry has it already): open an upload, PUT it whole."""
         digest = digest_of(data)
-        if self.has_blob(repository, digest):
+        if self.holds_blob(repository, digest, len(data)):
             return digest
         self._upload(repository, digest, data, len(data))
         return digest
@@ -346,7 +406,7 @@ class Registry:
         requests by itself would send a read file's end again, so the caller's session for this retries
         nothing (it begins the whole upload again on its own schedule: publish/push.py)."""
         self._checked(repository, digest, digest_only=True)
-        if self.has_blob(repository, digest):
+        if self.holds_blob(repository, digest, size):
             return False
         with open(path, "rb") as data:
             self._upload(repository, digest, data, size)
@@ -366,7 +426,8 @@ class Registry:
         separator = "&" if "?" in url else "?"
         answer = self._request("PUT", f"{url}{separator}digest={digest}", data=data, absolute=True,
                                headers={"Content-Type": "application/octet-stream", "Content-Length": str(size)},
-                               limit=MAX_SMALL_ANSWER, deadline_s=BLOB_DEADLINE_S, what=f"PUT blob {digest[:19]}")
+                               limit=MAX_SMALL_ANSWER, deadline_s=blob_deadline_s(size),
+                               what=f"PUT blob {digest[:19]} ({_allowed(size, blob_deadline_s(size))})")
         self._check(answer, f"PUT blob {digest[:19]}")
 
     def _checked(self, repository: str, reference: str, digest_only: bool = False) -> None:
@@ -384,7 +445,7 @@ class Registry:
     # --- one request, authenticated when the registry asks ---
 
     def _request(self, method: str, path: str, *, headers: dict, limit: int, deadline_s: float, what: str,
-                 data=None, absolute: bool = False) -> Answer:
+                 data=None, absolute: bool = False, sink=None) -> Answer:
         url = path if absolute else self.url + path
         for attempt in range(2):
             if hasattr(data, "seek"):  # a file body, sent again after a challenge: from its first byte
@@ -394,7 +455,7 @@ class Registry:
                 sent["Authorization"] = f"Bearer {self._token}"
             try:
                 answer = fetch(self.session, method, url, limit=limit, deadline_s=deadline_s, headers=sent,
-                               data=data, auth=self._basic if not self._token else None)
+                               data=data, auth=self._basic if not self._token else None, sink=sink)
             except AnswerTooLarge as exc:
                 raise AnswerOverLimit(f"{self.host}: {what}: {_after_host(str(exc))}") from None
             except HttpFailure as exc:  # unreachable after the retries, or no whole answer within the deadline
