@@ -245,3 +245,54 @@ class SavingClient:
 
     def get_image(self, image_id, chunk_size=None):
         return (self.save[at:at + 5000] for at in range(0, len(self.save), 5000))
+
+
+# --- the generated examples' tally (tests/unit/test_fuzz.py, test_fuzz_tars.py) ---------------------------
+
+class FuzzTally:
+    """How the examples of one property ended, recorded for RELIABILITY.md even when the property fails.
+    `clean`: the exception that counts as a clean error (the product's UserError, or a property's own);
+    `bound_s`: CPU seconds one example may take (the thread's, not the clock's: a loaded machine makes
+    a 2 ms parse wait seconds for a core)."""
+
+    def __init__(self, figures, case: str, clean: type = UserError, bound_s: float = 2.0):
+        from collections import Counter
+
+        self.figures, self.case, self.clean, self.bound_s = figures, case, clean, bound_s
+        self.counts, self.slowest, self.last_accepted = Counter(), 0.0, False
+
+    def warm(self, function, *args) -> None:
+        """One untimed, uncounted call: the modules it imports lazily are loaded before the first timed one."""
+        try:
+            function(*args)
+        except self.clean:
+            pass
+
+    def run(self, function, *args) -> None:
+        import time
+
+        started, cpu_started = time.perf_counter(), time.thread_time()
+        self.last_accepted = False
+        try:
+            function(*args)
+            self.counts["accepted"] += 1
+            self.last_accepted = True
+        except self.clean:
+            self.counts["clean"] += 1
+        except Exception:
+            self.counts["other"] += 1
+            raise
+        finally:
+            took, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
+            self.slowest = max(self.slowest, took)
+            self.counts["tried"] += 1
+            if cpu > self.bound_s:
+                self.counts["slow"] += 1
+        assert cpu <= self.bound_s, f"{cpu:.2f} CPU seconds for one example ({took:.2f}s by the clock)"
+
+    def record(self) -> None:
+        c = self.counts
+        self.figures(suite="fuzz", case=self.case, input=self.case, examples=c["tried"],
+                     clean=not (c["other"] or c["slow"]), accepted=c["accepted"], clean_errors=c["clean"],
+                     traceback=bool(c["other"]), errors=c["other"], hangs=c["slow"],
+                     slowest_s=round(self.slowest, 4))

@@ -11,8 +11,6 @@ Each test records how many examples it tried, and how they ended, for RELIABILIT
 from __future__ import annotations
 
 import os
-import time
-from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +18,6 @@ from hypothesis import strategies as st
 
 from ngcbuild.cli.commands import _fraction
 from ngcbuild.core import references
-from ngcbuild.core.errors import UserError
 from ngcbuild.core.names import check_release_name
 from ngcbuild.core.project import Project
 from ngcbuild.engine import options, reuse
@@ -28,6 +25,7 @@ from ngcbuild.manifest.constraints import load_constraints
 from ngcbuild.manifest.loader import load_release
 
 from ..conftest import REPO, ScratchProject
+from ..helpers import FuzzTally
 
 pytestmark = pytest.mark.reliability
 
@@ -43,46 +41,6 @@ SPICE = st.sampled_from(list(":-[]{}#&*!|>'\"%@`,?\n\t =.+/\\$;~_0123456789aZ") 
 SNIPPETS = st.text(alphabet=st.one_of(SPICE, st.characters()), max_size=40)
 
 
-class Tally:
-    """How the examples of one property ended; recorded even when the property fails."""
-
-    def __init__(self, figures, case: str):
-        self.figures, self.case, self.counts, self.slowest = figures, case, Counter(), 0.0
-
-    @staticmethod
-    def warm(function, *args) -> None:
-        """One untimed, uncounted call: the modules it imports lazily are loaded before the first timed one."""
-        try:
-            function(*args)
-        except UserError:
-            pass
-
-    def run(self, function, *args):
-        started, cpu_started = time.perf_counter(), time.thread_time()
-        try:
-            function(*args)
-            self.counts["accepted"] += 1
-        except UserError:
-            self.counts["clean"] += 1
-        except Exception:
-            self.counts["other"] += 1
-            raise
-        finally:
-            took, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
-            self.slowest = max(self.slowest, took)
-            self.counts["tried"] += 1
-            if cpu > BOUND_S:
-                self.counts["slow"] += 1
-        assert cpu <= BOUND_S, f"{cpu:.2f} CPU seconds for one example ({took:.2f}s by the clock)"
-
-    def record(self) -> None:
-        c = self.counts
-        self.figures(suite="fuzz", case=self.case, input=self.case, examples=c["tried"],
-                     clean=not (c["other"] or c["slow"]), accepted=c["accepted"], clean_errors=c["clean"],
-                     traceback=bool(c["other"]), errors=c["other"], hangs=c["slow"],
-                     slowest_s=round(self.slowest, 4))
-
-
 @pytest.fixture(scope="module")
 def fuzz_project(tmp_path_factory) -> ScratchProject:
     project = ScratchProject(tmp_path_factory.mktemp("fuzz") / "project")
@@ -94,8 +52,8 @@ def fuzz_project(tmp_path_factory) -> ScratchProject:
 def tally(figures, request):
     made = []
 
-    def make(case: str) -> Tally:
-        made.append(Tally(figures, case))
+    def make(case: str) -> FuzzTally:
+        made.append(FuzzTally(figures, case, bound_s=BOUND_S))
         return made[-1]
 
     yield make

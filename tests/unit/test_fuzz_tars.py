@@ -14,8 +14,6 @@ import os
 import shutil
 import subprocess
 import tarfile
-import time
-from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +23,7 @@ from ngcbuild.image.layer_tar import LayerOutOfShape, Times, Unstreamable, rewri
 from ngcbuild.image.save import SaveUnreadable, read_members
 
 from ..corpus.push_hostile import DIFF_ID, IMAGE_ID, SAVED
+from ..helpers import FuzzTally
 
 pytestmark = pytest.mark.reliability
 
@@ -250,55 +249,13 @@ def test_the_save_reader_on_any_save_is_the_image_or_one_clean_error(tally):
 def tally(figures):
     made = []
 
-    def make(case: str) -> _Tally:
-        made.append(_Tally(figures, case))
+    def make(case: str) -> FuzzTally:
+        made.append(FuzzTally(figures, case, clean=_Tallied, bound_s=BOUND_S))
         return made[-1]
 
     yield make
     for one in made:
         one.record()
-
-
-class _Tally:
-    """How the examples of one property ended (test_fuzz.py's Tally, its clean error the one this file's
-    properties raise: _Tallied), recorded for RELIABILITY.md even when the property fails."""
-
-    def __init__(self, figures, case: str):
-        self.figures, self.case, self.counts, self.slowest = figures, case, Counter(), 0.0
-        self.last_accepted = False
-
-    def warm(self, function) -> None:
-        try:
-            function()
-        except _Tallied:
-            pass
-
-    def run(self, function, *args) -> None:
-        started, cpu_started = time.perf_counter(), time.thread_time()
-        self.last_accepted = False
-        try:
-            function(*args)
-            self.counts["accepted"] += 1
-            self.last_accepted = True
-        except _Tallied:
-            self.counts["clean"] += 1
-        except Exception:
-            self.counts["other"] += 1
-            raise
-        finally:
-            took, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
-            self.slowest = max(self.slowest, took)
-            self.counts["tried"] += 1
-            if cpu > BOUND_S:
-                self.counts["slow"] += 1
-        assert cpu <= BOUND_S, f"{cpu:.2f} CPU seconds for one example ({took:.2f}s by the clock)"
-
-    def record(self) -> None:
-        c = self.counts
-        self.figures(suite="fuzz", case=self.case, input=self.case, examples=c["tried"],
-                     clean=not (c["other"] or c["slow"]), accepted=c["accepted"], clean_errors=c["clean"],
-                     traceback=bool(c["other"]), errors=c["other"], hangs=c["slow"],
-                     slowest_s=round(self.slowest, 4))
 
 
 def test_the_save_reader_reads_a_chain_of_5000_extended_headers_flat():

@@ -28,19 +28,6 @@ from ..corpus.push_hostile import (
 BLOBS = f"/v2/{fakes.REPOSITORY}/blobs/"
 
 
-@pytest.fixture
-def served(tmp_path):
-    made = []
-
-    def serve(content, **knobs):
-        made.append(fakes.FakeRegistry(tmp_path / f"registry{len(made)}.log", content, **knobs))
-        return made[-1]
-
-    yield serve
-    for server in made:
-        server.close()
-
-
 def test_a_blob_is_held_only_at_its_digest_and_size(served):
     content = fakes.Content()
     digest = content.add_blob(b"twelve bytes")

@@ -109,19 +109,6 @@ def test_read_token_takes_a_word_of_printable_ascii_only():
             read_token(body, "t")
 
 
-@pytest.fixture
-def served(tmp_path):
-    made = []
-
-    def serve(content, **knobs):
-        made.append(fakes.FakeRegistry(tmp_path / f"registry{len(made)}.log", content, **knobs))
-        return made[-1]
-
-    yield serve
-    for server in made:
-        server.close()
-
-
 def test_a_manifest_is_its_bytes_whatever_the_headers_say(served):
     content = fakes.Content()
     digest = content.add_manifest(fakes.image_manifest("a"), fakes.OCI_MANIFEST, tag="t")
