@@ -188,7 +188,7 @@ class _Silent:
     def __init__(self, path: Path):
         self.server = socket.socket(socket.AF_UNIX)
         self.server.bind(str(path))
-        self.server.listen(4)
+        self.server.listen(64)  # a backlog no build fills: each connection waits for its answer, none is refused
 
     def close(self):
         self.server.close()

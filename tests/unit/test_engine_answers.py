@@ -113,3 +113,18 @@ def test_an_engines_error_body_is_bounded_and_escaped(short_socket):
         engine.close()
     text = str(caught.value)
     assert "\x1b" not in text and "\n" not in text and "\r" not in text and len(text) < 500
+
+
+@pytest.mark.parametrize("exc, words", [
+    (BlockingIOError(11, "Resource temporarily unavailable"), "it accepts no more connections: the engine is hung"),
+    (TimeoutError("timed out"), "no answer within 10s"),
+    (OSError("odd failure at SOCKET (details)"), "odd failure at the address"),
+])
+def test_why_an_engine_is_unreachable_is_said_in_words_without_the_address_twice(exc, words, tmp_path):
+    from ngcbuild.engine.address import unreachable_reason
+
+    socket_path = tmp_path / "docker.sock"
+    socket_path.touch()  # there: not "does not exist"
+    exc.args = tuple(str(arg).replace("SOCKET", str(socket_path)) for arg in exc.args)
+    reason = unreachable_reason(f"unix://{socket_path}", exc)
+    assert words in reason and str(socket_path) not in reason

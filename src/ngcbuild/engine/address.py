@@ -48,7 +48,12 @@ def unreachable_reason(where: str, exc: Exception, waited_s: float = PING_TIMEOU
         return "connection refused: nothing is listening there; the engine is not running"
     if "timed out" in text.lower() or isinstance(exc, TimeoutError):
         return f"no answer within {waited_s:g}s: the engine is hung or this is not a Docker engine"
+    if isinstance(exc, BlockingIOError) or "Resource temporarily unavailable" in text:
+        # a unix socket whose listener takes no connections (its backlog full): hung, as above, said at once
+        return "it accepts no more connections: the engine is hung or this is not a Docker engine"
     if ("Connection aborted" in text or "RemoteDisconnected" in text
             or isinstance(exc, (ConnectionResetError, http.client.HTTPException))):
         return "the connection was closed without an answer: this is not a Docker engine"
-    return text.split("(", 1)[0].strip() or type(exc).__name__
+    # anything else in the exception's own words, less the address (the message names it once, before this)
+    return text.split("(", 1)[0].replace(where[len("unix://"):] if where.startswith("unix://") else where,
+                                          "the address").strip() or type(exc).__name__
