@@ -220,7 +220,8 @@ def _report(release: str, pushes: list[Push], engine_push: dict[str, int], elaps
     ours, theirs = first.image_bytes, sum(engine_push.values())
     pin_ratio = pin.sent_bytes / pin.image_bytes
     rows = [f"| {p.step} | {p.sent_bytes / 1e6:.1f} MB | {p.image_bytes / 1e6:.1f} MB | "
-            f"{p.sent_bytes / p.image_bytes:.4f} | `{p.digest[:19]}…` | {p.said} |" for p in pushes]
+            f"{p.sent_bytes / p.image_bytes:.4f} | {p.seconds:.1f} s ({p.seconds / first.seconds:.2f}×) | "
+            f"`{p.digest[:19]}…` | {p.said} |" for p in pushes]
     verdicts = [
         f"- after a commit that changes nothing `{release}`'s steps read: **{readme.sent_bytes} bytes** sent "
         f"(target 0: {'met' if readme.sent_bytes == 0 else 'missed'}); the release digest "
@@ -232,6 +233,10 @@ def _report(release: str, pushes: list[Push], engine_push: dict[str, int], elaps
         f"- compressed for those who pull: ours {ours / 1e6:.1f} MB against {theirs / 1e6:.1f} MB by the engine's "
         f"own push of the same image (`docker push`): **{ours / theirs:.3f}×** (target ≤ 1: "
         f"{'met' if ours <= theirs else 'missed'})",
+        f"- the push's own time, as a process, against the first push's ({first.seconds:.1f} s: every layer saved and "
+        f"compressed): one pin changed **{pin.seconds / first.seconds:.2f}×**, the second release "
+        f"**{second.seconds / first.seconds:.2f}×** (the layer store: only the layers not compressed before are "
+        "compressed; the bench's store is its own, empty at the start)",
     ]
     return "\n".join([
         f"## Bytes pushed when little changed (`invoke bench --layers --release {release}`)",
@@ -241,8 +246,8 @@ def _report(release: str, pushes: list[Push], engine_push: dict[str, int], elaps
         "of the bench's own, empty at the start; what was sent is read from the registry (each manifest's "
         "blobs against those of the manifests pushed before it).",
         "",
-        "| step | sent | image (compressed) | sent / image | release digest | the push said |",
-        "|---|---|---|---|---|---|",
+        "| step | sent | image (compressed) | sent / image | push (× the first) | release digest | the push said |",
+        "|---|---|---|---|---|---|---|",
         *rows,
         "",
         *verdicts,
