@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -541,8 +542,29 @@ def _lying(kind: str):
     return forge
 
 
+def test_a_registry_claiming_blobs_without_their_size_gets_them_sent(project, pushable, figures):
+    """A registry that answers every blob's HEAD with 200 and the digest but not the blob's size: "held" means
+    the digest and the size (registry.holds_blob), so each blob is sent anyway and the push is verified."""
+    registry = PrivateRegistry()  # an empty one: the session's holds the blobs of earlier pushes
+    registry.start()
+    proxy = FaultProxy(registry.address, forge=_lying("has-every-blob"))
+    try:
+        result = project.run("push", "--release", pushable, "--registry", proxy.address)
+    finally:
+        proxy.close()
+        registry.close()
+    ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
+    layers = re.search(r"(\d+) layers: (\d+) sent, 0 already in the registry", result.stdout)
+    clean = (result.returncode == 0 and layers is not None and layers.group(1) == layers.group(2)
+             and ref in project.record(pushable)["pushed"] and "Traceback" not in result.stderr)
+    report(figures, "registry claims every blob without its size", result.stdout + result.stderr,
+           project.leftovers(pushable), clean)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert layers and layers.group(1) == layers.group(2), result.stdout
+    assert f"pushed {ref}@" in result.stdout and "(verified against the registry)" in result.stdout
+
+
 @pytest.mark.parametrize("kind, expected", [
-    ("has-every-blob", "HTTP 400 (MANIFEST_BLOB_UNKNOWN) (the same after 3 retries)"),
     ("stores-nothing", "HTTP 400 (MANIFEST_BLOB_UNKNOWN) (the same after 3 retries)"),
     ("upload-elsewhere", "the blob upload was sent elsewhere (http://198.51.100.7/"),
 ])
