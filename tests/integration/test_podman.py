@@ -84,10 +84,28 @@ def test_dev_is_built_smoked_and_pushed_on_podman(podman, scratch, private_regis
     # the image id against the Docker engine's dev (build/dev/record.json) says whether the two engines
     # made the same release image
     (REPO / "build" / "tests").mkdir(parents=True, exist_ok=True)
-    (REPO / "build" / "tests" / "podman-dev.json").write_text(json.dumps({"image_id": image_id, "digest": digest}))
+    (REPO / "build" / "tests" / "podman-dev.json").write_text(json.dumps(
+        {"podman": _facts(podman, image_id), "digest": digest, "docker": _docker_dev_facts()}, indent=1))
 
     again = scratch.invoke_env(env, "build", "--release", "dev", timeout=600)
     assert again.returncode == 0 and "already built locally" in again.stdout, again.stdout[-3000:]
+
+
+def _facts(client, image: str) -> dict:
+    """What says whether two engines made the same release image: its id, its layers, its context."""
+    inspected = client.inspect_image(image)
+    return {"image_id": inspected["Id"], "layers": inspected["RootFS"]["Layers"],
+            "context": (inspected["Config"].get("Labels") or {}).get("io.ngcbuild.context.sha256")}
+
+
+def _docker_dev_facts() -> dict | None:
+    """The Docker engine's dev of this moment, if it has one (nothing is asserted of it: a record)."""
+    import docker
+
+    try:
+        return _facts(docker.APIClient(timeout=60), "nvcr.io/nvidia/pytorch:dev-py3")
+    except docker.errors.DockerException:
+        return None
 
 
 def _base_from_docker_or_made(podman, scratch, env) -> None:
