@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from ngcbuild.core.text import safe
 from ngcbuild.image.volatile import why_volatile
 
 _PYC_MAGIC_TAIL = b"\r\n"  # every CPython .pyc magic number ends so
@@ -71,7 +72,8 @@ class _Bounded(tarfile.TarInfo):
             raise LayerOutOfShape(f"an extended header of {self.size} bytes (at most {MAX_EXTENDED})")
         if self.type not in _EXTENDED_TYPES and self.type not in _KNOWN_TYPES and \
                 self.type != tarfile.GNUTYPE_SPARSE:
-            raise LayerOutOfShape(f"{self.name[:200]!r}: an entry of type {self.type!r}, which no engine writes")
+            raise LayerOutOfShape(f"{safe(self.name, 200)}: an entry of type {safe(self.type.decode('latin-1'), 8)}, "
+                                  "which no engine writes")
         return super()._proc_member(tarfile_)
 
 
