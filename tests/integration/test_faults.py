@@ -542,18 +542,24 @@ def _lying(kind: str):
     return forge
 
 
-def test_a_registry_claiming_blobs_without_their_size_gets_them_sent(project, pushable, figures):
-    """A registry that answers every blob's HEAD with 200 and the digest but not the blob's size: "held" means
-    the digest and the size (registry.holds_blob), so each blob is sent anyway and the push is verified."""
+def _push_through_a_lying_registry(project, pushable: str, kind: str):
+    """`push` to an empty private registry behind a proxy that lies as `kind` says: (the push, the proxy, the
+    tag pushed)."""
     registry = PrivateRegistry()  # an empty one: the session's holds the blobs of earlier pushes
     registry.start()
-    proxy = FaultProxy(registry.address, forge=_lying("has-every-blob"))
+    proxy = FaultProxy(registry.address, forge=_lying(kind))
     try:
         result = project.run("push", "--release", pushable, "--registry", proxy.address)
     finally:
         proxy.close()
         registry.close()
-    ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
+    return result, proxy, f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
+
+
+def test_a_registry_claiming_blobs_without_their_size_gets_them_sent(project, pushable, figures):
+    """A registry that answers every blob's HEAD with 200 and the digest but not the blob's size: "held" means
+    the digest and the size (registry.holds_blob), so each blob is sent anyway and the push is verified."""
+    result, proxy, ref = _push_through_a_lying_registry(project, pushable, "has-every-blob")
     layers = re.search(r"(\d+) layers: (\d+) sent, 0 already in the registry", result.stdout)
     clean = (result.returncode == 0 and layers is not None and layers.group(1) == layers.group(2)
              and ref in project.record(pushable)["pushed"] and "Traceback" not in result.stderr)
@@ -573,15 +579,7 @@ def test_a_registry_lying_to_the_push_is_an_error_not_a_record(kind, expected, p
     claims blobs it lacks cannot take the manifest, and one that sends the upload elsewhere gets nothing
     (our credentials and bytes go to the registry named, alone). One clear line, nothing recorded, the
     local image kept, no retry of what retrying cannot mend."""
-    registry = PrivateRegistry()  # an empty one: the session's holds the blobs of earlier pushes
-    registry.start()
-    proxy = FaultProxy(registry.address, forge=_lying(kind))
-    try:
-        result = project.run("push", "--release", pushable, "--registry", proxy.address)
-    finally:
-        proxy.close()
-        registry.close()
-    ref = f"{proxy.address}/nvidia/pytorch:{pushable}-py3"
+    result, proxy, ref = _push_through_a_lying_registry(project, pushable, kind)
     recorded = ref in project.record(pushable)["pushed"]
     elsewhere = [path for method, path in proxy.requests if "198.51.100.7" in path]
     clean = (result.returncode == 1 and expected in result.stderr and not recorded and not elsewhere
