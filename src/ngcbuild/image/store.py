@@ -31,7 +31,7 @@ import time
 import zlib
 from pathlib import Path
 
-from ngcbuild.core.outputs import write_file
+from ngcbuild.core.outputs import short_path, write_file
 from ngcbuild.core.text import safe
 from ngcbuild.image.blobs import BLOCK, LEVEL, MEMORY_LEVEL, Blob
 
@@ -272,6 +272,6 @@ def _touch(path: Path) -> None:
 
 
 def _shown(path: Path) -> str:
-    """A path of the store as a line may print it (the folder is the environment's: escaped)."""
-    home, text = str(Path.home()), str(path)
-    return safe("~" + text[len(home):] if home != "/" and text.startswith(home + os.sep) else text, 300)
+    """A path of the store as a line may print it: the project's short form, escaped (the folder is the
+    environment's)."""
+    return safe(short_path(path), 300)
