@@ -104,9 +104,10 @@ TOOLS = (
                value=None, dest="cache"),
         Option("verify", "only the verify figures: `invoke verify` of cuda-dev and 25.12 as processes, time and "
                "bytes, against the one at this git revision (the baseline)", value="REV"),
-        Option("repro", "only the reproducibility figures: R built --no-cache --runs times (default 2): the "
-               "normalising step's cost and the image ids, then the image pushed by ngcbuild to --registry "
-               "(default 127.0.0.1:5000): the push's time and the manifest digest", value=None),
+        Option("repro", "only the reproducibility figures: R built --no-cache --runs times (default 2), each "
+               "pushed by ngcbuild to --registry (default 127.0.0.1:5000), where its release image is made: the "
+               "push's time against the build's, the engine and release image ids, the manifest digest",
+               value=None),
         Option("layers", "only the bytes-pushed figures: in a git clone of the checkout, R built and pushed to a "
                "registry of the bench's own, then after a commit touching only README.md, a one-pin change and a "
                "second release of the same steps: what each push sent", value=None),

@@ -12,6 +12,8 @@ import subprocess
 
 import pytest
 
+from ngcbuild.image.recipe import RECIPE_LABEL
+
 from ..conftest import IN_CI, REPO
 
 pytestmark = pytest.mark.podman
@@ -57,12 +59,12 @@ def test_dev_is_built_smoked_and_pushed_on_podman(podman, scratch, private_regis
 
     built = scratch.invoke_env(env, "build", "--release", "dev", timeout=1800)
     assert built.returncode == 0, built.stdout[-6000:] + built.stderr[-3000:]
-    assert "normalised sha256:" in built.stdout, built.stdout[-3000:]
     record = json.loads((scratch.root / "build" / "dev" / "record.json").read_text())
     image_id = record["image_id"]
     assert podman.inspect_image("nvcr.io/nvidia/pytorch:dev-py3")["Id"] == image_id
     labels = podman.inspect_image(image_id)["Config"]["Labels"]
-    assert "org.opencontainers.image.created" in labels  # the normalised image, loaded whole into Podman
+    # the image buildah made, as it made it (nothing saved or loaded back by the build), with its recipe
+    assert RECIPE_LABEL in labels and "org.opencontainers.image.created" not in labels, labels
 
     smoked = scratch.invoke_env(env, "smoke", "--release", "dev", timeout=1200)
     assert smoked.returncode == 0, smoked.stdout[-6000:] + smoked.stderr[-3000:]
@@ -79,13 +81,17 @@ def test_dev_is_built_smoked_and_pushed_on_podman(podman, scratch, private_regis
     assert read_back.returncode == 0, read_back.stderr
     assert "sha256:" + hashlib.sha256(read_back.stdout).hexdigest() == digest
     config = json.loads(read_back.stdout)["config"]["digest"]
-    assert config == image_id  # the config pushed is the very image Podman holds and the suite smoked
+    release = json.loads((scratch.root / "build" / "dev" / "record.json").read_text())["pushed"][
+        f"{host}/nvidia/pytorch:dev-py3"]["image_id"]
+    assert config == release != image_id  # the release image made from the one Podman holds and the suite smoked
+    assert "release image sha256:" in pushed.stdout and "layers rewritten" in pushed.stdout, pushed.stdout[-3000:]
     # what the run made on Podman, kept beside the run's other outputs (build/tests/, never a project file):
     # the image id against the Docker engine's dev (build/dev/record.json) says whether the two engines
     # made the same release image
     (REPO / "build" / "tests").mkdir(parents=True, exist_ok=True)
     (REPO / "build" / "tests" / "podman-dev.json").write_text(json.dumps(
-        {"podman": _facts(podman, image_id), "digest": digest, "docker": _docker_dev_facts()}, indent=1))
+        {"podman": _facts(podman, image_id), "digest": digest, "release_image_id": release,
+         "docker": _docker_dev_facts()}, indent=1))
 
     again = scratch.invoke_env(env, "build", "--release", "dev", timeout=600)
     assert again.returncode == 0 and "already built locally" in again.stdout, again.stdout[-3000:]

@@ -171,8 +171,9 @@ WRITES_ITSELF = {
     "publish/promote.py": "skopeo's private auth file, in a temporary folder",
     "core/console.py": "a closed stdout or stderr reopened on its own descriptor (no file is named)",
     # streamed layers and blobs, written as the engine's save streams them (one pass, never whole in memory)
-    "image/layer_tar.py": "a layer rewritten as it streams, into engine/normalise's temporary folder",
-    "engine/normalise.py": "the save's layers spooled and rewritten, in its temporary folder (compare's too)",
+    "image/layer_tar.py": "a layer rewritten as it streams, into its caller's temporary folder",
+    "engine/release_image.py": "the save's layers spooled and rewritten, in its caller's temporary folder",
+    "engine/compare.py": "an image without a recipe: the save's layers spooled, in compare's temporary folder",
     "publish/layer_blobs.py": "each layer compressed as the save streams it, in push's temporary folder",
 }
 

@@ -15,8 +15,8 @@ import pytest
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine.epoch import parse_epoch, source_date_epoch
-from ngcbuild.engine.normalise import memo_tag
 from ngcbuild.image.config import normalised_config, rfc3339, seconds
+from ngcbuild.image.recipe import RECIPE_LABEL, Recipe, RecipeDamaged
 from ngcbuild.image.layer_tar import Times, Unstreamable, clamp_pyc, path_order, rewrite_layer, rewrite_stream
 from ngcbuild.image.volatile import VOLATILE, why_volatile
 
@@ -241,9 +241,26 @@ def test_engine_times_parsed_with_their_offset():
         seconds("yesterday")
 
 
-def test_memo_tag_is_a_tag():
-    tag = memo_tag("a-very-long-release-name-" * 4, EPOCH, BASE, "sha256:" + "f" * 64)
-    assert len(tag) <= 128 and tag.endswith("f" * 32) and f"-{EPOCH}.{BASE}-" in tag
+def test_the_recipe_is_one_label_read_back_as_written_and_checked_against_the_layers():
+    layers = ["sha256:" + "a" * 64, "sha256:" + "b" * 64]
+    recipe = Recipe.of_base(EPOCH, {"Created": "2023-11-14T22:13:20.123456789Z", "RootFS": {"Layers": layers}})
+    assert (recipe.made_after, recipe.base_layers) == (BASE, 2)
+    image = {"Config": {"Labels": {"other": "x", **recipe.label()}}}
+    assert Recipe.of_image(image) == recipe
+    assert recipe.check([*layers, "sha256:" + "c" * 64]) is None
+    assert "not the base image's" in recipe.check(["sha256:" + "c" * 64, *layers])  # another base below
+    assert "not the base image's" in recipe.check(layers[:1])
+    assert Recipe.of_image({"Config": {"Labels": {"other": "x"}}}) is None  # not built by ngcbuild: sent as it is
+    assert Recipe.of_image({"Config": {"Labels": None}}) is None
+    for damaged in ("epoch=1", "epoch=-1 made-after=0 base-layers=1 base=" + "0" * 16, 7, None,
+                    recipe.label()[RECIPE_LABEL] + " ", "\x1b[31m" + recipe.label()[RECIPE_LABEL]):
+        with pytest.raises(RecipeDamaged, match=RECIPE_LABEL) as raised:
+            Recipe.of_image({"Config": {"Labels": {RECIPE_LABEL: damaged}}})
+        assert "\x1b" not in str(raised.value)
+    for answer in ({}, {"Created": "yesterday", "RootFS": {"Layers": layers}}, {"Created": "2023-11-14T22:13:20Z"},
+                   {"Created": "2023-11-14T22:13:20Z", "RootFS": {"Layers": [1]}}):
+        with pytest.raises(ValueError):
+            Recipe.of_base(EPOCH, answer)
 
 
 def test_epoch_sources(tmp_path):

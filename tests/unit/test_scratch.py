@@ -91,47 +91,38 @@ def test_a_process_sent_sigterm_in_the_block_leaves_nothing_in_its_tmpdir(tmp_pa
 
 
 class _FailingEngine:
-    """What normalise asks of an engine, the save of the raw image answered with `saved` (cut, or a lie)."""
+    """What making a release image asks of an engine, the save of the built image answered with `saved` (cut,
+    or a lie)."""
 
     def __init__(self, saved: bytes, tmp: Path):
         self.saved, self.tmp, self.scratch = saved, tmp, []
 
     def inspect_image(self, ref):
+        from ngcbuild.image.recipe import Recipe, base_chain
+
         from ..corpus.push_hostile import DIFF_ID, IMAGE_ID
 
         if ref == IMAGE_ID:
-            return {"Id": IMAGE_ID, "RootFS": {"Type": "layers", "Layers": [DIFF_ID]}}
-        if ref == "base:1":
-            return {"Id": "sha256:" + "b" * 64, "Created": "2026-01-01T00:00:00Z", "RootFS": {"Layers": []}}
+            labels = Recipe(1_700_000_000, 1_600_000_000, 0, base_chain([])).label()
+            return {"Id": IMAGE_ID, "RootFS": {"Type": "layers", "Layers": [DIFF_ID]}, "Config": {"Labels": labels}}
         import docker
 
         raise docker.errors.ImageNotFound(f"no such image {ref}")
 
-    def version(self):
-        return {"Components": [{"Name": "Engine"}]}
-
-    def info(self):
-        return {"DriverStatus": []}
-
     def get_image(self, image_id, chunk_size=None):
-        self.scratch = sorted(path.name for path in self.tmp.iterdir())  # the normalising step's, while it saves
+        self.scratch = sorted(path.name for path in self.tmp.iterdir())  # the comparison's, while it saves
         yield from (self.saved[i:i + 512] for i in range(0, len(self.saved), 512))
 
-    def load_image(self, archive):
-        for _ in archive:  # the engine reads what it is sent, and answers only at the end
-            pass
-        return iter([{"stream": "Loaded image"}])
 
-
-@pytest.mark.parametrize("cut", [0.5, 0.97], ids=["cut-in-the-layer", "cut-in-its-end"])
-def test_a_failed_normalisation_leaves_nothing_in_its_tmpdir(private_tmp, cut):
+@pytest.mark.parametrize("cut", [0.3, 0.6], ids=["cut-early", "cut-later"])
+def test_a_failed_release_image_leaves_nothing_in_its_tmpdir(private_tmp, cut):
     from ngcbuild.core.errors import OperationError
-    from ngcbuild.engine.normalise import normalise
+    from ngcbuild.engine.compare import compare_images
 
     from ..corpus.push_hostile import IMAGE_ID, SAVED
 
     engine = _FailingEngine(SAVED[:int(len(SAVED) * cut)], private_tmp)
-    with pytest.raises(OperationError):  # the save cut short; or whole, and the engine then loads nothing
-        normalise(engine, IMAGE_ID, "base:1", 1_700_000_000, "ngcbuild-memo", "dev", lambda line: None)
-    assert len(engine.scratch) == 1 and engine.scratch[0].startswith("ngcbuild-normalise-")  # made in $TMPDIR
+    with pytest.raises(OperationError):  # the save cut short: no release image made, nothing compared
+        compare_images(engine, IMAGE_ID, IMAGE_ID)
+    assert len(engine.scratch) == 1 and engine.scratch[0].startswith("ngcbuild-compare-")  # made in $TMPDIR
     assert list(private_tmp.iterdir()) == []

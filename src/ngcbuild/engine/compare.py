@@ -6,18 +6,23 @@ source of noise (and then name it in image/volatile.py, or fix the step that wri
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import shutil
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ngcbuild.core.errors import OperationError
 from ngcbuild.core.scratch import scratch_folder
 from ngcbuild.core.text import safe
-from ngcbuild.engine.normalise import save_layers
+from ngcbuild.engine.image_save import read_save
+from ngcbuild.engine.release_image import make_release, recipe_of
 
 MAX_SHOWN = 40  # files named per layer; the rest counted
 MAX_PATH = 600  # characters of a path shown
 MAX_HOW = 600
+_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -134,26 +139,57 @@ def config_differences(one: dict, two: dict, prefix: str = "") -> dict[str, str]
 
 
 def compare_images(client, first: str, second: str) -> Comparison:
-    """The two images (ids or references in the engine) compared layer by layer."""
-    one, two = client.inspect_image(first), client.inspect_image(second)
-    result = Comparison(one["Id"], two["Id"])
-    if result.same:
-        return result
-    ids_one, ids_two = one["RootFS"]["Layers"], two["RootFS"]["Layers"]
-    differing = [i for i in range(max(len(ids_one), len(ids_two)))
-                 if (ids_one[i] if i < len(ids_one) else None) != (ids_two[i] if i < len(ids_two) else None)]
+    """The release images of two engine images (ids or references in the engine: each made by the recipe it
+    carries, engine/release_image.py; an image without one as it is) compared: their ids, and when they
+    differ, layer by layer and their configs. Nothing is loaded into the engine."""
+    images = (client.inspect_image(first), client.inspect_image(second))
     with scratch_folder("ngcbuild-compare-") as tmp:
-        config_one, layers_one = save_layers(client, one, {ids_one[i] for i in differing if i < len(ids_one)},
-                                             Path(tmp) / "1")
-        config_two, layers_two = save_layers(client, two, {ids_two[i] for i in differing if i < len(ids_two)},
-                                             Path(tmp) / "2")
-        result.config = config_differences(json.loads(config_one), json.loads(config_two))
+        one, two = (_as_released(client, image, Path(tmp) / str(number), None) for number, image in enumerate(images))
+        result = Comparison(one.image_id, two.image_id)
+        if result.same:
+            return result
+        ids_one, ids_two = one.diff_ids, two.diff_ids
+        differing = [i for i in range(max(len(ids_one), len(ids_two)))
+                     if (ids_one[i] if i < len(ids_one) else None) != (ids_two[i] if i < len(ids_two) else None)]
+        # made again, keeping the layers that differ (a cuda-dev is 10 GB of tars: never all of them kept)
+        one = _as_released(client, images[0], Path(tmp) / "1", {ids_one[i] for i in differing if i < len(ids_one)})
+        two = _as_released(client, images[1], Path(tmp) / "2", {ids_two[i] for i in differing if i < len(ids_two)})
+        result.config = config_differences(json.loads(one.config), json.loads(two.config))
         for index in differing:
             a = ids_one[index] if index < len(ids_one) else None
             b = ids_two[index] if index < len(ids_two) else None
-            files = differing_files(_entries_of(layers_one.get(a)), _entries_of(layers_two.get(b)))
+            files = differing_files(_entries_of(one.kept.get(a)), _entries_of(two.kept.get(b)))
             result.layers.append(LayerDifference(index, a, b, files))
     return result
+
+
+@dataclass
+class _Released:
+    image_id: str
+    config: bytes
+    diff_ids: tuple[str, ...]
+    kept: dict[str, Path]  # diff id -> its plain tar, for the layers asked for
+
+
+def _as_released(client, image: dict, folder: Path, wanted: set[str] | None) -> _Released:
+    """An engine image as its release image (its recipe's), or as it is when it carries none; with `wanted`,
+    the plain tars of those layers (by the release's diff ids) kept in `folder`."""
+    recipe = recipe_of(image)
+    if recipe is None:
+        layers = tuple((image.get("RootFS") or {}).get("Layers") or ())
+        if wanted is None:
+            return _Released(image["Id"], b"", layers, {})
+        config, kept = save_layers(client, image, wanted, folder)
+        return _Released(image["Id"], config, layers, kept)
+    kept: dict[str, Path] = {}
+
+    def keep(path: Path, diff_id: str) -> str:
+        if wanted and diff_id in wanted and diff_id not in kept:
+            kept[diff_id] = Path(shutil.move(path, folder / f"{diff_id[7:]}.kept.tar"))
+        return diff_id
+
+    made = make_release(client, image, recipe, folder, keep)
+    return _Released(made.image_id, made.config, made.diff_ids, kept)
 
 
 def _entries_of(path: Path | None) -> dict[str, Entry]:
@@ -161,3 +197,29 @@ def _entries_of(path: Path | None) -> dict[str, Entry]:
         return {}
     with path.open("rb") as handle:
         return entries(handle)
+
+
+def save_layers(client, image: dict, wanted: set[str], folder: Path) -> tuple[bytes, dict[str, Path]]:
+    """An image's config (its bytes) and a file in `folder` per layer in `wanted` (by diff id), from
+    the engine's save of `image` (its inspect answer)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    spooled, numbers = {}, itertools.count()
+
+    def spool(source) -> None:
+        path = folder / f"{next(numbers)}.tar"
+        digest = hashlib.sha256()
+        with path.open("wb") as target:
+            while chunk := source.read(_CHUNK):
+                digest.update(chunk)
+                target.write(chunk)
+        diff_id = "sha256:" + digest.hexdigest()
+        if diff_id in wanted and diff_id not in spooled:
+            spooled[diff_id] = path
+        else:
+            path.unlink()
+
+    saved = read_save(client, image, spool)
+    missing = wanted - set(spooled)
+    if missing:  # the save's reader checked every layer it declares: a layer wanted is not among them
+        raise OperationError(f"the engine's save of {safe(image['Id'], 19)} lacked {len(missing)} of its layers")
+    return saved.config, spooled

@@ -37,10 +37,10 @@ from ngcbuild.engine.client import connect
 from ngcbuild.engine.epoch import Epoch, source_date_epoch
 from ngcbuild.engine.events import TAIL_LINES, BuildStream, stage_names, stages_copying
 from ngcbuild.engine.leftovers import Journal, remove_containers
-from ngcbuild.engine.normalise import Normalised, normalise
 from ngcbuild.engine.options import BuildOptions, image_repository
-from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, arch_of, build_tags
+from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
+from ngcbuild.image.recipe import VERSION, Recipe
 from ngcbuild.registry.auth import keychain
 from ngcbuild.render.image import NETRC_INPUT
 from ngcbuild.render.stamp import epoch_inputs
@@ -67,6 +67,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     epoch = source_date_epoch(project, release.build.source_date_epoch,
                               inputs=epoch_inputs(project, rendered.plan.loaded))
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
+    recipe = _recipe(client, rendered, epoch)
     cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, out, say)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
@@ -78,7 +79,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     journal = Journal(rendered.directory)
     _remove_leftovers(client, journal, say)
     started = time.monotonic()
-    stream = _run_build(client, project, rendered, options, inputs, journal, say, platform, cache_sources)
+    stream = _run_build(client, project, rendered, options, inputs, journal, say, platform, cache_sources, recipe)
     duration = time.monotonic() - started
     if stream.error or not stream.image_id:
         tail = "\n".join(f"  | {line}" for line in stream.tail)
@@ -87,30 +88,27 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
             f"last {TAIL_LINES} log lines:\n{tail}\n{stream.error or 'the engine reported no image id'}"
             f"{_hint(stream.error)}\nno tag was moved")
 
-    try:
-        # The stage images under cache tags, the engine's final image among them, before it is
-        # normalised: the newest build's layers are then no dangling image while it is (a prune beside
-        # it keeps them), and --cache-to pushes them by these names.
-        layer_cache.tag_stages(client, options.registry, names, platform, inputs.kept(stream.stages()))
-    except ENGINE_GONE as exc:
-        raise _gone_before_tagged(release.release, stream.image_id, exc) from None
-    normalised = _normalise(client, stream.image_id, rendered, options, platform, epoch, say)
     tags = build_tags(repository, names, rendered.context_hash, platform)
     try:
+        # The stage images under cache tags (the engine's final image among them: --cache-to pushes them by
+        # these names), then the release's tags. The image is the engine's as built: its release image is
+        # made from it where it leaves (engine/release_image.py), by the recipe its label carries.
+        layer_cache.tag_stages(client, options.registry, names, platform, inputs.kept(stream.stages()))
         for ref in map(ImageRef.parse, tags):
-            client.tag(normalised.image_id, ref.repository, ref.tag, force=True)
-        image = client.inspect_image(normalised.image_id)
+            client.tag(stream.image_id, ref.repository, ref.tag, force=True)
+        image = client.inspect_image(stream.image_id)
     except ENGINE_GONE as exc:
-        raise _gone_before_tagged(release.release, normalised.image_id, exc) from None
+        raise _gone_before_tagged(release.release, stream.image_id, exc) from None
     facts = BuildFacts(duration_s=round(duration, 1), steps=stream.steps, cached_steps=stream.cached_steps,
                        step_log=stream.step_log, ca_bundle_used=options.ca_bundle is not None,
                        wheels=[w.name for w in wheels], source_revision=git_revision(project),
                        stages=inputs.kept(stream.stages()), cache_from=cache_pulled,
-                       normalisation=Normalisation.of(epoch_from=epoch.source, **normalised.recorded()))
+                       normalisation=Normalisation.of(version=VERSION, epoch=recipe.epoch, epoch_from=epoch.source,
+                                                      made_after=recipe.made_after, base_layers=recipe.base_layers))
     record = record_build(rendered.directory, BuildRecord.of_image(
         names, image, tags, options.registry, rendered.context_hash, platform, facts))
     path = record_path(rendered.directory)
-    say(f"built {normalised.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
+    say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record.build.layers} layers); tagged {', '.join(tags)}; record: {path}")
     return record
 
@@ -122,27 +120,18 @@ def _gone_before_tagged(release: str, image_id: str, exc: BaseException) -> Buil
         "build (its steps are cached)")
 
 
-def _normalise(client, raw_image_id: str, rendered: Rendered, options: BuildOptions, platform: str, epoch: Epoch,
-               say) -> Normalised:
-    """The build's image normalised (engine/normalise.py); no tag moved when that fails."""
-    names = rendered.plan.names
+def _recipe(client, rendered: Rendered, epoch: Epoch) -> Recipe:
+    """How the release image will be made from this build's image (image/recipe.py): known before the build,
+    written into the image as a label."""
     try:
-        normalised = normalise(client, raw_image_id, rendered.plan.base_image, epoch.seconds,
-                               layer_cache.cache_repository(options.registry, names),
-                               f"{names.release}-{arch_of(platform)}", say)
+        return Recipe.of_base(epoch.seconds, client.inspect_image(rendered.plan.base_image))
+    except ValueError as exc:
+        raise BuildFailed(f"build of {rendered.release}: the engine's answer about the base image "
+                          f"{safe(rendered.plan.base_image, 200)} is out of shape ({safe(str(exc), 200)}); nothing was "
+                          "built") from None
     except (*ENGINE_GONE, docker.errors.APIError) as exc:
-        raise BuildFailed(
-            f"build of {rendered.release} finished ({raw_image_id[:19]}), but normalising its image failed "
-            f"({_first_line(exc)}); is the engine still running? No tag of the release was moved; rerun the "
-            "build (its steps are cached)") from None
-    if normalised.memo:
-        say(f"normalised already: {normalised.image_id[:19]} (epoch {epoch.seconds}, {epoch.source})")
-    else:
-        say(f"normalised {raw_image_id[:19]} to {normalised.image_id[:19]} in {normalised.seconds:.1f}s: "
-            f"{normalised.layers_rewritten} layers rewritten, {len(normalised.removed)} volatile files removed, "
-            f"{normalised.pyc_clamped} .pyc headers set; every time the build wrote says the base's, the config "
-            f"epoch {epoch.seconds} ({epoch.source})")
-    return normalised
+        raise BuildFailed(f"build of {rendered.release}: the engine could not say what the base image "
+                          f"{safe(rendered.plan.base_image, 200)} is ({_first_line(exc)}); nothing was built") from None
 
 
 def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: str, out, say):
@@ -162,7 +151,7 @@ def _cache_sources(client, rendered: Rendered, options: BuildOptions, platform: 
 
 
 def _run_build(client, project: Project, rendered: Rendered, options: BuildOptions, inputs: MachineInputs,
-               journal: Journal, say, platform: str, cache_sources: list[str]) -> BuildStream:
+               journal: Journal, say, platform: str, cache_sources: list[str], recipe: Recipe) -> BuildStream:
     """Send the context and follow the build. Whatever way it ends (done, failed, Ctrl-C, the engine
     gone), the intermediate containers its log named are removed before this returns."""
     stream = BuildStream()
@@ -175,7 +164,7 @@ def _run_build(client, project: Project, rendered: Rendered, options: BuildOptio
                 rm=True, forcerm=True, nocache=options.no_cache, pull=False,
                 platform=platform, cache_from=cache_sources or None, buildargs=inputs.build_args() or None,
                 labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
-                        RELEASE_LABEL: rendered.release},
+                        RELEASE_LABEL: rendered.release, **recipe.label()},
             )
             for event in events:
                 for line in stream.feed(event):

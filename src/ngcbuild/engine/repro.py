@@ -1,5 +1,6 @@
 """`ngcbuild repro`: build a release again without the layer cache and say whether it gave the same
-image: "reproduced: <id>", or per layer the files that differ and how (compare.py), exit status 1.
+release image (each engine image made into it as push makes it, engine/release_image.py, nothing loaded):
+"reproduced: <release image id>", or per layer the files that differ and how (compare.py), exit status 1.
 
 What it is compared with: `--against REF` (an image in the engine, or pulled: a pushed release, what
 a consumer checks), else the image the release's record names (the last build on this checkout).

@@ -16,7 +16,7 @@ from ngcbuild.core.errors import UserError, excerpt
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import ImageRef
 from ngcbuild.core.text import safe
-from ngcbuild.image.config import CREATED_LABEL
+from ngcbuild.image.recipe import RECIPE_LABEL
 from ngcbuild.registry.client import Registry, RegistryError
 from ngcbuild.workspace.record import Record, record_build
 from ngcbuild.workspace.sections import BuildRecord
@@ -68,11 +68,11 @@ def build_tags(repository: str, names: ImageNames, context_hash: str, platform: 
 
 
 def matches(image: dict, context_hash: str, platform: str) -> bool:
-    """An image of this context and platform that the build finished: the engine's own image of the
-    context carries the context's label too, but only a normalised image carries the label the
-    normalising step writes (a step that failed leaves the engine's image, never the release's)."""
+    """An image of this context and platform that the build finished: the engine writes the build's labels
+    (the context's, and the recipe its release image is made by: image/recipe.py) into its last image only,
+    once every step ran; a release image pulled from a registry carries them too."""
     labels = (image.get("Config") or {}).get("Labels") or {}
-    return (labels.get(CONTEXT_HASH_LABEL) == context_hash and CREATED_LABEL in labels
+    return (labels.get(CONTEXT_HASH_LABEL) == context_hash and RECIPE_LABEL in labels
             and f"{image.get('Os')}/{image.get('Architecture')}" == platform)
 
 

@@ -64,6 +64,11 @@ class ImageBlobs:
     def size(self) -> int:
         return len(self.config) + sum(blob.size for blob in self.layers)
 
+    @property
+    def image_id(self) -> str:
+        """The image's id: its config's digest."""
+        return "sha256:" + hashlib.sha256(self.config).hexdigest()
+
 
 def compress(source, target, workers: int = WORKERS) -> tuple[str, int, str]:
     """`source` (a file read to its end) as one deterministic gzip member written to `target`: the sha256

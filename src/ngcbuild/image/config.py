@@ -1,6 +1,6 @@
 """An image config normalised: fixed times by the one rule of layer_tar.Times, nothing of the container or
 engine that ran the build, the rewritten layers' diff ids, and the label that says when the image was made
-(the one a finished release image carries). A change of these rules is a new engine/normalise.VERSION."""
+(the one a finished release image carries). A change of these rules is a new recipe.VERSION."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import time
 
 from ngcbuild.image.layer_tar import Times
 
-# Written by the normalising step alone (the image's time): an image that carries it was finished, which
-# is what engine/reuse.matches asks of an image before reusing it.
+# The release image's time, written into its config alone (the engine's image, as built, has none).
 CREATED_LABEL = "org.opencontainers.image.created"
 # What a config says about the container and engine that ran the last step, never about the image.
 _ENGINE_KEYS = ("container", "container_config", "docker_version")

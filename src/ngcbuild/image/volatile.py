@@ -1,4 +1,4 @@
-"""What the normalising step (engine/normalise.py, through layer_tar.py) removes from the layers a build
+"""What making the release image (engine/release_image.py, through layer_tar.py) removes from the layers a build
 wrote: files whose content is noise by nature, each with the reason. Data, in this one place: a new
 source of noise that a `repro` report names is one more entry here, never an `if` in the rewriter.
 

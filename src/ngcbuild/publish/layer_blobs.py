@@ -1,7 +1,11 @@
 """An engine's image as the blobs push sends: the engine's save streamed (engine/image_save.py), each layer
 compressed as it passes (image/blobs.py), into push's temporary folder; with the layer store
-(image/store.py), each layer compressed once per machine: an image whose config and layers are all in the
-store is not even saved, and a layer the store holds is not compressed again."""
+(image/store.py), each layer compressed once per machine: a layer the store holds is not compressed again.
+
+An image ngcbuild built carries its recipe (image/recipe.py): what is sent is its release image, made from
+the save as it passes (release_image.py: the build's layers rewritten, the config normalised). An image
+without one (built elsewhere) is sent as the engine holds it; when the store holds its config and every
+layer, it is not even saved."""
 
 from __future__ import annotations
 
@@ -14,7 +18,9 @@ from ngcbuild.core.errors import OperationError
 from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.engine.image_save import read_save
 from ngcbuild.image.blobs import Blob, ImageBlobs, compress
+from ngcbuild.image.recipe import Recipe
 from ngcbuild.image.store import LayerStore
+from ngcbuild.engine.release_image import make_release, recipe_of
 
 _SPOOL_CHUNK = 1 << 20
 FROM_ENVIRONMENT = object()  # the store the environment names (image/store.py); None: no store
@@ -25,8 +31,11 @@ def image_blobs(client, image_id: str, folder: Path, say, store=FROM_ENVIRONMENT
     from the engine's save of it (one pass: each layer the store lacks compressed as the save streams it; a
     layer the image holds twice is compressed once)."""
     image = client.inspect_image(image_id)
+    recipe = recipe_of(image)
     if store is FROM_ENVIRONMENT:
         store = LayerStore.from_environment(say)
+    if recipe is not None:
+        return _release_blobs(client, image, recipe, folder, say, store)
     if store is None:
         return _from_save(client, image, folder, say, None)
     made = _made_before(store, image, say)
@@ -38,6 +47,49 @@ def image_blobs(client, image_id: str, folder: Path, say, store=FROM_ENVIRONMENT
     store.keep_config(blobs.config)
     store.trim()
     return blobs
+
+
+def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store: LayerStore | None) -> ImageBlobs:
+    """The release image of `image` (release_image.py), each of its layers compressed unless the store holds
+    it (by the release diff id: a layer whose files did not change is compressed once per machine)."""
+    count = len(set((image.get("RootFS") or {}).get("Layers") or []))
+    folder.mkdir(parents=True, exist_ok=True)
+    blobs: dict[str, Blob] = {}
+    numbers = itertools.count()
+
+    def keep(path: Path, diff_id: str, work: Path) -> Blob:
+        if diff_id in blobs:
+            return blobs[diff_id]
+        stored = store.layer(diff_id) if store is not None else None
+        if stored is not None:
+            blobs[diff_id] = stored
+            say(f"layer {len(blobs)}/{count}: compressed before ({stored.digest[:19]}, layer store)")
+            return stored
+        target = work / f"{next(numbers)}.tar.gz"
+        with path.open("rb") as plain, target.open("wb") as packed:
+            digest, size, inflated = compress(plain, packed)
+        if inflated != diff_id:
+            raise OperationError(f"the blob compressed from release layer {diff_id[:19]} is not that layer's bytes "
+                                 "(the compression read other bytes): nothing pushed")
+        blob = Blob(digest, size, target)
+        if store is not None:
+            kept = store.keep_layer(diff_id, blob)
+            blob = kept if kept.path != blob.path else Blob(blob.digest, blob.size,
+                                                             Path(shutil.move(blob.path, folder / blob.path.name)))
+        blobs[diff_id] = blob
+        say(f"compressed layer {len(blobs)}/{count}: {blob.size / 1e6:.1f} MB ({blob.digest[:19]})")
+        return blob
+
+    if store is None:
+        made = make_release(client, image, recipe, folder / "layers", lambda path, diff_id: keep(path, diff_id, folder))
+    else:
+        with store.scratch() as work:
+            made = make_release(client, image, recipe, Path(work) / "layers",
+                                lambda path, diff_id: keep(path, diff_id, Path(work)))
+        store.keep_config(made.config)
+        store.trim()
+    say(made.said())
+    return ImageBlobs(made.config, made.layers)
 
 
 def _made_before(store: LayerStore, image: dict, say) -> ImageBlobs | None:

@@ -34,6 +34,8 @@ from ngcbuild.engine.events import PushStream
 from ngcbuild.engine.transfer import TransferProgress
 from ngcbuild.image.blobs import Blob, ImageBlobs
 from ngcbuild.image.media import DOCKER_MANIFEST
+from ngcbuild.publish.layer_blobs import image_blobs
+from ngcbuild.engine.release_image import recipe_of
 from ngcbuild.registry.auth import LOGIN_HELP, keychain
 from ngcbuild.registry.client import BlobMismatch, DigestMismatch, Registry, RegistryError, digest_of, is_digest
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
@@ -94,7 +96,8 @@ def push_release(project: Project, name: str, host: str, out=sys.stdout, sleep=t
         before = [entry.digest for entry in record.pushed.values() if entry.registry == host and entry.digest]
         uploaded = push_and_read_back(client, registry, release.image.repository, tags, image_id, out, sleep, before)
         for ref in refs:
-            pushed[ref] = Pushed.of(digest=uploaded.digest, size=uploaded.size, registry=host, at=utc_timestamp())
+            pushed[ref] = Pushed.of(digest=uploaded.digest, size=uploaded.size, registry=host, at=utc_timestamp(),
+                                    image_id=uploaded.image_id)
             print(f"pushed {ref}@{uploaded.digest} (verified against the registry)", file=out, flush=True)
     record = replace(record, pushed={**record.pushed, **pushed},
                      build=replace(record.build, tags=sorted(set(known) | set(pushed))))
@@ -206,39 +209,52 @@ def push_with_retries(client, repository: str, tag: str, auth, out, sleep) -> Pu
 class Uploaded:
     digest: str  # of the manifest written for every tag
     size: int  # of the manifest
+    image_id: str  # the release image's (its config's digest): the engine's image made as data (release_image.py)
 
 
 def push_and_read_back(client, registry: Registry, repository_path: str, tags: list[str], image_id: str, out,
                        sleep, before: list[str] = ()) -> Uploaded:
-    """ngcbuild's own push of `image_id` as `registry.host/repository_path:TAG` for each of `tags`: the
-    layers compressed by ngcbuild (image/blobs.py: the same blobs and manifest digest on any
-    engine), each blob sent unless the registry has it, the manifest written under every tag, the whole
+    """ngcbuild's own push of the engine's `image_id` as `registry.host/repository_path:TAG` for each of `tags`:
+    its release image made from the save where it has a recipe (engine/release_image.py), else the image as
+    the engine holds it; the layers compressed by ngcbuild (image/blobs.py: the same blobs and manifest digest
+    on any engine), each blob sent unless the registry has it, the manifest written under every tag, the whole
     retried on the one schedule; then the manifest each tag serves read back through our own client: its
     bytes must hash to the digest written, whatever a header says. `before`: the digests this image was
     pushed as to this registry (the record's): one it still holds whole is written again under the tags,
-    and nothing is saved, compressed or sent (a retried push costs a few requests)."""
+    and nothing is sent (an image built elsewhere is not even saved; a release image is made again first,
+    its layers found in the layer store: nothing compressed)."""
     repository = f"{registry.host}/{repository_path}"
     shown = f"{repository}:{tags[0]}"
     say = printer(out)
     uploader = registry.without_retries()
-    # the registry asked first (its config blob, by the image id): one that is down or refuses the login
-    # fails before a layer is compressed
+    # the registry asked first (a blob by the engine's image id: for an image built elsewhere, its config): one
+    # that is down or refuses the login fails before the image is saved or a layer compressed
     config_held = _with_retries(shown, lambda: uploader.has_blob(repository_path, image_id), out, sleep)
-    held = None
-    if config_held and before:
-        held = _with_retries(shown, lambda: _held_whole(uploader, repository_path, image_id, before), out, sleep)
-    if held is not None:
-        say(f"    {repository} holds this image already (manifest {digest_of(held)}): every layer read back to its "
-            "diff id, nothing compressed or sent")
+    recipe = recipe_of(client.inspect_image(image_id))
+    with scratch_folder("ngcbuild-push-") as tmp:
+        blobs, release_id = None, image_id
+        if recipe is not None:  # the release image made from the save (release_image.py): its id known from here
+            blobs = image_blobs(client, image_id, Path(tmp), say)
+            release_id = blobs.image_id
+            config_held = _with_retries(shown, lambda: uploader.has_blob(repository_path, release_id), out, sleep)
+        held = None
+        if config_held and before:
+            held = _with_retries(shown, lambda: _held_whole(uploader, repository_path, release_id, before), out,
+                                 sleep)
+        if held is not None:
+            say(f"    {repository} holds this image already (manifest {digest_of(held)}): every layer read back to "
+                "its diff id, nothing sent")
 
-        def write_tags() -> None:
-            for tag in tags:
-                uploader.put_manifest(repository_path, tag, held, DOCKER_MANIFEST)
+            def write_tags() -> None:
+                for tag in tags:
+                    uploader.put_manifest(repository_path, tag, held, DOCKER_MANIFEST)
 
-        _with_retries(shown, write_tags, out, sleep)
-        body = held
-    else:
-        body = _upload(client, uploader, repository, repository_path, tags, image_id, out, sleep)
+            _with_retries(shown, write_tags, out, sleep)
+            body = held
+        else:
+            if blobs is None:
+                blobs = image_blobs(client, image_id, Path(tmp), say)
+            body = _upload(uploader, repository, repository_path, tags, blobs, out, sleep)
     digest = digest_of(body)
     for tag in tags:
         ref = f"{repository}:{tag}"
@@ -250,7 +266,7 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
         if served != digest:
             raise PushFailed(f"{ref}: the push wrote {digest} but the registry serves {served or 'nothing'}; "
                              "the local image is kept, nothing was recorded")
-    return Uploaded(digest, len(body))
+    return Uploaded(digest, len(body), release_id)
 
 
 def _held_whole(uploader: Registry, repository_path: str, image_id: str, before: list[str]) -> bytes | None:
@@ -335,30 +351,25 @@ def _layer_is(uploader: Registry, repository_path: str, blob: Blob, diff_id: str
     return not wrong and inflate.eof and "sha256:" + plain.hexdigest() == diff_id
 
 
-def _upload(client, uploader: Registry, repository: str, repository_path: str, tags: list[str], image_id: str,
-            out, sleep) -> bytes:
-    """The image saved from the engine, its layers compressed, each blob the registry lacks sent, the
-    manifest written under every tag: its bytes."""
-    from ngcbuild.publish.layer_blobs import image_blobs
-
+def _upload(uploader: Registry, repository: str, repository_path: str, tags: list[str], blobs: ImageBlobs, out,
+            sleep) -> bytes:
+    """Each blob the registry lacks sent, the manifest written under every tag: its bytes."""
     shown = f"{repository}:{tags[0]}"
     say = printer(out)
-    with scratch_folder("ngcbuild-push-") as tmp:
-        blobs = image_blobs(client, image_id, Path(tmp), say)
-        body = blobs.manifest()
+    body = blobs.manifest()
 
-        def upload() -> int:
-            sent = 0
-            for blob in dict.fromkeys(blobs.layers):
-                if uploader.put_blob_file(repository_path, blob.path, blob.digest, blob.size):
-                    sent += 1
-                    say(f"    sent {blob.digest[:19]} ({blob.size / 1e6:.1f} MB)")
-            uploader.put_blob(repository_path, blobs.config)
-            for tag in tags:
-                uploader.put_manifest(repository_path, tag, body, DOCKER_MANIFEST)
-            return sent
+    def upload() -> int:
+        sent = 0
+        for blob in dict.fromkeys(blobs.layers):
+            if uploader.put_blob_file(repository_path, blob.path, blob.digest, blob.size):
+                sent += 1
+                say(f"    sent {blob.digest[:19]} ({blob.size / 1e6:.1f} MB)")
+        uploader.put_blob(repository_path, blobs.config)
+        for tag in tags:
+            uploader.put_manifest(repository_path, tag, body, DOCKER_MANIFEST)
+        return sent
 
-        sent = _with_retries(shown, upload, out, sleep)
+    sent = _with_retries(shown, upload, out, sleep)
     layers = len(set(blobs.layers))
     say(f"    {layers} layers: {sent} sent, {layers - sent} already in the registry; manifest {digest_of(body)}")
     return body

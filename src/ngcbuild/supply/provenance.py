@@ -119,14 +119,14 @@ def statement(*, subject_name: str, digest: str, release: str, record: Record, f
 
 
 def _normalisation(build) -> dict:
-    """The epoch every time in the image says and how the image was normalised (docs/reproducible.md):
-    what a consumer's rebuild needs to give the same image."""
+    """The epoch every time in the image says and how the release image is made from the engine's
+    (docs/reproducible.md): what a consumer's rebuild needs to give the same image."""
     done = build.normalisation
     if done is None:
         return {}
     return {"source_date_epoch": done.epoch,
             "normalisation": {"version": done.version, "epoch_from": done.epoch_from, "made_after": done.made_after,
-                              "removed": sorted(done.removed)}}
+                              "base_layers": done.base_layers}}
 
 
 def base_image(name: str) -> dict:

@@ -72,14 +72,16 @@ def utc_timestamp(seconds: float | None = None) -> str:
 
 @dataclass(frozen=True)
 class Normalisation(Section):
-    """How the build's image was normalised (engine/normalise.py): the epoch every time in it says,
-    where that came from, the base image's time (a later time was the build's own), the engine's image
-    before (the layer cache) and what was removed as volatile."""
+    """How the release image is made from the build's engine image (image/recipe.py, engine/release_image.py,
+    where it leaves: push): the epoch every time the build wrote is set to, where that came from, the base
+    image's time (a later time was the build's own) and how many of its layers are the base's. The other
+    fields are those of records written when the build itself made the release image (rules version 4)."""
 
     version: int | None = None
     epoch: int | None = None
     epoch_from: str | None = None
     made_after: int | None = None
+    base_layers: int | None = None
     raw_image_id: str | None = form(DIGEST)
     memo: bool | None = None  # found normalised already on this engine
     layers_rewritten: int | None = None
@@ -191,12 +193,15 @@ def smoke_verdict(smoke: SmokeRun | None, images: str | Collection[str] | None) 
 
 @dataclass(frozen=True)
 class Pushed(Section):
-    """One entry of `pushed`: a reference pushed and the digest the registry served back for it."""
+    """One entry of `pushed`: a reference pushed and the digest the registry served back for it, with the id of
+    the release image it names (its config's digest: the build's engine image made as data where it left,
+    engine/release_image.py; the record's `build.image_id` is the engine's)."""
 
     digest: str | None = form(DIGEST)
     size: int | None = None
     registry: str | None = form(HOST)
     at: str | None = None
+    image_id: str | None = form(DIGEST)
 
 
 @dataclass(frozen=True)

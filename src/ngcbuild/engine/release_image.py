@@ -1,0 +1,149 @@
+"""The release image, made as data where it leaves: from the engine's save of the image the build made (and the
+smoke suite ran), each layer the build wrote rewritten deterministically (image/layer_tar.py), the base's layers
+as they are, the config normalised (image/config.py) by the recipe the image carries (image/recipe.py). Nothing
+is loaded back into the engine: the engine keeps the image it built (its local tag still runs), and the release
+image's digest is a function of it, which push sends and records, and `repro` recomputes.
+
+One pass over the save: each layer is spooled (its diff id learnt), rewritten when it is the build's, and
+handed to the caller's `keep` as a plain tar with its release diff id (push compresses it, with the layer
+store: image/store.py; `repro` compares it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ngcbuild.core.errors import OperationError
+from ngcbuild.core.jsonload import JsonRefused, load_json
+from ngcbuild.core.text import safe
+from ngcbuild.engine.image_save import read_save
+from ngcbuild.image.config import normalised_config
+from ngcbuild.image.layer_tar import Rewritten, Times, rewrite_layer
+from ngcbuild.image.recipe import Recipe
+from ngcbuild.image.save import SaveUnreadable
+
+_CHUNK = 1 << 20
+
+
+@dataclass
+class Made:
+    """What making a release image did (said by push, kept by `repro`)."""
+
+    config: bytes = b""
+    layers: tuple = ()  # per layer of the image, in order: what `keep` returned for it
+    diff_ids: tuple[str, ...] = ()  # the release image's, in order
+    rewritten: int = 0
+    removed: dict[str, str] = field(default_factory=dict)  # path -> why (image/volatile.py), over every layer
+    pyc_clamped: int = 0
+    seconds: float = 0.0
+
+    @property
+    def image_id(self) -> str:
+        """The release image's id: its config's digest."""
+        return "sha256:" + hashlib.sha256(self.config).hexdigest()
+
+    def said(self) -> str:
+        return (f"release image {self.image_id[:19]} made in {self.seconds:.1f}s: {self.rewritten} layers rewritten, "
+                f"{len(self.removed)} volatile files removed, {self.pyc_clamped} .pyc headers set")
+
+
+def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Made:
+    """The release image of the engine's `image` (its inspect answer) by `recipe`: `keep(path, diff_id)` is
+    called once per distinct layer with a plain tar in `folder` (removed after it returns, unless `keep`
+    moved it) and its release diff id; what it returns stands for that layer in Made.layers."""
+    started = time.monotonic()
+    declared = (image.get("RootFS") or {}).get("Layers") if isinstance(image, dict) else None
+    wrong = recipe.check(declared) if isinstance(declared, list) else "its inspect answer lists no layers"
+    if wrong:
+        raise OperationError(f"the image {_shown_id(image)}: {wrong}; not an image its recipe makes, nothing made")
+    base = set(declared[:recipe.base_layers])
+    times = Times(recipe.epoch, recipe.made_after)
+    folder.mkdir(parents=True, exist_ok=True)
+    made = Made()
+    by_raw: dict[str, tuple[str, object]] = {}  # the save's diff id -> (the release's diff id, keep's result)
+    numbers = itertools.count()
+
+    def take(source) -> tuple[str, object]:
+        number = next(numbers)
+        spool, raw = _spool(source, folder / f"{number}.tar")
+        try:
+            if raw in by_raw:  # a layer the image holds twice
+                return by_raw[raw]
+            plain, diff_id = spool, raw
+            if raw not in base:
+                plain = folder / f"{number}.release.tar"
+                layer = _rewritten(spool, plain, times, image)
+                spool.unlink()
+                diff_id = layer.diff_id
+                made.rewritten += 1
+                made.removed.update(layer.removed)
+                made.pyc_clamped += layer.pyc_clamped
+            by_raw[raw] = (diff_id, keep(plain, diff_id))
+            return by_raw[raw]
+        finally:
+            spool.unlink(missing_ok=True)
+            (folder / f"{number}.release.tar").unlink(missing_ok=True)
+
+    saved = read_save(client, image, take)  # read by what it declares, checked against the inspect answer
+    for layer in saved.layers:
+        if by_raw.get(layer.diff_id) is not layer.result:
+            raise OperationError(f"the release layer made from {layer.diff_id[:19]} of {_shown_id(image)} "
+                                 "is not of that layer's bytes (other or fewer bytes were read): nothing made")
+    try:
+        config = load_json(saved.config, "the image's config")
+    except JsonRefused as exc:
+        raise SaveUnreadable(f"the engine's save of {_shown_id(image)}: {exc}") from None
+    if not isinstance(config, dict):
+        raise SaveUnreadable(f"the engine's save of {_shown_id(image)}: its config is not an object")
+    made.diff_ids = tuple(by_raw[layer.diff_id][0] for layer in saved.layers)
+    made.layers = tuple(by_raw[layer.diff_id][1] for layer in saved.layers)
+    try:
+        made.config = normalised_config(config, list(made.diff_ids), times, recipe.base_layers)
+    except (ValueError, TypeError, AttributeError) as exc:  # a history entry or time out of shape
+        raise SaveUnreadable(f"the engine's save of {_shown_id(image)}: its config cannot be "
+                             f"normalised ({safe(str(exc), 120)})") from None
+    made.seconds = round(time.monotonic() - started, 1)
+    return made
+
+
+def release_image_id(client, image: dict, recipe: Recipe, folder: Path) -> Made:
+    """The release image of `image` made without keeping a layer: its id and what rewriting did."""
+    return make_release(client, image, recipe, folder, lambda path, diff_id: diff_id)
+
+
+def _rewritten(spool: Path, target: Path, times: Times, image: dict) -> Rewritten:
+    with spool.open("rb") as source, target.open("wb") as out:
+        try:
+            return rewrite_layer(source, out, times)
+        except tarfile.TarError as exc:
+            raise SaveUnreadable(f"the engine's save of {_shown_id(image)}: a layer that is not a tar "
+                                 f"({safe(str(exc), 200)})") from None
+
+
+def _spool(source, path: Path) -> tuple[Path, str]:
+    """`source` read to its end into `path`, and the sha256 of what was read (its diff id)."""
+    plain = hashlib.sha256()
+    with path.open("wb") as target:
+        while chunk := source.read(_CHUNK):
+            plain.update(chunk)
+            target.write(chunk)
+    return path, "sha256:" + plain.hexdigest()
+
+
+def recipe_of(image: dict) -> Recipe | None:
+    """The recipe the engine's image carries, or None; a damaged one is an OperationError naming the label."""
+    from ngcbuild.image.recipe import RecipeDamaged
+
+    try:
+        return Recipe.of_image(image)
+    except RecipeDamaged as exc:
+        raise OperationError(f"{_shown_id(image)}: {exc}; rebuild it (`invoke build --force`)") from None
+
+
+def _shown_id(image: dict) -> str:
+    return safe(str(image.get("Id") if isinstance(image, dict) else image), 19)
