@@ -1,0 +1,157 @@
+"""engine/release_image.py: the release image made from an engine's save by the recipe its image carries
+(image/recipe.py), nothing loaded back. The engine here answers an inspect and a save (Docker 20.10's layout)
+of images made in the test; the real engines' are tests/integration/test_repro.py's and test_podman.py's."""
+
+import hashlib
+import io
+import json
+import tarfile
+
+import pytest
+
+from ngcbuild.core.errors import OperationError
+from ngcbuild.engine.release_image import make_release, release_image_id
+from ngcbuild.image.recipe import Recipe, base_chain
+from ngcbuild.publish.layer_blobs import image_blobs
+
+BASE_TIME = 1_700_000_000  # the base image's creation
+EPOCH = 1_750_000_000
+
+
+def _tar(files: dict[str, tuple[bytes, int]]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name, (data, mtime) in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), mtime
+            archive.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def _digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class _Engine:
+    """An engine holding one image: its inspect answer and its save, made from layer tars and a config."""
+
+    def __init__(self, layers: list[bytes], recipe: Recipe | None, config: bytes | None = None):
+        diff_ids = [_digest(layer) for layer in layers]
+        labels = recipe.label() if recipe is not None else {}
+        document = {
+            "architecture": "amd64", "os": "linux", "created": "2026-12-02T10:00:00.123Z",
+            "container": "f00", "docker_version": "20.10.24",
+            "config": {"Labels": labels, "Hostname": "f00"},
+            "history": [{"created": "2023-11-14T22:13:20Z", "created_by": "debootstrap"},
+                        {"created": "2026-12-02T10:00:00Z", "created_by": "RUN make"}],
+        }
+        document = {**document, "rootfs": {"type": "layers", "diff_ids": diff_ids}}
+        self.config = config or json.dumps(document).encode()  # a config given: its very bytes
+        self.image_id = _digest(self.config)
+        files = {f"{n}/layer.tar": (layer, 0) for n, layer in enumerate(layers)}
+        files[f"{self.image_id[7:]}.json"] = (self.config, 0)
+        files["manifest.json"] = (json.dumps([{"Config": f"{self.image_id[7:]}.json", "RepoTags": None,
+                                               "Layers": [f"{n}/layer.tar" for n in range(len(layers))]}]).encode(), 0)
+        self.save, self.diff_ids, self.saves = _tar(files), diff_ids, 0
+        self.answer = {"Id": self.image_id, "RootFS": {"Type": "layers", "Layers": diff_ids},
+                       "Config": {"Labels": labels}, "Size": len(self.save)}
+
+    def inspect_image(self, ref):
+        return self.answer
+
+    def get_image(self, image_id, chunk_size=None):
+        self.saves += 1
+        return (self.save[at:at + 4096] for at in range(0, len(self.save), 4096))
+
+
+BASE = _tar({"etc/os-release": (b"debian\n", BASE_TIME - 500)})
+RECIPE = Recipe(EPOCH, BASE_TIME, 1, base_chain([_digest(BASE)]))
+
+
+def _built(when: int) -> bytes:
+    """The build's layer, its files written at `when` (a step run then), with apt's log (volatile)."""
+    return _tar({"opt/app": (b"the app\n", when), "var/log/apt/history.log": (b"Start-Date: %d\n" % when, when)})
+
+
+def test_the_builds_layers_are_rewritten_the_bases_kept_and_the_config_normalised(tmp_path):
+    engine = _Engine([BASE, _built(BASE_TIME + 3600)], RECIPE)
+    kept = {}
+
+    def keep(path, diff_id):
+        kept[diff_id] = path.read_bytes()
+        return diff_id
+
+    made = make_release(engine, engine.answer, RECIPE, tmp_path / "work", keep)
+    assert made.diff_ids[0] == engine.diff_ids[0]  # the base's layer as saved
+    assert made.diff_ids[1] != engine.diff_ids[1] and made.rewritten == 1
+    assert made.removed == {"var/log/apt/history.log": made.removed["var/log/apt/history.log"]}
+    with tarfile.open(fileobj=io.BytesIO(kept[made.diff_ids[1]])) as layer:
+        assert {m.name: m.mtime for m in layer} == {"opt/app": BASE_TIME}  # the build's time is the base's
+    config = json.loads(made.config)
+    assert config["rootfs"]["diff_ids"] == list(made.diff_ids)
+    assert "container" not in config and config["config"]["Hostname"] == ""
+    assert config["config"]["Labels"][next(iter(RECIPE.label()))] == RECIPE.label()[next(iter(RECIPE.label()))]
+    assert made.image_id == _digest(made.config) != engine.image_id
+    assert list((tmp_path / "work").iterdir()) == []  # one layer on disk at a time, none left
+
+
+def test_two_engine_images_of_one_build_at_other_times_make_one_release_image(tmp_path):
+    first = _Engine([BASE, _built(BASE_TIME + 60)], RECIPE)
+    second = _Engine([BASE, _built(BASE_TIME + 86_400)], RECIPE)  # the same step, a day later
+    assert first.image_id != second.image_id
+    ids = [release_image_id(engine, engine.answer, RECIPE, tmp_path / str(n)).image_id
+           for n, engine in enumerate((first, second))]
+    assert ids[0] == ids[1]
+
+
+def test_a_release_image_made_again_is_itself(tmp_path):
+    """A release image pulled back (`repro --against` a pushed one, a build reused from a registry) carries the
+    recipe too: made again, it is the same image (every rule is a fixed point)."""
+    engine = _Engine([BASE, _built(BASE_TIME + 60)], RECIPE)
+    layers = {}
+    made = make_release(engine, engine.answer, RECIPE, tmp_path / "a",
+                        lambda path, diff_id: layers.setdefault(diff_id, path.read_bytes()))
+    pulled = _Engine(list(made.layers), RECIPE, config=made.config)
+    assert pulled.image_id == made.image_id
+    assert release_image_id(pulled, pulled.answer, RECIPE, tmp_path / "b").image_id == made.image_id
+
+
+def test_an_image_whose_first_layers_are_not_its_recipes_base_is_refused_before_its_save(tmp_path):
+    other = Recipe(EPOCH, BASE_TIME, 1, base_chain(["sha256:" + "0" * 64]))
+    engine = _Engine([BASE, _built(BASE_TIME + 60)], other)
+    with pytest.raises(OperationError, match="not the base image's its recipe names"):
+        make_release(engine, engine.answer, other, tmp_path, lambda path, diff_id: diff_id)
+    assert engine.saves == 0
+
+
+def test_push_sends_the_release_image_and_compresses_each_layer_once(tmp_path, monkeypatch):
+    from ngcbuild.image.store import LayerStore
+
+    engine = _Engine([BASE, _built(BASE_TIME + 60)], RECIPE)
+    store = LayerStore.open(tmp_path / "store", 1 << 30)
+    said = []
+    blobs = image_blobs(engine, engine.image_id, tmp_path / "push1", said.append, store=store)
+    expected = release_image_id(engine, engine.answer, RECIPE, tmp_path / "id")
+    assert blobs.image_id == expected.image_id and len(blobs.layers) == 2
+    assert sum("compressed layer" in line for line in said) == 2
+    assert any(line.startswith(f"release image {expected.image_id[:19]} made in") for line in said), said
+    # the same build a day later: the same release layers, found in the store, nothing compressed
+    later = _Engine([BASE, _built(BASE_TIME + 86_400)], RECIPE)
+    said.clear()
+    again = image_blobs(later, later.image_id, tmp_path / "push2", said.append, store=store)
+    assert again.manifest() == blobs.manifest()
+    assert not any("compressed layer" in line for line in said) and later.saves == 1
+
+
+def test_an_image_without_a_recipe_is_sent_as_the_engine_holds_it(tmp_path):
+    engine = _Engine([BASE, _built(BASE_TIME + 60)], None)
+    blobs = image_blobs(engine, engine.image_id, tmp_path, lambda line: None, store=None)
+    assert blobs.config == engine.config and blobs.image_id == engine.image_id
+
+
+def test_a_damaged_recipe_is_one_line_naming_the_label(tmp_path):
+    engine = _Engine([BASE, _built(BASE_TIME + 60)], RECIPE)
+    engine.answer["Config"]["Labels"] = {next(iter(RECIPE.label())): "epoch=soon\x1b[2J"}
+    with pytest.raises(OperationError, match="io.ngcbuild.release-image") as raised:
+        image_blobs(engine, engine.image_id, tmp_path, lambda line: None, store=None)
+    assert "\x1b" not in str(raised.value) and engine.saves == 0
