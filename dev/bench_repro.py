@@ -21,7 +21,6 @@ from ngcbuild.manifest.loader import load_release
 from ngcbuild.workspace.record import read_record
 
 
-
 def run_repro_bench(project: Project, release: str, runs: int, registry: str = "127.0.0.1:5000",
                     out_path: Path | None = None, log=print) -> Path:
     # one epoch for every run, as the bench starts: a commit landing meanwhile (the epoch is the commit's

@@ -16,8 +16,8 @@ from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine.epoch import parse_epoch, source_date_epoch
 from ngcbuild.image.config import normalised_config, rfc3339, seconds
-from ngcbuild.image.recipe import RECIPE_LABEL, Recipe, RecipeDamaged
 from ngcbuild.image.layer_tar import Times, Unstreamable, clamp_pyc, path_order, rewrite_layer, rewrite_stream
+from ngcbuild.image.recipe import RECIPE_LABEL, Recipe, RecipeDamaged
 from ngcbuild.image.volatile import VOLATILE, why_volatile
 
 EPOCH = 1_767_225_600  # 2026-01-01

@@ -8,8 +8,8 @@ import pytest
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
 from ngcbuild.engine import reuse
-from ngcbuild.image.recipe import RECIPE_LABEL
 from ngcbuild.image.media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST
+from ngcbuild.image.recipe import RECIPE_LABEL
 from ngcbuild.manifest.catalog import Catalog
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.publish.multiarch import PublishRefused, manifest_list, missing_platforms

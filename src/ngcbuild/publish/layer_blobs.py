@@ -17,10 +17,10 @@ from pathlib import Path
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.engine.image_save import read_save
+from ngcbuild.engine.release_image import make_release, recipe_of
 from ngcbuild.image.blobs import Blob, ImageBlobs, compress
 from ngcbuild.image.recipe import Recipe
 from ngcbuild.image.store import LayerStore
-from ngcbuild.engine.release_image import make_release, recipe_of
 
 _SPOOL_CHUNK = 1 << 20
 FROM_ENVIRONMENT = object()  # the store the environment names (image/store.py); None: no store

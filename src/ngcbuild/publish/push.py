@@ -31,11 +31,11 @@ from ngcbuild.core.scratch import scratch_folder
 from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.events import PushStream
+from ngcbuild.engine.release_image import recipe_of
 from ngcbuild.engine.transfer import TransferProgress
 from ngcbuild.image.blobs import Blob, ImageBlobs
 from ngcbuild.image.media import DOCKER_MANIFEST
 from ngcbuild.publish.layer_blobs import image_blobs
-from ngcbuild.engine.release_image import recipe_of
 from ngcbuild.registry.auth import LOGIN_HELP, keychain
 from ngcbuild.registry.client import BlobMismatch, DigestMismatch, Registry, RegistryError, digest_of, is_digest
 from ngcbuild.workspace.record import read_record, record_path, require, write_record
