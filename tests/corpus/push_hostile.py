@@ -336,6 +336,26 @@ def _huge(registry, outside):
     return []
 
 
+def _claims_layer(keeps_lying: bool):
+    """The registry already "holds" the layer blob our push writes: a HEAD answers its digest and size, but
+    its bytes are zeros of that size (only reading can tell); with `keeps_lying`, served so even after the
+    push sends the blob."""
+    def misbehave(registry, outside):
+        blob = _ours(_LAYER)[0]
+        registry.content.blobs[digest_of(blob)] = bytes(len(blob))
+        if keeps_lying:
+            registry.swap[digest_of(blob)] = bytes(len(blob))
+        return _keep_stored(registry, outside)
+    return misbehave
+
+
+def layer_sent(project, outside) -> str | None:
+    """The layer blob a lying registry claimed was sent after all (a blob upload opened, our manifest recorded)."""
+    if '"POST"' not in (outside / "registry.log").read_text():
+        return "no blob upload was opened: the claimed layer was taken on the registry's word"
+    return recorded_as_stored(project, outside)
+
+
 def _member(name: str, size: int, kind: bytes = tarfile.REGTYPE) -> bytes:
     info = tarfile.TarInfo(name)
     info.size, info.type = size, kind
@@ -517,6 +537,14 @@ def push_cases(add_case) -> None:
     add(HostileCase("push-from-a-podman-save", klass, argv, setup, exit_status=0,
                     serve=pushing(_keep_stored, saved=PODMAN_SAVE), extra_env=env, after=recorded_as_stored,
                     shows=("(verified against the registry)",)))
+    # the fallback push (no earlier push recorded): a layer the registry claims at its digest and size is
+    # read back before it is skipped; other bytes get it sent, and a registry that keeps them is a failure
+    add(HostileCase("push-layer-claimed-with-other-bytes-is-sent", klass, argv, setup, exit_status=0,
+                    serve=pushing(_claims_layer(False)), extra_env=env, after=layer_sent,
+                    shows=("1 sent, 0 already in the registry",)))
+    add(HostileCase("push-layer-claimed-with-other-bytes-after-sending", klass, argv, setup, exit_status=1,
+                    serve=pushing(_claims_layer(True)), extra_env=env, mentions=("before and after it was sent",),
+                    absent=("Traceback",), after=nothing_recorded, hides=("retry",)))
     for name, misbehave, says in cases:
         check = nothing_elsewhere if misbehave is _elsewhere else nothing_recorded
         add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(misbehave), extra_env=env,
