@@ -22,6 +22,7 @@ import socketserver
 import tarfile
 import tempfile
 import threading
+import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -184,6 +185,8 @@ class TinyEngine:
                     "Id": IMAGE_ID, "RepoTags": sorted(self.tags), "Created": "2026-01-01T00:00:00Z",
                     "RootFS": {"Type": "layers", "Layers": [DIFF_ID]}}).encode(), json_of)
             if action == "get":
+                if callable(self.saved):  # a save answered otherwise: stalled, trickled
+                    return self.saved(handler)
                 return fakes.send(handler, 200, self.saved, {"Content-Type": "application/x-tar"})
             if action == "tag" and handler.command == "POST":
                 query = dict(pair.split("=", 1) for pair in url.query.split("&") if "=" in pair)
@@ -347,6 +350,23 @@ def _claims_layer(keeps_lying: bool):
             registry.swap[digest_of(blob)] = bytes(len(blob))
         return _keep_stored(registry, outside)
     return misbehave
+
+
+def _save_stalled(after: int):
+    """The engine's save answered with its headers and `after` bytes of the tiny image's save (None: no
+    answer at all, not even its headers), then nothing for longer than any case runs (a read that blocks:
+    the client's own limit for one read is an hour)."""
+    def answer(handler):
+        if after is not None:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/x-tar")
+            handler.send_header("Content-Length", str(len(SAVED)))
+            handler.end_headers()
+            handler.wfile.write(SAVED[:after])
+            handler.wfile.flush()
+        time.sleep(120)
+        handler.close_connection = True
+    return answer
 
 
 def layer_sent(project, outside) -> str | None:
@@ -545,6 +565,13 @@ def push_cases(add_case) -> None:
     add(HostileCase("push-layer-claimed-with-other-bytes-after-sending", klass, argv, setup, exit_status=1,
                     serve=pushing(_claims_layer(True)), extra_env=env, mentions=("before and after it was sent",),
                     absent=("Traceback",), after=nothing_recorded, hides=("retry",)))
+    # a save the engine never answers, or stalls in after 700 bytes: cut by the save's one deadline (here
+    # $NGCBUILD_HTTP_DEADLINE_S, the most any one request may take), not by the client's hour per read
+    for name, after in (("push-save-never-answered", None), ("push-save-stalls-after-700-bytes", 700)):
+        add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(_keep_stored, saved=_save_stalled(after)),
+                        extra_env={**env, "NGCBUILD_HTTP_DEADLINE_S": "4"}, time_bound=40,
+                        mentions=("not whole within 4s", "NGCBUILD_HTTP_DEADLINE_S"), absent=("Traceback",),
+                        after=nothing_recorded, hides=("retry",)))
     for name, misbehave, says in cases:
         check = nothing_elsewhere if misbehave is _elsewhere else nothing_recorded
         add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(misbehave), extra_env=env,

@@ -121,6 +121,56 @@ def escaping_cases(add) -> None:
                         **({} if argv[0] == "repro" else {"after": nothing_built})))
 
 
+class StallingPullEngine(RefusingEngine):
+    """The engine of RefusingEngine, whose pull (`POST /images/create`) never answers (`endless` False: not even
+    its headers) or answers and then streams "Waiting" events forever, a few a second."""
+
+    def __init__(self, path, endless: bool):
+        self.endless, self.closed = endless, threading.Event()
+        super().__init__(path)
+
+    def _answer(self, conn):
+        request = conn.recv(65536, socket.MSG_PEEK).decode("latin-1")
+        if "/images/create" not in request.split("\r\n", 1)[0]:
+            return super()._answer(conn)
+        with conn:
+            try:
+                conn.recv(65536)
+                if self.endless:
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nApi-Version: 1.41\r\n"
+                                 b"Transfer-Encoding: chunked\r\n\r\n")
+                    event = json.dumps({"status": "Waiting", "id": "0123456789ab"}).encode() + b"\r\n"
+                    while not self.closed.wait(0.2):
+                        conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                else:
+                    self.closed.wait(120)
+            except OSError:
+                pass
+
+    def close(self):
+        self.closed.set()
+        super().close()
+
+
+def stalling_pull_engine(endless: bool):
+    def serve(project, outside):
+        engine = StallingPullEngine(outside / "stalling-engine.sock", endless)
+        return {"STALLING_ENGINE": engine.path}, [engine]
+    return serve
+
+
+def pull_deadline_cases(add) -> None:
+    """`repro --against REF`'s pull, which the engine never answers or never ends: cut by the pull's one
+    deadline (here $NGCBUILD_HTTP_DEADLINE_S, the most any one request may take), in one line, exit 1."""
+    klass = "reads without a deadline"
+    for name, endless in (("repro-against-pull-never-answered", False), ("repro-against-pull-never-ends", True)):
+        add(HostileCase(name, klass, ("repro", "--release", "dev", "--against", "host.example/p:dev"), dev,
+                        serve=stalling_pull_engine(endless), exit_status=1, engine_allowed=True, time_bound=40,
+                        extra_env={"DOCKER_HOST": "unix://STALLING_ENGINE", "NGCBUILD_HTTP_DEADLINE_S": "4"},
+                        mentions=("the engine's pull of host.example/p:dev did not end within 4s",),
+                        absent=("Traceback",), after=nothing_built))
+
+
 def login_index(status: int = 401):
     """The fake index INDEX wanting ops:SECRET (tests/fake_index.py's login), with einops; `status` 403: it
     forbids instead (a login it knows but will not serve)."""
@@ -264,5 +314,6 @@ def round6_cases(add) -> None:
     secrets_cases(add)
     escaping_cases(add)
     refused_index_cases(add)
+    pull_deadline_cases(add)
     bounds_cases(add)
     lock_body_cases(add)

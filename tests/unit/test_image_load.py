@@ -136,3 +136,37 @@ def test_a_load_the_engine_never_answers_ends_at_a_deadline_sized_to_it(tmp_path
     finally:
         engine.release.set()
     assert time.monotonic() - started < 10
+
+
+class DeafEngine(Engine):
+    """Takes the request and never reads a byte of its archive (until the test lets it go)."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+
+    def load_image(self, chunks):
+        self.release.wait(60)
+        return iter([])
+
+
+def test_a_load_the_engine_never_reads_ends_at_a_deadline_sized_to_it(tmp_path, monkeypatch):
+    """Issue 54 item 1: no byte read at all is cut as a silence after the archive is: one deadline sized to
+    what was queued, never the client's hour per read."""
+    import time
+
+    from ngcbuild.engine import image_load
+
+    monkeypatch.setattr(image_load, "ANSWER_START_S", 1)
+    monkeypatch.setattr(image_load, "_ABORT_WAIT_S", 0.1)
+    engine, paths = DeafEngine(), _layers(tmp_path)
+    started = time.monotonic()
+    try:
+        with pytest.raises(BuildFailed, match=r"stopped reading the load .* within 2s of its end"), \
+                Loading(engine) as loading:
+            for path in paths:
+                loading.send(f"{path.stem}/layer.tar", path)
+            loading.finish("c.json", b"{}", {})
+    finally:
+        engine.release.set()
+    assert time.monotonic() - started < 10
