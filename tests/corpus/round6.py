@@ -171,6 +171,33 @@ def pull_deadline_cases(add) -> None:
                         absent=("Traceback",), after=nothing_built))
 
 
+def checkout_tools(project, outside):
+    """The scratch project given this checkout's own tasks (tasks.py and dev/: `bench`), as a checkout has."""
+    import shutil
+
+    from ..conftest import REPO
+
+    shutil.copy(REPO / "tasks.py", project.root / "tasks.py")
+    shutil.copytree(REPO / "dev", project.root / "dev", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def bench_cases(add) -> None:
+    """`invoke bench --repro` with the engine unreachable (its child build fails), with stdout open or closed:
+    the child's line, named, exit 1; a bad --runs, exit 2; never a traceback of the bench."""
+    from .hostile import git_repo
+
+    klass = "exit statuses"
+    setup = setup_all(git_repo, checkout_tools)
+    gone = {"DOCKER_HOST": "unix://OUTSIDE/no-engine.sock"}
+    for name, stdout in (("bench-repro-engine-unreachable", "captured"),
+                         ("bench-repro-engine-unreachable-stdout-closed", "closed")):
+        add(HostileCase(name, klass, ("bench", "--repro", "--release", "dev"), setup, exit_status=1,
+                        extra_env=gone, stdout=stdout, time_bound=60, absent=("Traceback", "RuntimeError"),
+                        mentions=("build --release dev --no-cache --force` exited 1", "cannot reach the Docker engine")))
+    add(HostileCase("bench-repro-runs-not-a-number", klass, ("bench", "--repro", "--runs", "x"), setup,
+                    exit_status=2, extra_env=gone, mentions=("--runs",), absent=("Traceback",)))
+
+
 def login_index(status: int = 401):
     """The fake index INDEX wanting ops:SECRET (tests/fake_index.py's login), with einops; `status` 403: it
     forbids instead (a login it knows but will not serve)."""
@@ -315,5 +342,6 @@ def round6_cases(add) -> None:
     escaping_cases(add)
     refused_index_cases(add)
     pull_deadline_cases(add)
+    bench_cases(add)
     bounds_cases(add)
     lock_body_cases(add)
