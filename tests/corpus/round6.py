@@ -320,6 +320,39 @@ def lock_body_cases(add) -> None:
                         after=nothing_built))
 
 
+def via_chain(count: int, broken_at: int | None = None) -> str:
+    """A lock body of `count` entries after GOOD_BODY's, each `# via` the next and the last `# via einops` (a
+    team requirement): every entry reached, but only through the whole chain (2.2 MB for 20,000, under the
+    lock's 5 MB cap); `broken_at`: that entry's `# via` names nothing locked, so it and all before it are
+    reached by nothing."""
+    from .resolver_hostile import GOOD_BODY
+
+    names = [f"chain{number:05d}" for number in range(count)]
+    entries = []
+    for number, name in enumerate(names):
+        via = names[number + 1] if number + 1 < count else "einops"
+        if number == broken_at:
+            via = "nothing-locked"
+        entries.append(f"{name}==1.0 \\\n    --hash=sha256:{'c' * 64}\n    # via {via}\n")
+    return GOOD_BODY + "".join(entries)
+
+
+def lock_shape_cases(add) -> None:
+    """A lock under its size cap whose shape made the lock's check quadratic (20,000 entries, each `# via` the
+    next: render ran past two minutes): checked in linear time, refused in one line, exit 2."""
+    from .derived_hostile import LOCK, team
+    from .resolver_hostile import fresh_lock
+
+    klass = "structures without a bound"
+    for name, body, mentions in [
+        ("lock-via-chain-20000", via_chain(20_000), (LOCK, "not the ones")),
+        ("lock-via-chain-20000-broken-in-the-middle", via_chain(20_000, broken_at=10_000),
+         (LOCK, "chain00000==1.0 is required by nothing")),
+    ]:
+        add(HostileCase(name, klass, ("render", "--release", "team-x"), setup_all(team, fresh_lock(body)),
+                        mentions=mentions, absent=("Traceback",), after=nothing_built, time_bound=30))
+
+
 def _drop_body_digest(project, outside):
     from .derived_hostile import LOCK
 
@@ -345,3 +378,4 @@ def round6_cases(add) -> None:
     bench_cases(add)
     bounds_cases(add)
     lock_body_cases(add)
+    lock_shape_cases(add)
