@@ -131,3 +131,15 @@ def test_the_maps_of_a_layer_are_counted_together(tmp_path, monkeypatch):
     rewrite_stream(io.BytesIO(one), tmp_path / "one.tar", TIMES)
     with pytest.raises(LayerOutOfShape, match="sparse maps of more than 8192 bytes in one layer"):
         rewrite_stream(io.BytesIO(one[:-2 * B] + _chain(10, 1 << 20, "other")), tmp_path / "two.tar", TIMES)
+
+
+def test_repro_s_comparison_reads_a_layer_from_outside_within_the_same_bounds():
+    """`repro --against REF` compares the layers of an image from outside (engine/compare.entries): a sparse
+    file of a terabyte is one OperationError, not a terabyte of zeros hashed."""
+    from ngcbuild.core.errors import OperationError
+    from ngcbuild.engine.compare import entries
+
+    with pytest.raises(OperationError, match="a layer to compare cannot be read: .*holes are more than"):
+        entries(io.BytesIO(_pax_sparse_10("huge", b"1\n0\n1\n", 1 << 40, b"x")))
+    found = entries(io.BytesIO(_gnu_sparse("small", [(100, 1)], 101, [])))
+    assert found["small"].size == 101

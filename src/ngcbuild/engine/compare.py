@@ -11,9 +11,11 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ngcbuild.core.errors import OperationError
 from ngcbuild.core.scratch import scratch_folder
 from ngcbuild.core.text import safe
 from ngcbuild.engine.normalise import save_layers
+from ngcbuild.image.layer_tar import BoundedTarInfo
 
 MAX_SHOWN = 40  # files named per layer; the rest counted
 MAX_PATH = 600  # characters of a path shown
@@ -68,9 +70,18 @@ class Comparison:
 
 
 def entries(source) -> dict[str, Entry]:
-    """path -> what a layer tar (seekable) says of it."""
+    """path -> what a layer tar (seekable) says of it. A layer of `repro --against REF` is an image from
+    outside: read with the rewriter's bounds (image/layer_tar.py: chains of extended headers, sparse maps and
+    their holes), and one out of them, or damaged, is one OperationError (exit 1)."""
+    try:
+        return _entries(source)
+    except tarfile.TarError as exc:
+        raise OperationError(f"a layer to compare cannot be read: {safe(str(exc), 300)}") from None
+
+
+def _entries(source) -> dict[str, Entry]:
     found = {}
-    with tarfile.open(fileobj=source, mode="r:") as tar:
+    with tarfile.open(fileobj=source, mode="r:", tarinfo=BoundedTarInfo) as tar:
         for member in tar:
             digest = ""
             if member.isreg():

@@ -103,6 +103,9 @@ class _Bounded(tarfile.TarInfo):
         return super()._proc_member(tarfile_)
 
 
+BoundedTarInfo = _Bounded  # tarfile's `tarinfo=` for any reader of a layer from outside (engine/compare.py)
+
+
 class _MapReads:
     """tarfile's file object while a sparse map is read (read and tell, all tarfile asks then): at most
     MAX_SPARSE_MAP bytes of maps in the whole layer, and a read cut short (the layer ends inside the map) a
