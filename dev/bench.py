@@ -20,9 +20,10 @@ from pathlib import Path
 
 from dev import USER_TASKS
 from ngcbuild.core.children import run_child
-from ngcbuild.core.errors import UserError
+from ngcbuild.core.errors import OperationError, UserError
 from ngcbuild.core.project import Project
 from ngcbuild.core.references import registry_host
+from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.container import run_once
 from ngcbuild.engine.events import BuildStream, PushStream
@@ -75,8 +76,19 @@ def timed_process(argv: list[str], cwd: Path, extra_env: dict | None = None) -> 
     result = run_child(argv, cwd=cwd, env=env)  # ended with its process group if the bench ends first
     elapsed = time.monotonic() - started
     if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed: {result.stderr[-2000:]}")
+        raise ChildFailed(argv, result.returncode, result.stderr)
     return elapsed
+
+
+class ChildFailed(OperationError):
+    """A command the bench runs as a process failed: one line naming it, its status and its own last line
+    (an engine it cannot reach, a build that failed), never a traceback of the bench (exit 1)."""
+
+    def __init__(self, argv: list[str], status: int, err: str):
+        shown = " ".join(["python", *argv[1:]] if argv and argv[0] == sys.executable else argv)
+        lines = [line for line in (err or "").splitlines() if line.strip()]
+        said = safe(lines[-1].removeprefix("ngcbuild: "), 400) if lines else "it said nothing"
+        super().__init__(f"`{safe(shown, 200)}` exited {status}: {said}")
 
 
 class Bench:

@@ -23,6 +23,10 @@ from ngcbuild.workspace.record import read_record
 
 def run_repro_bench(project: Project, release: str, runs: int, registry: str = "127.0.0.1:5000",
                     out_path: Path | None = None, log=print) -> Path:
+    """The figures written to BENCHMARKS.md; each build and push a child process (core/children.run_child:
+    ended with its group when the bench is signalled or fails); a child that fails (an engine it cannot
+    reach) is one line (dev/bench.ChildFailed, exit 1). A closed stdout swallows the progress lines
+    (core/console.py), as every command's."""
     # one epoch for every run, as the bench starts: a commit landing meanwhile (the epoch is the commit's
     # time) would make the runs' images differ by their times alone, which is no finding
     epoch = source_date_epoch(project, load_release(project, release).release.build.source_date_epoch)

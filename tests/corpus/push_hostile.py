@@ -22,6 +22,7 @@ import socketserver
 import tarfile
 import tempfile
 import threading
+import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -184,6 +185,8 @@ class TinyEngine:
                     "Id": IMAGE_ID, "RepoTags": sorted(self.tags), "Created": "2026-01-01T00:00:00Z",
                     "RootFS": {"Type": "layers", "Layers": [DIFF_ID]}}).encode(), json_of)
             if action == "get":
+                if callable(self.saved):  # a save answered otherwise: stalled, trickled
+                    return self.saved(handler)
                 return fakes.send(handler, 200, self.saved, {"Content-Type": "application/x-tar"})
             if action == "tag" and handler.command == "POST":
                 query = dict(pair.split("=", 1) for pair in url.query.split("&") if "=" in pair)
@@ -334,6 +337,43 @@ def _huge(registry, outside):
         handler.close_connection = True
     registry.raw[f"POST {UPLOADS}"] = answer
     return []
+
+
+def _claims_layer(keeps_lying: bool):
+    """The registry already "holds" the layer blob our push writes: a HEAD answers its digest and size, but
+    its bytes are zeros of that size (only reading can tell); with `keeps_lying`, served so even after the
+    push sends the blob."""
+    def misbehave(registry, outside):
+        blob = _ours(_LAYER)[0]
+        registry.content.blobs[digest_of(blob)] = bytes(len(blob))
+        if keeps_lying:
+            registry.swap[digest_of(blob)] = bytes(len(blob))
+        return _keep_stored(registry, outside)
+    return misbehave
+
+
+def _save_stalled(after: int):
+    """The engine's save answered with its headers and `after` bytes of the tiny image's save (None: no
+    answer at all, not even its headers), then nothing for longer than any case runs (a read that blocks:
+    the client's own limit for one read is an hour)."""
+    def answer(handler):
+        if after is not None:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/x-tar")
+            handler.send_header("Content-Length", str(len(SAVED)))
+            handler.end_headers()
+            handler.wfile.write(SAVED[:after])
+            handler.wfile.flush()
+        time.sleep(120)
+        handler.close_connection = True
+    return answer
+
+
+def layer_sent(project, outside) -> str | None:
+    """The layer blob a lying registry claimed was sent after all (a blob upload opened, our manifest recorded)."""
+    if '"POST"' not in (outside / "registry.log").read_text():
+        return "no blob upload was opened: the claimed layer was taken on the registry's word"
+    return recorded_as_stored(project, outside)
 
 
 def _member(name: str, size: int, kind: bytes = tarfile.REGTYPE) -> bytes:
@@ -517,6 +557,21 @@ def push_cases(add_case) -> None:
     add(HostileCase("push-from-a-podman-save", klass, argv, setup, exit_status=0,
                     serve=pushing(_keep_stored, saved=PODMAN_SAVE), extra_env=env, after=recorded_as_stored,
                     shows=("(verified against the registry)",)))
+    # the fallback push (no earlier push recorded): a layer the registry claims at its digest and size is
+    # read back before it is skipped; other bytes get it sent, and a registry that keeps them is a failure
+    add(HostileCase("push-layer-claimed-with-other-bytes-is-sent", klass, argv, setup, exit_status=0,
+                    serve=pushing(_claims_layer(False)), extra_env=env, after=layer_sent,
+                    shows=("1 sent, 0 already in the registry",)))
+    add(HostileCase("push-layer-claimed-with-other-bytes-after-sending", klass, argv, setup, exit_status=1,
+                    serve=pushing(_claims_layer(True)), extra_env=env, mentions=("before and after it was sent",),
+                    absent=("Traceback",), after=nothing_recorded, hides=("retry",)))
+    # a save the engine never answers, or stalls in after 700 bytes: cut by the save's one deadline (here
+    # $NGCBUILD_HTTP_DEADLINE_S, the most any one request may take), not by the client's hour per read
+    for name, after in (("push-save-never-answered", None), ("push-save-stalls-after-700-bytes", 700)):
+        add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(_keep_stored, saved=_save_stalled(after)),
+                        extra_env={**env, "NGCBUILD_HTTP_DEADLINE_S": "4"}, time_bound=40,
+                        mentions=("not whole within 4s", "NGCBUILD_HTTP_DEADLINE_S"), absent=("Traceback",),
+                        after=nothing_recorded, hides=("retry",)))
     for name, misbehave, says in cases:
         check = nothing_elsewhere if misbehave is _elsewhere else nothing_recorded
         add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(misbehave), extra_env=env,

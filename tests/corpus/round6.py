@@ -121,6 +121,83 @@ def escaping_cases(add) -> None:
                         **({} if argv[0] == "repro" else {"after": nothing_built})))
 
 
+class StallingPullEngine(RefusingEngine):
+    """The engine of RefusingEngine, whose pull (`POST /images/create`) never answers (`endless` False: not even
+    its headers) or answers and then streams "Waiting" events forever, a few a second."""
+
+    def __init__(self, path, endless: bool):
+        self.endless, self.closed = endless, threading.Event()
+        super().__init__(path)
+
+    def _answer(self, conn):
+        request = conn.recv(65536, socket.MSG_PEEK).decode("latin-1")
+        if "/images/create" not in request.split("\r\n", 1)[0]:
+            return super()._answer(conn)
+        with conn:
+            try:
+                conn.recv(65536)
+                if self.endless:
+                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nApi-Version: 1.41\r\n"
+                                 b"Transfer-Encoding: chunked\r\n\r\n")
+                    event = json.dumps({"status": "Waiting", "id": "0123456789ab"}).encode() + b"\r\n"
+                    while not self.closed.wait(0.2):
+                        conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                else:
+                    self.closed.wait(120)
+            except OSError:
+                pass
+
+    def close(self):
+        self.closed.set()
+        super().close()
+
+
+def stalling_pull_engine(endless: bool):
+    def serve(project, outside):
+        engine = StallingPullEngine(outside / "stalling-engine.sock", endless)
+        return {"STALLING_ENGINE": engine.path}, [engine]
+    return serve
+
+
+def pull_deadline_cases(add) -> None:
+    """`repro --against REF`'s pull, which the engine never answers or never ends: cut by the pull's one
+    deadline (here $NGCBUILD_HTTP_DEADLINE_S, the most any one request may take), in one line, exit 1."""
+    klass = "reads without a deadline"
+    for name, endless in (("repro-against-pull-never-answered", False), ("repro-against-pull-never-ends", True)):
+        add(HostileCase(name, klass, ("repro", "--release", "dev", "--against", "host.example/p:dev"), dev,
+                        serve=stalling_pull_engine(endless), exit_status=1, engine_allowed=True, time_bound=40,
+                        extra_env={"DOCKER_HOST": "unix://STALLING_ENGINE", "NGCBUILD_HTTP_DEADLINE_S": "4"},
+                        mentions=("the engine's pull of host.example/p:dev did not end within 4s",),
+                        absent=("Traceback",), after=nothing_built))
+
+
+def checkout_tools(project, outside):
+    """The scratch project given this checkout's own tasks (tasks.py and dev/: `bench`), as a checkout has."""
+    import shutil
+
+    from ..conftest import REPO
+
+    shutil.copy(REPO / "tasks.py", project.root / "tasks.py")
+    shutil.copytree(REPO / "dev", project.root / "dev", ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def bench_cases(add) -> None:
+    """`invoke bench --repro` with the engine unreachable (its child build fails), with stdout open or closed:
+    the child's line, named, exit 1; a bad --runs, exit 2; never a traceback of the bench."""
+    from .hostile import git_repo
+
+    klass = "exit statuses"
+    setup = setup_all(git_repo, checkout_tools)
+    gone = {"DOCKER_HOST": "unix://OUTSIDE/no-engine.sock"}
+    for name, stdout in (("bench-repro-engine-unreachable", "captured"),
+                         ("bench-repro-engine-unreachable-stdout-closed", "closed")):
+        add(HostileCase(name, klass, ("bench", "--repro", "--release", "dev"), setup, exit_status=1,
+                        extra_env=gone, stdout=stdout, time_bound=60, absent=("Traceback", "RuntimeError"),
+                        mentions=("build --release dev --no-cache --force` exited 1", "cannot reach the Docker engine")))
+    add(HostileCase("bench-repro-runs-not-a-number", klass, ("bench", "--repro", "--runs", "x"), setup,
+                    exit_status=2, extra_env=gone, mentions=("--runs",), absent=("Traceback",)))
+
+
 def login_index(status: int = 401):
     """The fake index INDEX wanting ops:SECRET (tests/fake_index.py's login), with einops; `status` 403: it
     forbids instead (a login it knows but will not serve)."""
@@ -243,6 +320,39 @@ def lock_body_cases(add) -> None:
                         after=nothing_built))
 
 
+def via_chain(count: int, broken_at: int | None = None) -> str:
+    """A lock body of `count` entries after GOOD_BODY's, each `# via` the next and the last `# via einops` (a
+    team requirement): every entry reached, but only through the whole chain (2.2 MB for 20,000, under the
+    lock's 5 MB cap); `broken_at`: that entry's `# via` names nothing locked, so it and all before it are
+    reached by nothing."""
+    from .resolver_hostile import GOOD_BODY
+
+    names = [f"chain{number:05d}" for number in range(count)]
+    entries = []
+    for number, name in enumerate(names):
+        via = names[number + 1] if number + 1 < count else "einops"
+        if number == broken_at:
+            via = "nothing-locked"
+        entries.append(f"{name}==1.0 \\\n    --hash=sha256:{'c' * 64}\n    # via {via}\n")
+    return GOOD_BODY + "".join(entries)
+
+
+def lock_shape_cases(add) -> None:
+    """A lock under its size cap whose shape made the lock's check quadratic (20,000 entries, each `# via` the
+    next: render ran past two minutes): checked in linear time, refused in one line, exit 2."""
+    from .derived_hostile import LOCK, team
+    from .resolver_hostile import fresh_lock
+
+    klass = "structures without a bound"
+    for name, body, mentions in [
+        ("lock-via-chain-20000", via_chain(20_000), (LOCK, "not the ones")),
+        ("lock-via-chain-20000-broken-in-the-middle", via_chain(20_000, broken_at=10_000),
+         (LOCK, "chain00000==1.0 is required by nothing")),
+    ]:
+        add(HostileCase(name, klass, ("render", "--release", "team-x"), setup_all(team, fresh_lock(body)),
+                        mentions=mentions, absent=("Traceback",), after=nothing_built, time_bound=30))
+
+
 def _drop_body_digest(project, outside):
     from .derived_hostile import LOCK
 
@@ -264,5 +374,8 @@ def round6_cases(add) -> None:
     secrets_cases(add)
     escaping_cases(add)
     refused_index_cases(add)
+    pull_deadline_cases(add)
+    bench_cases(add)
     bounds_cases(add)
     lock_body_cases(add)
+    lock_shape_cases(add)

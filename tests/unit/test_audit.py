@@ -178,6 +178,28 @@ def test_past_the_deadline_nothing_more_is_asked():
     assert finding.status == NOT_CHECKED and "deadline" in finding.reason and source.asked == []
 
 
+def test_each_request_is_given_at_most_what_is_left_of_the_audits_one_deadline():
+    """Issue 54 item 1: a mirror that trickles each answer to its request's deadline (120 s) ends the audit at
+    the audit's own deadline, not a request's length later per worker and per index."""
+    import time
+
+    given = []
+
+    def slow(method, url, limit, deadline_s, headers):
+        given.append(deadline_s)
+        time.sleep(0.3)  # each answer takes what a trickle would: here, past the audit's deadline
+        return Answer(404, {}, b"{}", url)
+
+    source = PypiAdvisories(fetch=slow, deadline_s=0.5, indexes=("https://a.example/simple",
+                                                                 "https://b.example/simple"))
+    started = time.monotonic()
+    found = source.check_all([("x", "1.0"), ("y", "1.0")])
+    assert time.monotonic() - started < 2
+    assert all(0 < seconds <= 0.5 for seconds in given), given
+    assert all(f.status == NOT_CHECKED for f in found)
+    assert any("deadline" in f.reason for f in found), [f.reason for f in found]
+
+
 def test_one_advisory_listed_many_times_or_in_a_chain_of_aliases_is_merged_in_linear_time():
     entry = {"id": "PYSEC-1", "aliases": ["CVE-1"], "fixed_in": ["2.0"]}
     chain = [{"id": f"A-{i}", "aliases": [f"A-{i + 1}"]} for i in range(5000)]

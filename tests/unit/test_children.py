@@ -121,3 +121,30 @@ def test_a_child_that_ignores_sigterm_is_killed_after_the_short_wait(tmp_path):
 def test_a_child_that_ends_is_its_output_and_status(tmp_path):
     done = run_child([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"])
     assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+FAILING_STAND_IN = """#!/bin/sh
+# the stand-in of `python -m invoke build ...` when the engine is unreachable: its one line, exit 1
+echo "ngcbuild: cannot reach the Docker engine at unix:///gone.sock (no engine is running)" >&2
+exit 1
+"""
+
+
+@pytest.mark.parametrize("stdout", ["open", "closed"])
+def test_a_bench_whose_child_build_cannot_reach_the_engine_says_so_in_one_line(tmp_path, stdout):
+    """Issue 54 item 5: `bench --repro` with the engine unreachable (its child build fails), with stdout open
+    or closed (`>&-`): the child's own line, named, exit 1, never a traceback of the bench."""
+    script = tmp_path / "stand-in"
+    script.write_text(FAILING_STAND_IN)
+    script.chmod(0o755)
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(f"import sys\nsys.executable = {str(script)!r}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(hook), str(REPO / "src"))), "TMPDIR": str(tmp_path)}
+    closing = (lambda: os.close(1)) if stdout == "closed" else None
+    done = subprocess.run([sys.executable, "-m", "invoke", "bench", "--repro", "--release", "dev"], cwd=REPO, env=env,
+                          stdout=subprocess.PIPE if stdout == "open" else None, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=closing, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert len(lines) == 1 and "cannot reach the Docker engine" in lines[0] and "exited 1" in lines[0], lines

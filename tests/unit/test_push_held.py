@@ -129,3 +129,29 @@ def test_a_trickled_small_blob_has_a_deadline_sized_to_it_not_the_old_fifteen_mi
         Registry(trickling.address).blob(fakes.REPOSITORY, digest, 788)
     assert time.monotonic() - started < 8
     assert "no whole answer within 2s" in str(caught.value)
+
+
+def test_a_blob_claimed_with_other_bytes_of_its_size_is_sent_and_read_back(served, tmp_path):
+    """The fallback push's "already in the registry" (put_blob_file, put_blob): a HEAD with the digest and
+    size, then the bytes read back; a registry that answers the HEAD right but holds other bytes is sent
+    the blob, and one that still serves other bytes after it was sent is a DigestMismatch."""
+    data = bytes(range(256)) * 64
+    path = tmp_path / "blob"
+    path.write_bytes(data)
+    digest = client.digest_of(data)
+    honest = fakes.Content()
+    honest.add_blob(data)
+    assert not Registry(served(honest).address).put_blob_file(fakes.REPOSITORY, path, digest, len(data))
+    lying = fakes.Content()
+    lying.blobs[digest] = bytes(len(data))  # the HEAD says this digest at this size; the bytes are zeros
+    assert Registry(served(lying).address).put_blob_file(fakes.REPOSITORY, path, digest, len(data))
+    assert lying.blobs[digest] == data
+    small = fakes.Content()
+    small.blobs[client.digest_of(b"config")] = b"CONFIG"
+    Registry(served(small).address).put_blob(fakes.REPOSITORY, b"config")
+    assert small.blobs[client.digest_of(b"config")] == b"config"
+    keeps_lying = fakes.Content()
+    keeps_lying.blobs[digest] = bytes(len(data))
+    with pytest.raises(client.DigestMismatch, match="before and after it was sent"):
+        Registry(served(keeps_lying, swap={digest: bytes(len(data))}).address).put_blob_file(
+            fakes.REPOSITORY, path, digest, len(data))

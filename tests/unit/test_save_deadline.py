@@ -78,3 +78,52 @@ def test_the_deadline_grows_with_the_image_and_has_a_bound_without_a_size():
     assert save_deadline_s(0) == image_save.SAVE_START_S
     assert save_deadline_s(20 << 30) == image_save.SAVE_START_S + (20 << 30) // image_save.SAVE_MIN_RATE
     assert save_deadline_s(None) == image_save.MAX_SAVE_S
+
+
+class _Stalling(_Engine):
+    """An engine whose save blocks: before its answer (`at_request`), or in a read after its first 700 bytes;
+    each block longer than any test (the client's own per-read limit is an hour)."""
+
+    def __init__(self, at_request: bool):
+        super().__init__(None)
+        self.at_request, self.released = at_request, __import__("threading").Event()
+
+    def get_image(self, image_id, chunk_size=None):
+        if self.at_request:
+            self.released.wait(60)
+            return iter(())
+
+        def stalled():
+            yield SAVED[:700]
+            self.released.wait(60)
+        return stalled()
+
+
+@pytest.mark.parametrize("at_request", [True, False], ids=["no-byte-at-all", "stalls-after-700-bytes"])
+def test_a_save_that_stalls_is_cut_at_its_one_deadline_not_the_per_read_hour(monkeypatch, at_request):
+    monkeypatch.setattr(image_save, "SAVE_START_S", 1)
+    engine = _Stalling(at_request)
+    started = time.monotonic()
+    try:
+        with pytest.raises(SaveUnreadable, match=r"not whole within 2s \(\d+ bytes: 1s and 1 s per 2 MiB\); the engine "
+                                                 "stalls"):
+            read_save(engine, engine.image(), _drain)
+        assert time.monotonic() - started < 5
+    finally:
+        engine.released.set()
+
+
+def test_within_hands_on_items_and_errors_and_is_cut_at_its_deadline():
+    from ngcbuild.core.streams import within
+
+    assert list(within(lambda: iter([1, 2, 3]), 5, lambda: TimeoutError("late"))) == [1, 2, 3]
+
+    def broken():
+        yield 1
+        raise OSError("cut")
+    with pytest.raises(OSError, match="cut"):
+        list(within(broken, 5, lambda: TimeoutError("late")))
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="late"):
+        list(within(lambda: (time.sleep(30), [])[1], 0.5, lambda: TimeoutError("late")))
+    assert time.monotonic() - started < 3

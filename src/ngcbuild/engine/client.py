@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import docker
 import requests
 from docker.errors import DockerException
 
-from ngcbuild.core.errors import EngineUnavailable, UserError
+from ngcbuild.core.errors import EngineUnavailable, OperationError, UserError
+from ngcbuild.core.http import DEADLINE_VARIABLE, deadline_cap
+from ngcbuild.core.streams import within
 from ngcbuild.core.references import ReferenceProblem, parse_engine_url
 from ngcbuild.engine.address import HOW_TO_FIX, PING_TIMEOUT_S, engine_address, unreachable_reason
 
 # Long builds stream for a long time between events (a 200 MB wheel install prints nothing).
 API_TIMEOUT_S = 3600
+# a pull's one deadline (issue 54 item 1): PULL_START_S for the registry's answers and the first layer, and a
+# second for every PULL_MIN_RATE bytes of the layers it has announced; at most MAX_PULL_S whatever it announces
+PULL_START_S = 300
+PULL_MIN_RATE = 2 << 20
+MAX_PULL_S = 6 * 3600
 
 
 def select(url: str | None, environ=os.environ) -> None:
@@ -58,6 +66,39 @@ def _client() -> docker.APIClient:
     return client
 
 
+class PullDeadline:
+    """One deadline for a whole pull, sized to it as it goes: PULL_START_S, and a second for every
+    PULL_MIN_RATE bytes of the layers its events have announced (each layer's largest `total`), at most
+    MAX_PULL_S, and at most $NGCBUILD_HTTP_DEADLINE_S. A pull that sends nothing, stalls in a read or never
+    ends its stream is cut there, in one line (OperationError, exit 1), whatever each read's own limit."""
+
+    def __init__(self, what: str):
+        self.what, self.layers = what, {}
+        self.cap = deadline_cap()
+
+    def feed(self, event) -> None:
+        detail = event.get("progressDetail") if isinstance(event, dict) else None
+        total = detail.get("total") if isinstance(detail, dict) else None
+        layer = event.get("id")
+        if isinstance(layer, str) and isinstance(total, int) and not isinstance(total, bool) and 0 < total < 1 << 50:
+            if len(self.layers) < 4096 or layer in self.layers:  # an image of a thousand layers has a thousand
+                self.layers[layer] = max(total, self.layers.get(layer, 0))
+
+    def seconds(self) -> float:
+        sized = self._sized()
+        return min(sized, self.cap) if self.cap is not None else sized
+
+    def late(self) -> OperationError:
+        size = sum(self.layers.values())
+        why = f"${DEADLINE_VARIABLE}" if self.cap is not None and self.cap < self._sized() else \
+            f"{PULL_START_S}s and 1 s per {PULL_MIN_RATE >> 20} MiB of the {size} bytes its layers announced"
+        return OperationError(f"{self.what} did not end within {self.seconds():.0f}s ({why}); the engine or the "
+                              "registry stalls or trickles it")
+
+    def _sized(self) -> float:
+        return min(float(MAX_PULL_S), PULL_START_S + math.ceil(sum(self.layers.values()) / PULL_MIN_RATE))
+
+
 def image_exists(client: docker.APIClient, ref: str) -> bool:
     try:
         client.inspect_image(ref)
@@ -71,7 +112,7 @@ def ensure_image(client: docker.APIClient, ref: str, what: str, say=None) -> Non
     image the engine cannot pull is OperationError naming `what` (whose image it is). An image pushed
     by ngcbuild's own push is in the registry under its digest but not in the engine's RepoDigests:
     found by its tag, or pulled here (the layers it holds already are not fetched again)."""
-    from ngcbuild.core.errors import OperationError, excerpt
+    from ngcbuild.core.errors import excerpt
     from ngcbuild.core.references import ImageRef
     from ngcbuild.registry.auth import keychain
 
@@ -81,10 +122,12 @@ def ensure_image(client: docker.APIClient, ref: str, what: str, say=None) -> Non
     auth = keychain().engine_auth(parsed.host) if parsed.host else None
     if say is not None:
         say(f"pulling {ref} ({what})")
+    pull = PullDeadline(f"{what}: the engine's pull of {ref}")
     try:
-        for event in client.pull(parsed.repository, tag=parsed.digest or parsed.tag or "latest", stream=True,
-                                 decode=True, auth_config=auth):
-            if event.get("error"):
+        for event in within(lambda: client.pull(parsed.repository, tag=parsed.digest or parsed.tag or "latest",
+                                                stream=True, decode=True, auth_config=auth), pull.seconds, pull.late):
+            pull.feed(event)
+            if isinstance(event, dict) and event.get("error"):
                 raise OperationError(f"{what}: {ref} is not on this engine and cannot be pulled "
                                      f"({excerpt(str(event['error']), 200)})")
     except (docker.errors.APIError, requests.exceptions.RequestException) as exc:

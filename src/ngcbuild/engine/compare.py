@@ -18,6 +18,7 @@ from ngcbuild.core.scratch import scratch_folder
 from ngcbuild.core.text import safe
 from ngcbuild.engine.image_save import read_save
 from ngcbuild.engine.release_image import make_release, recipe_of
+from ngcbuild.image.layer_tar import BoundedTarInfo
 
 MAX_SHOWN = 40  # files named per layer; the rest counted
 MAX_PATH = 600  # characters of a path shown
@@ -73,9 +74,18 @@ class Comparison:
 
 
 def entries(source) -> dict[str, Entry]:
-    """path -> what a layer tar (seekable) says of it."""
+    """path -> what a layer tar (seekable) says of it. A layer of `repro --against REF` is an image from
+    outside: read with the rewriter's bounds (image/layer_tar.py: chains of extended headers, sparse maps and
+    their holes), and one out of them, or damaged, is one OperationError (exit 1)."""
+    try:
+        return _entries(source)
+    except tarfile.TarError as exc:
+        raise OperationError(f"a layer to compare cannot be read: {safe(str(exc), 300)}") from None
+
+
+def _entries(source) -> dict[str, Entry]:
     found = {}
-    with tarfile.open(fileobj=source, mode="r:") as tar:
+    with tarfile.open(fileobj=source, mode="r:", tarinfo=BoundedTarInfo) as tar:
         for member in tar:
             digest = ""
             if member.isreg():

@@ -6,8 +6,10 @@ from __future__ import annotations
 import io
 import math
 
+from ngcbuild.core.http import DEADLINE_VARIABLE, deadline_cap
+from ngcbuild.core.streams import within
 from ngcbuild.core.text import safe
-from ngcbuild.image.save import CHUNK, ChunkReader, Saved, SaveUnreadable, read_members
+from ngcbuild.image.save import CHUNK, ChunkReader, Saved, SaveUnreadable, read_members, too_slow
 
 SAVE_START_S = 120  # before the first byte: an engine exports its layers first
 # bytes of the inspect's Size a second, the slowest a save may come (a trickle is cut at its deadline); low,
@@ -31,9 +33,15 @@ def read_save(client, image: dict, on_layer) -> Saved:
     deadline = save_deadline_s(size)
     sized = f"{size} bytes: {SAVE_START_S}s and 1 s per {SAVE_MIN_RATE >> 20} MiB" if size is not None else \
         "the inspect answer names no size"
+    cap = deadline_cap()  # $NGCBUILD_HTTP_DEADLINE_S: the most any one request may take, the engine's too
+    if cap is not None and cap < deadline:
+        deadline, sized = cap, f"${DEADLINE_VARIABLE}"
     most = 16 * size + SAVE_OVERHEAD if size is not None else None  # not a terabyte for a gigabyte
-    stream = io.BufferedReader(ChunkReader(client.get_image(image_id, chunk_size=CHUNK), (deadline, sized, what),
-                                           most), CHUNK)
+    # the request and every read on a thread of their own: an engine that sends no byte, or stalls in one
+    # read (each read's own limit is the client's hour), is cut at the same deadline as one that trickles
+    chunks = within(lambda: client.get_image(image_id, chunk_size=CHUNK), deadline,
+                    lambda: too_slow((deadline, sized, what)))
+    stream = io.BufferedReader(ChunkReader(chunks, (deadline, sized, what), most), CHUNK)
     return read_members(stream, on_layer, what, image_id, layers)
 
 

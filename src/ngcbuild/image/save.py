@@ -85,9 +85,7 @@ class ChunkReader(io.RawIOBase):
     def readinto(self, buffer) -> int:
         while not self.pending:
             if self.ends is not None and time.monotonic() > self.ends:
-                seconds, sized, what = self.deadline
-                raise SaveUnreadable(f"{what}: not whole within {seconds:.0f}s ({sized}); the engine trickles it "
-                                     "or streams more than the image holds")
+                raise too_slow(self.deadline)
             chunk = next(self.chunks, None)
             if chunk is None:
                 return 0
@@ -100,6 +98,13 @@ class ChunkReader(io.RawIOBase):
         buffer[:size] = self.pending[:size]
         self.pending = self.pending[size:]
         return size
+
+
+def too_slow(deadline: tuple[float, str, str]) -> SaveUnreadable:
+    """The error of a save not whole within its deadline ((seconds, what they were sized to, what is read))."""
+    seconds, sized, what = deadline
+    return SaveUnreadable(f"{what}: not whole within {seconds:.0f}s ({sized}); the engine stalls, trickles it "
+                          "or streams more than the image holds")
 
 
 class Member:

@@ -103,8 +103,9 @@ def body_problem(loaded: LoadedRelease) -> tuple[int | None, str] | None:
                                 f"{_who(unreached)}, none of them a requirement of {requirements_file}, an entry the "
                                 f"team's requirements reach, or a distribution of {derived.base}); resolve would "
                                 "write no entry for it")
+    locked = {entry.key for entry in entries}
     for requirement in derived.requirements:
-        if requirement.name in base or any(e.key == requirement.name for e in entries):
+        if requirement.name in base or requirement.name in locked:
             continue
         if _applies(requirement, environments):
             return None, (f"the team's requirement {requirement.text} ({requirements_file} line {requirement.line}) "
@@ -134,18 +135,24 @@ def _satisfies(entry: LockedPin, requirement) -> bool:
 
 
 def _outside_closure(entries, roots: set[str], base: set[str]) -> LockedPin | None:
-    """The first entry (in the file's order) the team's requirements do not reach through `# via`."""
-    reached = {e.key for e in entries if e.key in roots}
-    changed = True
-    while changed:
-        changed = False
-        for entry in entries:
-            if entry.key in reached:
-                continue
-            if any(who != "-r" and (who in reached or who in base) for who in entry.via):
-                reached.add(entry.key)
-                changed = True
-    return next((e for e in entries if e.key not in reached), None)
+    """The first entry (in the file's order) the team's requirements do not reach through `# via`. Linear in
+    the entries and their `# via` names whatever their order (issue 54 item 1: a chain of 20,000 entries,
+    each `# via` the next, was a fixpoint of one entry a pass): each entry is keyed once, then reached from
+    the roots and the base through an index of who names whom."""
+    keys = [entry.key for entry in entries]  # canonicalised once each
+    asked_by: dict[str, list[str]] = {}  # a distribution -> the entries whose `# via` names it
+    for key, entry in zip(keys, entries, strict=True):
+        for who in entry.via:
+            if who != "-r":
+                asked_by.setdefault(who, []).append(key)
+    reached = {key for key in keys if key in roots}
+    waiting = list(reached) + [who for who in asked_by if who in base]
+    while waiting:
+        for key in asked_by.pop(waiting.pop(), ()):
+            if key not in reached:
+                reached.add(key)
+                waiting.append(key)
+    return next((entry for key, entry in zip(keys, entries, strict=True) if key not in reached), None)
 
 
 def _applies(requirement, environments: list[dict]) -> bool:

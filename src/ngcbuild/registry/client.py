@@ -70,7 +70,8 @@ class BlobMismatch(RegistryError):
 
 
 class DigestMismatch(RegistryError):
-    """A manifest whose bytes are not those of the digest asked for or named by the registry."""
+    """A manifest whose bytes are not those of the digest asked for or named by the registry, or a blob
+    served as other bytes than its digest's even after it was sent."""
 
 
 class AnswerOverLimit(RegistryError):
@@ -393,11 +394,14 @@ class Registry:
                                "(truncated or replaced)")
 
     def put_blob(self, repository: str, data: bytes) -> str:
-        """Upload `data` as a blob (unless the registry has it already): open an upload, PUT it whole."""
+        """Upload `data` as a blob (unless the registry has it already, its bytes read back: serves_blob):
+        open an upload, PUT it whole."""
         digest = digest_of(data)
-        if self.holds_blob(repository, digest, len(data)):
+        claimed = self.holds_blob(repository, digest, len(data))
+        if claimed and self.serves_blob(repository, digest, len(data)):
             return digest
         self._upload(repository, digest, data, len(data))
+        self._served_after_upload(repository, digest, len(data), claimed)
         return digest
 
     def put_blob_file(self, repository: str, path, digest: str, size: int) -> bool:
@@ -406,11 +410,32 @@ class Registry:
         requests by itself would send a read file's end again, so the caller's session for this retries
         nothing (it begins the whole upload again on its own schedule: publish/push.py)."""
         self._checked(repository, digest, digest_only=True)
-        if self.holds_blob(repository, digest, size):
+        claimed = self.holds_blob(repository, digest, size)
+        if claimed and self.serves_blob(repository, digest, size):
             return False
         with open(path, "rb") as data:
             self._upload(repository, digest, data, size)
+        self._served_after_upload(repository, digest, size, claimed)
         return True
+
+    def serves_blob(self, repository: str, digest: str, size: int) -> bool:
+        """Whether the blob the registry says it holds (holds_blob: a HEAD with this digest and size) is, read
+        back whole under its deadline (read_blob: streamed through sha256, never held), `size` bytes whose
+        digest is `digest`. A HEAD cannot tell other bytes of the same size: "already in the registry" is
+        what was read back, so a registry that lies about a blob is sent it (issue 54 item 3)."""
+        try:
+            self.read_blob(repository, digest, size, lambda chunk: None)
+        except BlobMismatch:
+            return False
+        return True
+
+    def _served_after_upload(self, repository: str, digest: str, size: int, claimed: bool) -> None:
+        """A blob the registry claimed to hold with other bytes, sent: read back again, and a DigestMismatch
+        (a failure no retry mends) when it still serves other bytes under its digest."""
+        if claimed and not self.serves_blob(repository, digest, size):
+            raise DigestMismatch(f"{self.host}/{repository}: blob {digest} is served as other bytes than its "
+                                 f"digest's, before and after it was sent ({size} bytes): the registry does not "
+                                 "keep what is pushed to it")
 
     def _upload(self, repository: str, digest: str, data, size: int) -> None:
         """A monolithic upload: POST opens it, one PUT of the whole body with its digest closes it."""

@@ -281,6 +281,9 @@ class PypiAdvisories:
     request_deadline_s: float = REQUEST_DEADLINE_S
     fetch: object = None  # (method, url, limit, deadline_s, headers) -> core.http.Answer; tests give their own
     asked: list = field(default_factory=list)
+    # when the whole audit's deadline falls (check_all): every request is given at most what is left of it, so
+    # that a mirror trickling its answers ends the audit there, not a request's 120 s later per worker and index
+    ends: float | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.fetch is None:
@@ -290,7 +293,7 @@ class PypiAdvisories:
 
     def check_all(self, distributions: list[tuple[str, str]]) -> list[Finding]:
         """A Finding for each (name, version), in the order given; a Ctrl-C stops the lot at once."""
-        ends = time.monotonic() + self.deadline_s
+        ends = self.ends = time.monotonic() + self.deadline_s
         return Workers(distributions, lambda d: self.check(d[0], d[1], ends), WORKERS, "audit").results()
 
     def check(self, name: str, version: str, ends: float | None = None) -> Finding:
@@ -362,9 +365,14 @@ class PypiAdvisories:
 
     def _get(self, url: str, limit: int, accept: str = "application/json") -> tuple[int, bytes, str]:
         """(status, body, why it could not be asked: '' when it was)."""
+        seconds = self.request_deadline_s
+        if self.ends is not None:
+            seconds = min(seconds, self.ends - time.monotonic())
+            if seconds <= 0:
+                return 0, b"", f"the audit's deadline ({self.deadline_s:.0f} s) passed before it was asked"
         self.asked.append(url)
         try:
-            answer = self.fetch("GET", url, limit, self.request_deadline_s, {"Accept": accept})
+            answer = self.fetch("GET", url, limit, seconds, {"Accept": accept})
         except AnswerTooLarge:
             return 0, b"", f"the answer is over the {limit} bytes read"
         except HttpFailure as exc:
