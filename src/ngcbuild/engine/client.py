@@ -11,8 +11,8 @@ from docker.errors import DockerException
 
 from ngcbuild.core.errors import EngineUnavailable, OperationError, UserError
 from ngcbuild.core.http import DEADLINE_VARIABLE, deadline_cap
-from ngcbuild.core.streams import within
 from ngcbuild.core.references import ReferenceProblem, parse_engine_url
+from ngcbuild.core.streams import within
 from ngcbuild.engine.address import HOW_TO_FIX, PING_TIMEOUT_S, engine_address, unreachable_reason
 
 # Long builds stream for a long time between events (a 200 MB wheel install prints nothing).
