@@ -203,3 +203,56 @@ def test_the_same_step_on_docker_and_buildah_gives_one_layer():
     buildah = [_entry("etc", "dir"), BUILDAH_HOSTS, _entry("etc/ssl", "dir"), _entry("etc/ssl/openssl.cnf", data=b"cnf"),
                BUILDAH_RUN, _entry("usr", "dir")]
     assert _rewrite(docker, lower)[0].diff_id == _rewrite(buildah, lower)[0].diff_id
+
+
+# --- cause 5: what made two Podman builds of one commit differ (the config; their layers were the same)
+
+def _podman_config(parent_ids: list[str], label_order: list[str]) -> dict:
+    """A config as buildah writes it (the fields that matter here), the ids of its intermediate images given."""
+    history = [{"created": "2026-01-01T00:00:00Z", "created_by": "/bin/sh -c #(nop) ADD file:abc in /"},
+               {"created": "2030-01-01T00:00:00Z", "created_by": "/bin/sh -c apt-get install -y python3",
+                "comment": "FROM docker.io/library/debian:bookworm-slim"},
+               {"created": "2030-01-01T00:00:00Z", "created_by": "/bin/sh -c #(nop) COPY dir:x in /",
+                "comment": f"FROM {parent_ids[0]}"},
+               {"created": "2030-01-01T00:00:00Z", "created_by": "/bin/sh -c #(nop) WORKDIR /workspace",
+                "comment": f"FROM {parent_ids[1]}", "empty_layer": True}]
+    for name in label_order:
+        history.append({"created": "2030-01-01T00:00:00Z", "created_by": f'/bin/sh -c #(nop) LABEL "{name}"="1"',
+                        "comment": f"FROM {parent_ids[2]}", "empty_layer": True})
+    return {"architecture": "amd64", "os": "linux", "parent": "sha256:" + parent_ids[2] * 4, "history": history,
+            "config": {"Labels": {name: "1" for name in label_order}}}
+
+
+def _normalised(config: dict) -> dict:
+    import json
+
+    from ngcbuild.image.config import normalised_config
+
+    return json.loads(normalised_config(config, ["sha256:" + "1" * 64, "sha256:" + "2" * 64, "sha256:" + "3" * 64],
+                                        TIMES, kept=1))
+
+
+def test_two_podman_builds_configs_are_the_same_once_normalised():
+    first = _normalised(_podman_config(["b3cb13d4454f", "3f68e94645bb", "10c1d6661f27"],
+                                       ["io.ngcbuild.context.sha256", "io.ngcbuild.release"]))
+    second = _normalised(_podman_config(["fb47a2e3992f", "c69eddd61ff2", "9dfd4a0a9878"],
+                                        ["io.ngcbuild.release", "io.ngcbuild.context.sha256"]))
+    assert first == second
+    assert "parent" not in first
+    comments = [entry.get("comment") for entry in first["history"]]
+    assert comments == [None, "FROM docker.io/library/debian:bookworm-slim", None, None, None, None]
+
+
+def test_labels_are_sorted_only_within_a_run_of_label_entries_that_wrote_no_layer():
+    config = {"history": [{"created_by": "/bin/sh -c #(nop) LABEL b=1", "empty_layer": True},
+                          {"created_by": "/bin/sh -c #(nop) LABEL a=1", "empty_layer": True},
+                          {"created_by": "/bin/sh -c #(nop) COPY dir:x in /"},
+                          {"created_by": "/bin/sh -c #(nop) LABEL d=1", "empty_layer": True},
+                          {"created_by": "/bin/sh -c #(nop) ENV X=1", "empty_layer": True},
+                          {"created_by": "/bin/sh -c #(nop) LABEL c=1", "empty_layer": True}]}
+    import json
+
+    from ngcbuild.image.config import normalised_config
+
+    history = json.loads(normalised_config(config, ["sha256:" + "1" * 64], TIMES))["history"]
+    assert [entry["created_by"][-3:] for entry in history] == ["a=1", "b=1", "n /", "d=1", "X=1", "c=1"]
