@@ -3,15 +3,16 @@ the normalising step (layer_tar.py) so that the same steps give the same layer o
 Unlike volatile.py's, these rules read an entry's kind, size, mode and owner, and some the layers below it.
 
 - An opaque marker (`D/.wh..wh..opq`: "hide what the layers below hold in D") on a directory D that no
-  layer below holds hides nothing. Docker's overlay2 diff writes one in each directory a step created
-  (46 in dev's layers: etc/ssl, usr/lib/python3.11, ...); buildah writes none. Only a caller that knows the
+  layer below holds hides nothing. Docker's overlay2 diff writes one in directories a step created (46 in
+  dev's apt step: etc/ssl, usr/lib/python3.11, ...); buildah writes none. Only a caller that knows the
   directories of every layer below (the base's included) can say so: `lower_dirs`, the union of those
   layers' `Rewritten.dirs` (layer_tar.py). Without it (None) every marker stays.
 - A build engine's mount points: buildah (Podman's builder) creates, in the first RUN step's layer, an empty
   file where it bind-mounts the container's /etc/hosts when the image has none (mode 0755, root's), and
-  leaves /run (where it mounts .containerenv and secrets) as an entry of its own in the layer of a RUN step,
-  as the layers below already hold it. Docker keeps its mount points out of a layer (its `-init` layer).
-  Every engine mounts over these paths when a container runs, so such an entry is never what a user sees.
+  leaves /run (where it mounts files of its own) as an entry of its own, nothing under it, in the layer of
+  every RUN step, though the layers below hold it. Docker keeps its mount points out of a layer (its `-init`
+  layer). Every engine mounts its own /etc/hosts over the empty file when a container runs; without the /run
+  entry, /run is as the layers below hold it, same mode and owner: only its time differs.
 
 What stays: a file at those paths with content, another mode or another owner (a step's COPY of a real
 /etc/hosts); /run with another mode or owner (a step's chmod or chown), or where no layer below holds it
@@ -26,7 +27,7 @@ import tarfile
 OPAQUE = ".wh..wh..opq"  # the overlay whiteout marker of an opaque directory (the OCI image spec's name)
 
 OPAQUE_HIDES_NOTHING = ("an opaque marker on a directory no layer below holds: it hides nothing (Docker's overlay2 "
-                        "writes one in each directory a step created, buildah none)")
+                        "writes one in directories a step created, buildah none)")
 MOUNT_POINT_FILE = ("an empty file a build engine created to bind-mount over (buildah's, mode 0755, root's): "
                     "every engine mounts this path when a container runs")
 MOUNT_POINT_DIR = ("a build engine's mount point (buildah's /run), which the layers below hold with this mode "
