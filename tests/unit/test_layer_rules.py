@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from ngcbuild.image.artefacts import MOUNT_POINT_DIR, MOUNT_POINT_FILE, OPAQUE_HIDES_NOTHING
-from ngcbuild.image.layer_tar import Rewritten, Times, rewrite_layer, rewrite_stream
+from ngcbuild.image.layer_tar import Rewritten, Times, lower_dirs_by_layer, rewrite_layer, rewrite_stream
 
 TIMES = Times(1_767_225_600, 1_700_000_000)
 STEP = 1_750_000_000  # a time a build step wrote (after the base's)
@@ -133,6 +133,13 @@ def test_lower_dirs_accumulated_layer_by_layer_drop_what_they_must():
     assert "etc/ssl/.wh..wh..opq" in results[1].removed  # etc/ssl is new in step 1
     assert results[2].removed == {}  # step 2's marker hides step 1's etc/ssl/a: it stays
     assert results[2].opaque == {"etc/ssl"}
+
+
+def test_lower_dirs_by_layer_follows_the_images_order_and_a_twice_held_layer_takes_its_last_place():
+    dirs = {"base": {"etc", "usr"}, "a": {"etc/ssl"}, "b": {"opt"}}
+    assert lower_dirs_by_layer(["base", "a", "b"], dirs) == {
+        "base": frozenset(), "a": frozenset({"etc", "usr"}), "b": frozenset({"etc", "usr", "etc/ssl"})}
+    assert lower_dirs_by_layer(["base", "a", "b", "a"], dirs)["a"] == frozenset({"etc", "usr", "etc/ssl", "opt"})
 
 
 def test_a_second_pass_over_a_rewritten_layer_drops_what_the_first_could_not():

@@ -136,6 +136,19 @@ def _why_removed(member: tarfile.TarInfo, lower_dirs: frozenset[str] | set[str] 
     return why_volatile(member.name) or why_artefact(member, lower_dirs)
 
 
+def lower_dirs_by_layer(layers: list[str], dirs: dict[str, set[str] | frozenset[str]]) -> dict[str, frozenset[str]]:
+    """For each diff id of `layers` (the image's layers bottom up, the base's first: its config's order, never
+    the save's), the `lower_dirs` its rewrite takes: the union of `dirs[d]` (`Rewritten.dirs`) of every layer
+    below it. A layer the image holds twice takes the union below its last place: a superset of the one below
+    its first, so that one rewrite is right at both (a larger set only keeps more markers)."""
+    below: set[str] = set()
+    found: dict[str, frozenset[str]] = {}
+    for diff_id in layers:
+        found[diff_id] = frozenset(below)
+        below |= dirs[diff_id]
+    return found
+
+
 class _Hashing:
     """A writable file that hashes and counts what passes through it."""
 
