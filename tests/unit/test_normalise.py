@@ -1,5 +1,5 @@
 """The normalising step's pure parts: one layer's tar rewritten (image/layer_tar.py), the config's times
-(image/config.py), the memo tag (engine/normalise.py), the epoch's sources (engine/epoch.py). The step against a real engine: tests/integration/test_repro.py."""
+(image/config.py), the recipe (image/recipe.py), the epoch's sources (engine/epoch.py). The step against a real engine: tests/integration/test_repro.py."""
 
 import hashlib
 import io

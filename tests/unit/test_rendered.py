@@ -259,16 +259,26 @@ def test_torch_is_stamped_with_ngcs_module_version():
 
 
 def test_entrypoint_snippets_replace_the_base_images():
+    """The base's snippets removed by the image's last RUN (with the WORKDIR made there), ours copied after
+    it: no RUN that changes nothing, no WORKDIR that makes a folder (a layer on one engine only, docs/engines.md)."""
     project = Project.at(REPO)
+
+    def last_run_then_copies(text: str) -> str:
+        tail = text[text.rindex("\nRUN ") + 1:]
+        assert tail.startswith("RUN rm -rf /opt/nvidia/entrypoint.d \\\n && mkdir -p "), tail[:200]
+        assert tail.split("\n")[1].endswith(" /workspace \\"), tail[:200]
+        assert "\nWORKDIR /workspace\n" in tail
+        return tail
+
     for name in ("25.12", "dev"):
         text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
-        assert "RUN rm -rf /opt/nvidia/entrypoint.d\nCOPY entrypoint/ /opt/nvidia/\n" in text
+        assert "\nCOPY entrypoint/ /opt/nvidia/\n" in last_run_then_copies(text)
         assert text.endswith('ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]\n')
     # the 2020 images' entrypoint lived in /usr/local/bin (issue 34); the snippets stay in /opt/nvidia
     for name in ("20.02", "20.12"):
         text = render_files(project, load_release(project, name)).files["Dockerfile"].decode()
-        assert ("RUN rm -rf /opt/nvidia/entrypoint.d\nCOPY entrypoint/entrypoint.d/ /opt/nvidia/entrypoint.d/\n"
-                "COPY entrypoint/nvidia_entrypoint.sh /usr/local/bin/nvidia_entrypoint.sh\n") in text
+        assert ("\nCOPY entrypoint/entrypoint.d/ /opt/nvidia/entrypoint.d/\n"
+                "COPY entrypoint/nvidia_entrypoint.sh /usr/local/bin/nvidia_entrypoint.sh\n") in last_run_then_copies(text)
         assert text.endswith('ENTRYPOINT ["/usr/local/bin/nvidia_entrypoint.sh"]\n')
 
 

@@ -5,7 +5,7 @@ pull answers its headers only when it starts) and between chunks; a deadline che
 fires while one read is blocked. So the request is made and read on a thread of its own and its items are
 handed over through a short queue: the caller waits at most until the deadline, and is given `late()`
 (the error that says so) when it falls. The reading thread, a daemon, is left to its blocked read (it
-holds the process no longer: engine/image_load.py leaves its request the same way)."""
+holds the process no longer)."""
 
 from __future__ import annotations
 

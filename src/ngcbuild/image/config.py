@@ -13,8 +13,13 @@ from ngcbuild.image.layer_tar import Times
 
 # The release image's time, written into its config alone (the engine's image, as built, has none).
 CREATED_LABEL = "org.opencontainers.image.created"
-# What a config says about the container and engine that ran the last step, never about the image.
-_ENGINE_KEYS = ("container", "container_config", "docker_version")
+# What a config says about the container and engine that ran the last step, never about the image; `parent`:
+# buildah's id of the last step's parent image, made anew on every build (Podman's run-to-run difference)
+_ENGINE_KEYS = ("container", "container_config", "docker_version", "parent")
+# buildah's history comment naming the image a step started from by the engine's id of it, which differs on
+# every build: dropped (a comment naming the base by its reference stays)
+_PARENT_COMMENT_RE = re.compile(r"FROM [0-9a-f]{12,64}")
+_LABEL_STEP = "#(nop) LABEL "
 _TIME_RE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _SOURCE_HASH_RE = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}\b")
 
@@ -46,6 +51,8 @@ def normalised_config(raw: dict, diff_ids: list[str], times: Times, kept: int = 
         entry = dict(entry)
         if "created" in entry:
             entry["created"] = rfc3339(times(seconds(entry["created"])))
+        if _PARENT_COMMENT_RE.fullmatch(entry.get("comment", "")):
+            del entry["comment"]
         if not entry.get("empty_layer"):
             layer += 1
             if layer >= kept and layer < len(diff_ids) and "created_by" in entry:
@@ -54,7 +61,7 @@ def normalised_config(raw: dict, diff_ids: list[str], times: Times, kept: int = 
                 entry["created_by"] = _SOURCE_HASH_RE.sub(rf"\g<1>:{diff_ids[layer][7:]}", entry["created_by"])
         history.append(entry)
     if history:
-        config["history"] = history
+        config["history"] = _labels_in_order(history)
     config["rootfs"] = {"type": "layers", "diff_ids": list(diff_ids)}
     inner = dict(config.get("config") or {})
     inner["Hostname"] = ""  # the id of the build's last container
@@ -62,3 +69,20 @@ def normalised_config(raw: dict, diff_ids: list[str], times: Times, kept: int = 
     inner["Labels"] = {**(inner.get("Labels") or {}), CREATED_LABEL: rfc3339(times.epoch)}
     config["config"] = inner
     return json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _labels_in_order(history: list[dict]) -> list[dict]:
+    """Each run of consecutive LABEL entries that wrote no layer sorted by their text: buildah writes the labels
+    a build is given through the API (engine/build.py's) in a Go map's order, which differs from build to
+    build; the labels themselves are a map, so their order in the history says nothing."""
+    out: list[dict] = []
+    run: list[dict] = []
+    for entry in [*history, None]:
+        if entry is not None and entry.get("empty_layer") and _LABEL_STEP in entry.get("created_by", ""):
+            run.append(entry)
+            continue
+        out.extend(sorted(run, key=lambda item: json.dumps(item, sort_keys=True)))
+        run = []
+        if entry is not None:
+            out.append(entry)
+    return out

@@ -7,11 +7,17 @@
   others link to it;
 - every time by one rule (`Times`); no access or change times, no other PAX records than extended
   attributes (file capabilities live there);
-- what is volatile by nature removed (volatile.py);
+- what is volatile by nature removed (volatile.py), and what an engine leaves in a layer that changes
+  nothing in the image (artefacts.py: an opaque marker on a directory no lower layer holds, given the
+  lower layers' directories; a build engine's mount points);
+- owners by number only: the user and group names are blanked (Docker writes `root`, buildah nothing;
+  a layer's files are owned by their numeric ids, the names are no part of what is unpacked);
 - a `.pyc` with a timestamp header gets the time its source gets by the same rule, so it stays valid
   for that source and identical between builds (a hash-based `.pyc` is left as it is).
 
-Owners, modes, link targets, device numbers and whiteouts (`.wh.` entries) stay as the engine wrote them.
+Numeric owners, modes, link targets, device numbers and whiteouts (`.wh.` entries) stay as the engine wrote
+them. `Rewritten.dirs` names the directories a rewritten layer holds, so that a caller can hand the union of
+the layers below a layer to its rewrite (`lower_dirs`; artefacts.py says why and how).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ngcbuild.core.text import safe
+from ngcbuild.image.artefacts import OPAQUE, holds, plain, why_artefact
 from ngcbuild.image.volatile import why_volatile
 
 _PYC_MAGIC_TAIL = b"\r\n"  # every CPython .pyc magic number ends so
@@ -189,8 +196,38 @@ class Rewritten:
     diff_id: str = ""  # sha256:<hex> of the rewritten tar
     size: int = 0
     entries: int = 0
-    removed: dict[str, str] = field(default_factory=dict)  # path -> why (volatile.py)
+    removed: dict[str, str] = field(default_factory=dict)  # path -> why (volatile.py, artefacts.py)
     pyc_clamped: int = 0
+    # the directories the rewritten layer holds: its directory entries and every entry's parents (plain paths:
+    # no leading `/` or `./`, no trailing `/`, the root left out): a caller's `lower_dirs` for the layers above
+    dirs: set[str] = field(default_factory=set)
+    # the directories whose opaque marker the rewrite kept: those a rewrite given `lower_dirs` may still drop
+    opaque: set[str] = field(default_factory=set)
+
+    def held(self, member: tarfile.TarInfo) -> None:
+        """`member`, written to the rewritten layer, counted in `dirs` and `opaque`."""
+        self.dirs.update(holds(member))
+        path = plain(member.name)
+        if path.rsplit("/", 1)[-1] == OPAQUE:
+            self.opaque.add(path.rpartition("/")[0])
+
+
+def _why_removed(member: tarfile.TarInfo, lower_dirs: frozenset[str] | set[str] | None) -> str | None:
+    """Why `member` leaves the layer (volatile.py, then artefacts.py), or None when it stays."""
+    return why_volatile(member.name) or why_artefact(member, lower_dirs)
+
+
+def lower_dirs_by_layer(layers: list[str], dirs: dict[str, set[str] | frozenset[str]]) -> dict[str, frozenset[str]]:
+    """For each diff id of `layers` (the image's layers bottom up, the base's first: its config's order, never
+    the save's), the `lower_dirs` its rewrite takes: the union of `dirs[d]` (`Rewritten.dirs`) of every layer
+    below it. A layer the image holds twice takes the union below its last place: a superset of the one below
+    its first, so that one rewrite is right at both (a larger set only keeps more markers)."""
+    below: set[str] = set()
+    found: dict[str, frozenset[str]] = {}
+    for diff_id in layers:
+        found[diff_id] = frozenset(below)
+        below |= dirs[diff_id]
+    return found
 
 
 class _Hashing:
@@ -236,7 +273,8 @@ def _clean(member: tarfile.TarInfo, times: Times) -> tarfile.TarInfo:
         # the file it stands for, holes as zeros: written back as type S without its map, Python's and GNU
         # tar's readers would disagree about it (0 bytes against the whole file)
         info.type = tarfile.REGTYPE
-    info.uname, info.gname = member.uname, member.gname
+    # blank: Docker's tars say `root`, buildah's nothing, for the same uid 0; the numbers are what is unpacked
+    info.uname, info.gname = "", ""
     info.size = member.size if member.isreg() else 0
     info.mtime = times(member.mtime)
     info.linkname = member.linkname
@@ -245,8 +283,11 @@ def _clean(member: tarfile.TarInfo, times: Times) -> tarfile.TarInfo:
     return info
 
 
-def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times) -> Rewritten:
-    """Read the layer tar `source` (seekable) and write its normalised form to `target`."""
+def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times, *,
+                  lower_dirs: frozenset[str] | set[str] | None = None) -> Rewritten:
+    """Read the layer tar `source` (seekable) and write its normalised form to `target`. `lower_dirs`: the
+    directories every layer below this one holds (the union of their `Rewritten.dirs`, the base's included);
+    None when they are not known, which keeps every opaque marker (artefacts.py)."""
     done = Rewritten()
     hashing = _Hashing(target)
     with tarfile.open(fileobj=source, mode="r:", tarinfo=_Bounded) as raw:
@@ -255,7 +296,7 @@ def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times) -> Rewritten
         linked = {member.linkname for member in members if member.islnk()}
         kept = []
         for member in members:
-            reason = why_volatile(member.name)
+            reason = _why_removed(member, lower_dirs)
             if reason is not None and member.name not in linked and not member.islnk():
                 done.removed[member.name] = reason
             else:
@@ -272,6 +313,7 @@ def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times) -> Rewritten
                     info = _clean(member, times)
                     info.type, info.size, info.linkname = tarfile.LNKTYPE, 0, carrier
                     out.addfile(info)
+                done.held(member)
                 done.entries += 1
     done.diff_id, done.size = "sha256:" + hashing.digest.hexdigest(), hashing.size
     return done
@@ -289,12 +331,13 @@ class _HashingReader:
         return data
 
 
-def rewrite_stream(source: BinaryIO, target: Path, times: Times) -> tuple[Rewritten, str]:
+def rewrite_stream(source: BinaryIO, target: Path, times: Times, *,
+                   lower_dirs: frozenset[str] | set[str] | None = None) -> tuple[Rewritten, str]:
     """The layer tar `source`, read once to its end (a stream: the engine's save as it comes), written
     normalised to `target` as it is read, and the diff id of what was read. Entries that come in
     `path_order` (every layer an engine writes) go straight through; when one does not, the entries
     as read are sorted in a second pass from `target` (`rewrite_layer`): the same bytes either way.
-    Raises Unstreamable when a hard link names a volatile file already removed."""
+    `lower_dirs` as rewrite_layer's. Raises Unstreamable when a hard link names a volatile file already removed."""
     done = Rewritten()
     reader = _HashingReader(source)
     dropped: set[str] = set()
@@ -309,7 +352,7 @@ def rewrite_stream(source: BinaryIO, target: Path, times: Times) -> tuple[Rewrit
             for member in raw:
                 if member.islnk() and member.linkname in dropped:
                     raise Unstreamable(f"{member.name} is a hard link to {member.linkname}, removed as volatile")
-                reason = why_volatile(member.name)
+                reason = _why_removed(member, lower_dirs)
                 if member.islnk():
                     linked.add(member.linkname)
                 elif reason is not None and member.name not in linked:  # a link named it first: it stays
@@ -326,6 +369,7 @@ def rewrite_stream(source: BinaryIO, target: Path, times: Times) -> tuple[Rewrit
                     out.addfile(_clean(member, times))
                 else:
                     _copy(raw, member.name, member, out, times, done)
+                done.held(member)
                 done.entries += 1
     while reader.read(_CHUNK):  # what follows the tar's end marker is the layer's too
         pass
@@ -337,7 +381,7 @@ def rewrite_stream(source: BinaryIO, target: Path, times: Times) -> tuple[Rewrit
     target.rename(unsorted)
     try:
         with unsorted.open("rb") as first, target.open("wb") as sink:
-            sorted_pass = rewrite_layer(first, sink, times)
+            sorted_pass = rewrite_layer(first, sink, times, lower_dirs=lower_dirs)
     finally:
         unsorted.unlink()
     sorted_pass.removed, sorted_pass.pyc_clamped = done.removed, done.pyc_clamped  # the first pass did them
