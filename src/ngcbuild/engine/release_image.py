@@ -70,15 +70,15 @@ def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Mad
 
     def take(source) -> tuple[str, object]:
         number = next(numbers)
-        spool, raw = _spool(source, folder / f"{number}.tar")
+        spooled, raw = spool(source, folder / f"{number}.tar")
         try:
             if raw in by_raw:  # a layer the image holds twice
                 return by_raw[raw]
-            plain, diff_id = spool, raw
+            plain, diff_id = spooled, raw
             if raw not in base:
                 plain = folder / f"{number}.release.tar"
-                layer = _rewritten(spool, plain, times, image)
-                spool.unlink()
+                layer = _rewritten(spooled, plain, times, image)
+                spooled.unlink()
                 diff_id = layer.diff_id
                 made.rewritten += 1
                 made.removed.update(layer.removed)
@@ -86,7 +86,7 @@ def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Mad
             by_raw[raw] = (diff_id, keep(plain, diff_id))
             return by_raw[raw]
         finally:
-            spool.unlink(missing_ok=True)
+            spooled.unlink(missing_ok=True)
             (folder / f"{number}.release.tar").unlink(missing_ok=True)
 
     saved = read_save(client, image, take)  # read by what it declares, checked against the inspect answer
@@ -125,7 +125,7 @@ def _rewritten(spool: Path, target: Path, times: Times, image: dict) -> Rewritte
                                  f"({safe(str(exc), 200)})") from None
 
 
-def _spool(source, path: Path) -> tuple[Path, str]:
+def spool(source, path: Path) -> tuple[Path, str]:
     """`source` read to its end into `path`, and the sha256 of what was read (its diff id)."""
     plain = hashlib.sha256()
     with path.open("wb") as target:

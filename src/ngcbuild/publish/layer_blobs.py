@@ -9,7 +9,6 @@ layer, it is not even saved."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import shutil
 from pathlib import Path
@@ -17,12 +16,11 @@ from pathlib import Path
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.engine.image_save import read_save
-from ngcbuild.engine.release_image import make_release, recipe_of
+from ngcbuild.engine.release_image import make_release, recipe_of, spool
 from ngcbuild.image.blobs import Blob, ImageBlobs, compress
 from ngcbuild.image.recipe import Recipe
 from ngcbuild.image.store import LayerStore
 
-_SPOOL_CHUNK = 1 << 20
 FROM_ENVIRONMENT = object()  # the store the environment names (image/store.py); None: no store
 
 
@@ -71,14 +69,9 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
         if inflated != diff_id:
             raise OperationError(f"the blob compressed from release layer {diff_id[:19]} is not that layer's bytes "
                                  "(the compression read other bytes): nothing pushed")
-        blob = Blob(digest, size, target)
-        if store is not None:
-            kept = store.keep_layer(diff_id, blob)
-            blob = kept if kept.path != blob.path else Blob(blob.digest, blob.size,
-                                                             Path(shutil.move(blob.path, folder / blob.path.name)))
-        blobs[diff_id] = blob
-        say(f"compressed layer {len(blobs)}/{count}: {blob.size / 1e6:.1f} MB ({blob.digest[:19]})")
-        return blob
+        blobs[diff_id] = _kept(store, diff_id, Blob(digest, size, target), folder)
+        say(f"compressed layer {len(blobs)}/{count}: {size / 1e6:.1f} MB ({digest[:19]})")
+        return blobs[diff_id]
 
     if store is None:
         made = make_release(client, image, recipe, folder / "layers", lambda path, diff_id: keep(path, diff_id, folder))
@@ -133,7 +126,7 @@ def _from_save(client, image: dict, folder: Path, say, store: LayerStore | None,
         if store is None:
             diff_id, blob = compressed(source, number)
         else:  # spooled as it is, to learn its diff id before deciding to compress it
-            spool, declared = _spool(source, folder / f"{number}.tar")
+            spooled, declared = spool(source, folder / f"{number}.tar")
             try:
                 if declared in blobs:
                     return blobs[declared]
@@ -142,19 +135,14 @@ def _from_save(client, image: dict, folder: Path, say, store: LayerStore | None,
                     blobs[declared] = stored
                     say(f"layer {len(blobs)}/{count}: compressed before ({stored.digest[:19]}, layer store)")
                     return stored
-                with spool.open("rb") as plain:
+                with spooled.open("rb") as plain:
                     diff_id, blob = compressed(plain, number)  # keyed by what the compression read, checked below
             finally:
-                spool.unlink(missing_ok=True)
+                spooled.unlink(missing_ok=True)
         if diff_id in blobs:
             blob.path.unlink()
             return blobs[diff_id]
-        if store is not None:
-            kept = store.keep_layer(diff_id, blob)
-            # not kept (the store's file system refused the rename): out of the store's work folder into push's
-            blob = kept if kept.path != blob.path else Blob(blob.digest, blob.size,
-                                                             Path(shutil.move(blob.path, keep_in / blob.path.name)))
-        blobs[diff_id] = blob
+        blobs[diff_id] = blob = _kept(store, diff_id, blob, keep_in)
         say(f"compressed layer {len(blobs)}/{count}: {blob.size / 1e6:.1f} MB ({blob.digest[:19]})")
         return blob
 
@@ -166,11 +154,12 @@ def _from_save(client, image: dict, folder: Path, say, store: LayerStore | None,
     return ImageBlobs(saved.config, tuple(layer.result for layer in saved.layers))
 
 
-def _spool(source, path: Path) -> tuple[Path, str]:
-    """`source` read to its end into `path`, and the sha256 of what was read (its diff id)."""
-    plain = hashlib.sha256()
-    with path.open("wb") as target:
-        while chunk := source.read(_SPOOL_CHUNK):
-            plain.update(chunk)
-            target.write(chunk)
-    return path, "sha256:" + plain.hexdigest()
+def _kept(store: LayerStore | None, diff_id: str, blob: Blob, push_folder: Path | None) -> Blob:
+    """`blob` kept in the store for `diff_id`; not kept (no store, or its file system refused the rename): where
+    it is, or out of the store's work folder into push's."""
+    if store is None:
+        return blob
+    kept = store.keep_layer(diff_id, blob)
+    if kept.path != blob.path:
+        return kept
+    return Blob(blob.digest, blob.size, Path(shutil.move(blob.path, push_folder / blob.path.name)))
