@@ -177,7 +177,7 @@ TASKS = (
              ENGINE,
          ), writes=("build/R/smoke-junit.xml", "record.json: smoke", "build/R/perf.json with --perf"),
          guide="smoke.md"),
-    Task("repro", PROVE, "Build R again without the layer cache: the same image id, or per layer the files "
+    Task("repro", PROVE, "Build R again without the layer cache: the same release image, or per layer the files "
          "that differ", commands.repro, (
              RELEASE,
              Option("against", "the image to compare the rebuild with (in the engine, or pulled: a pushed release)",
