@@ -249,11 +249,11 @@ def test_failing_run_step_moves_no_tag_and_leaves_nothing(project, figures):
     held = project.hold_tag(release)
     result = project.run("build", "--release", release)
     left = project.leftovers(release)
-    clean = result.returncode == 1 and "failed at step 2/5" in result.stderr and project.tag_id(release) == held
+    clean = result.returncode == 1 and "failed at step 2/6" in result.stderr and project.tag_id(release) == held
     report(figures, "RUN step fails", result.stdout + result.stderr, left, clean and not left)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
-    assert "failed at step 2/5: RUN echo about-to-fail && exit 3" in result.stderr
+    assert "failed at step 2/6: RUN echo about-to-fail && exit 3" in result.stderr
     assert "returned a non-zero code: 3" in result.stderr and "no tag was moved" in result.stderr
     assert project.tag_id(release) == held
     assert project.record(release) is None
@@ -333,7 +333,7 @@ def test_engine_gone_mid_build_then_a_rerun_cleans_up_and_succeeds(how, project,
         if fault_engine.process is None:
             fault_engine.start()
     if how == "stopped":  # a clean stop kills the step: the engine says so, or the connection ends
-        expected = f"build of {release} failed at step 2/5: RUN echo step-running"
+        expected = f"build of {release} failed at step 2/6: RUN echo step-running"
     else:  # a crash breaks the connection; the container is still there when the engine is back
         expected = "the connection to the Docker engine broke"
     first = "Traceback" not in errors and process.returncode == 1 and expected in errors
