@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 
 from ngcbuild.image.blobs import Blob, ImageBlobs, compress
 from ngcbuild.image.media import DOCKER_CONFIG, DOCKER_LAYER, DOCKER_MANIFEST
+from ngcbuild.image.recipe import RECIPE_LABEL, Recipe, base_chain
 
 from . import fakes
 from .fakes import REPOSITORY, Content, FakeRegistry, FakeServer, digest_of, other_host_available
@@ -128,8 +129,9 @@ class TinyEngine:
     """The engine's API for one image, on a Unix socket in a short folder of its own (a socket's path has
     at most 107 characters): what a push asks of it, and 404 for anything else."""
 
-    def __init__(self, saved: bytes = SAVED):
+    def __init__(self, saved: bytes = SAVED, labels: dict | None = None):
         self.saved = saved
+        self.labels = labels or {}  # the inspect answer's labels: a recipe (image/recipe.py), whole or damaged
         self.folder = Path(tempfile.mkdtemp(prefix="ngcbuild-tiny-", dir="/tmp"))
         self.socket = self.folder / "engine.sock"
         self.tags: set[str] = {RELEASE_TAG}
@@ -183,7 +185,7 @@ class TinyEngine:
             if action == "json":
                 return fakes.send(handler, 200, json.dumps({
                     "Id": IMAGE_ID, "RepoTags": sorted(self.tags), "Created": "2026-01-01T00:00:00Z",
-                    "RootFS": {"Type": "layers", "Layers": [DIFF_ID]}}).encode(), json_of)
+                    "Config": {"Labels": self.labels}, "RootFS": {"Type": "layers", "Layers": [DIFF_ID]}}).encode(), json_of)
             if action == "get":
                 if callable(self.saved):  # a save answered otherwise: stalled, trickled
                     return self.saved(handler)
@@ -206,14 +208,15 @@ def _record(project, outside, pushed: dict | None = None):
         "tags": [RELEASE_TAG], "pushed": pushed or {}}))(project, outside)
 
 
-def pushing(misbehave=None, before=None, saved: bytes = SAVED):
+def pushing(misbehave=None, before=None, saved: bytes = SAVED, labels: dict | None = None):
     """A case's servers: the tiny engine, the fake registry REG (storing what is pushed), and, for
     `misbehave(registry, outside) -> [servers]`, what it does otherwise and any server it points at.
     `before(content) -> digest`: what an earlier push left in the registry, and the record says so.
-    `saved`: what the engine's save of the image is (the tiny image's own, or a broken one)."""
+    `saved`: what the engine's save of the image is (the tiny image's own, or a broken one); `labels`: the
+    labels its inspect answer shows (a release-image recipe)."""
     def serve(project, outside):
         (outside / "tmp").mkdir()  # the push's $TMPDIR, where its scratch folders go
-        engine = TinyEngine(saved)
+        engine = TinyEngine(saved, labels)
         registry = FakeRegistry(outside / "registry.log", Content())
         others = misbehave(registry, outside) if misbehave is not None else []
         if before is not None:  # the record of that push names the registry, whose address is known only now
@@ -475,6 +478,53 @@ PODMAN_SAVE = _save_of([(f"{DIFF_ID[7:]}.tar", _LAYER), (f"{IMAGE_ID[7:]}.json",
                         _declaring(f"{IMAGE_ID[7:]}.json", [f"{DIFF_ID[7:]}.tar"])])
 
 
+def release_recorded(project, outside) -> str | None:
+    """The control of the recipe cases: the record binds the engine's image to a release image of its own (its
+    `image_id`, not the engine's), and the manifest stored under that digest names it and one layer."""
+    pushed = _pushed(project)
+    if len(pushed) != 1:
+        return f"recorded {sorted(pushed)}"
+    (entry,) = pushed.values()
+    made = entry.get("image_id")
+    if not isinstance(made, str) or made == IMAGE_ID:
+        return f"the record's release image is {made!r}, not one made from the engine's {IMAGE_ID[:19]}"
+    stored = outside / "stored" / str(entry.get("digest")).removeprefix("sha256:")
+    if not stored.exists():
+        return "the record's digest is no manifest the registry stored"
+    manifest = json.loads(stored.read_bytes())
+    if manifest["config"]["digest"] != made or len(manifest["layers"]) != 1:
+        return f"the manifest names {manifest['config']['digest'][:19]} and {len(manifest['layers'])} layers"
+    return None
+
+
+def sent_and_recorded_nothing(project, outside) -> str | None:
+    if '"POST"' in (outside / "registry.log").read_text():
+        return "a blob upload was opened"
+    return nothing_recorded(project, outside)
+
+
+def _recipe(text) -> dict:
+    return {RECIPE_LABEL: text}
+
+
+_WHOLE = Recipe(1_700_000_000, 0, 0, base_chain([])).label()[RECIPE_LABEL]
+# A recipe label (image/recipe.py) the engine's inspect answer shows damaged, escaped, huge, of another type, or
+# naming layers the image does not have: each exit 1, one line naming the label, nothing sent, nothing recorded.
+DAMAGED_RECIPES = [
+    ("push-recipe-label-with-escapes", _recipe(_WHOLE.replace("epoch=", "epoch=\x1b[2J\x1b]0;owned\x07")),
+     (RECIPE_LABEL,)),
+    ("push-recipe-label-with-a-newline", _recipe(_WHOLE + "\nbase=ffffffffffffffff"), (RECIPE_LABEL,)),
+    ("push-recipe-label-of-a-megabyte", _recipe("epoch=" + "9" * (1 << 20)), (RECIPE_LABEL,)),
+    ("push-recipe-label-option-like", _recipe("--epoch=1 --base-layers=0"), (RECIPE_LABEL,)),
+    ("push-recipe-label-a-number", _recipe(1_700_000_000), (RECIPE_LABEL,)),
+    ("push-recipe-label-empty", _recipe(""), (RECIPE_LABEL,)),
+    ("push-recipe-of-another-base", _recipe(Recipe(1, 0, 1, "f" * 16).label()[RECIPE_LABEL]),
+     ("not the base image's", RECIPE_LABEL)),
+    ("push-recipe-of-more-base-layers-than-the-image", _recipe(Recipe(1, 0, 9999, base_chain([])).label()[RECIPE_LABEL]),
+     ("not the base image's",)),
+]
+
+
 def no_scratch_left(after):
     """`after`, and the case's private $TMPDIR (OUTSIDE/tmp) as empty as before: no scratch folder of the
     push (its save, its compressed layers) outlives it, whether it failed or not."""
@@ -557,6 +607,14 @@ def push_cases(add_case) -> None:
     add(HostileCase("push-from-a-podman-save", klass, argv, setup, exit_status=0,
                     serve=pushing(_keep_stored, saved=PODMAN_SAVE), extra_env=env, after=recorded_as_stored,
                     shows=("(verified against the registry)",)))
+    # the release image made where it leaves (issue 52): a whole recipe is the control, the rest one line each
+    add(HostileCase("push-a-recipe-image-sends-its-release-image", klass, argv, setup, exit_status=0,
+                    serve=pushing(_keep_stored, labels=_recipe(_WHOLE)), extra_env=env, after=release_recorded,
+                    shows=("(verified against the registry)",)))
+    for name, labels, says in DAMAGED_RECIPES:
+        add(HostileCase(name, klass, argv, setup, exit_status=1, serve=pushing(_keep_stored, labels=labels),
+                        extra_env=env, mentions=says, absent=("\x1b", "Traceback"),
+                        after=sent_and_recorded_nothing, hides=("retry",)))
     # the fallback push (no earlier push recorded): a layer the registry claims at its digest and size is
     # read back before it is skipped; other bytes get it sent, and a registry that keeps them is a failure
     add(HostileCase("push-layer-claimed-with-other-bytes-is-sent", klass, argv, setup, exit_status=0,
