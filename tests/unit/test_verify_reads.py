@@ -277,3 +277,16 @@ def test_nvidias_placeholder_archives_are_named_never_built(fake, tmp_path):
     with pytest.raises(metadata.MetadataError, match="a placeholder: its build backend wheel_stub.buildapi"):
         _reader(tmp_path, fake).metadata(_file(fake, "demo", "1.0"))
     assert not list(tmp_path.glob("build-env-*"))  # nothing installed for it
+
+
+def test_a_source_archives_children_get_what_is_left_of_the_runs_deadline(tmp_path):
+    """verify's run deadline (resolver/deadline.py) reaches the pip and hook children it starts: each gets its
+    own timeout or what is left, whichever is less, and none starts once the deadline has fallen."""
+    from ngcbuild.resolver.deadline import Deadline, DeadlinePassed
+
+    reader = sources.SdistReader(Web(environ={}, run_deadline=Deadline(3)), Work(), tmp_path, ["http://127.0.0.1:9/"])
+    assert 0 < reader._within(300) <= 3
+    assert sources.SdistReader(Web(environ={}), Work(), tmp_path, ["http://127.0.0.1:9/"])._within(300) == 300
+    fallen = sources.SdistReader(Web(environ={}, run_deadline=Deadline(0)), Work(), tmp_path, ["http://127.0.0.1:9/"])
+    with pytest.raises(DeadlinePassed, match="NGCBUILD_RESOLVER_DEADLINE_S"):
+        fallen._within(300)

@@ -318,6 +318,7 @@ def verify(release: str, as_json=False, base=None, index_url=None, extra_index_u
     """Print the verification of every pin of R (a table, or JSON); exit 1 when one failed."""
     from ngcbuild.core.indexes import apt_proxy_setting, day_end, index_setting, release_indexes
     from ngcbuild.manifest.loader import load_release
+    from ngcbuild.resolver.deadline import run_deadline
     from ngcbuild.verify.report import FAILED, VerifyFailed, json_text, summary, table_text
     from ngcbuild.verify.run import verify_release
     from ngcbuild.verify.web import Web
@@ -327,13 +328,16 @@ def verify(release: str, as_json=False, base=None, index_url=None, extra_index_u
 
         base = checked_base(base)
     setting, proxy = index_setting(index_url, extra_index_urls), apt_proxy_setting(apt_proxy)  # before any query
+    deadline = run_deadline()  # one for the whole run, as resolve's: an index that trickles every page ends it
     loaded = load_release(project(), release)
     if loaded.release.status != "buildable":
         raise UserError(f"{release} is archived (documentation only): nothing of it is built, so nothing to verify")
     as_of = day_end(loaded.release.derive.index_as_of) if loaded.release.derive else None  # as resolve read them
-    rows = verify_release(loaded, Web(apt_proxy=proxy), release_indexes(loaded.release, setting), base=base,
-                          index_as_of=as_of)
+    rows = verify_release(loaded, Web(apt_proxy=proxy, run_deadline=deadline), release_indexes(loaded.release, setting),
+                          base=base, index_as_of=as_of)
     sys.stdout.write(json_text(release, rows) if as_json else table_text(release, rows))
+    if deadline.remaining() <= 0:  # reads it cut are rows "not verified": the run is not whole, and says so
+        raise deadline.passed(f"verify {release}: its reads were not all answered")
     failed = summary(rows)[FAILED]
     if failed:
         raise VerifyFailed(f"verify {release}: {failed} failed (see the table)")

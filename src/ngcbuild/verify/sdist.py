@@ -130,13 +130,24 @@ class SdistReader:
         return parse_metadata(metadata.read_text("utf-8", "replace"),
                               f"built from the source archive (PEP 517) with Python {version} on this machine")
 
+    def _within(self, seconds: float) -> float:
+        """A child's timeout: its own, or what is left of the run's deadline (the web's) where that is less."""
+        deadline = getattr(self.web, "run_deadline", None)  # a test's web may have none
+        if deadline is None:
+            return seconds
+        left = deadline.remaining()
+        if left <= 0:
+            raise deadline.passed("a source archive's metadata was not read")
+        return min(seconds, left)
+
     def _hook(self, source: Path, out: Path, envs: list[Path], backend: str, backend_path: str, phase: str):
         home = out / "home"
         home.mkdir(exist_ok=True)
         environ = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(home),
                    "LC_ALL": "C.UTF-8", "PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}
         result = self.work.run([sys.executable, "-I", "-S", "-c", _HOOK, json.dumps([str(e) for e in envs]), backend,
-                                backend_path, phase, str(out)], timeout=HOOK_TIMEOUT_S, cwd=source, env=environ)
+                                backend_path, phase, str(out)], timeout=self._within(HOOK_TIMEOUT_S), cwd=source,
+                               env=environ)
         answer = out / "hook.json"
         if result.returncode != 0 or not answer.is_file():
             tail = (result.stderr.strip().splitlines() or ["no message"])[-1]
@@ -170,7 +181,7 @@ class SdistReader:
         # --isolated ignores PIP_* variables and the user's config, not the machine's: no config file at all
         environ = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         try:
-            result = self.work.run([*command, "--", *requires], timeout=PIP_TIMEOUT_S,
+            result = self.work.run([*command, "--", *requires], timeout=self._within(PIP_TIMEOUT_S),
                                    env={**environ, "PIP_CONFIG_FILE": os.devnull})
         except OperationError as exc:
             return OperationError(f"its build requirements could not be installed: {exc}")
