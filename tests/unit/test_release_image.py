@@ -35,7 +35,8 @@ def _digest(data: bytes) -> str:
 class _Engine:
     """An engine holding one image: its inspect answer and its save, made from layer tars and a config."""
 
-    def __init__(self, layers: list[bytes], recipe: Recipe | None, config: bytes | None = None):
+    def __init__(self, layers: list[bytes], recipe: Recipe | None, config: bytes | None = None,
+                 top_first: bool = False):
         diff_ids = [_digest(layer) for layer in layers]
         labels = recipe.label() if recipe is not None else {}
         document = {
@@ -48,7 +49,8 @@ class _Engine:
         document = {**document, "rootfs": {"type": "layers", "diff_ids": diff_ids}}
         self.config = config or json.dumps(document).encode()  # a config given: its very bytes
         self.image_id = _digest(self.config)
-        files = {f"{n}/layer.tar": (layer, 0) for n, layer in enumerate(layers)}
+        numbered = list(enumerate(layers))  # the save's order of members; `top_first`: not the image's order
+        files = {f"{n}/layer.tar": (layer, 0) for n, layer in (reversed(numbered) if top_first else numbered)}
         files[f"{self.image_id[7:]}.json"] = (self.config, 0)
         files["manifest.json"] = (json.dumps([{"Config": f"{self.image_id[7:]}.json", "RepoTags": None,
                                                "Layers": [f"{n}/layer.tar" for n in range(len(layers))]}]).encode(), 0)
@@ -155,3 +157,59 @@ def test_a_damaged_recipe_is_one_line_naming_the_label(tmp_path):
     with pytest.raises(OperationError, match="io.ngcbuild.release-image") as raised:
         image_blobs(engine, engine.image_id, tmp_path, lambda line: None, store=None)
     assert "\x1b" not in str(raised.value) and engine.saves == 0
+
+
+def _entries(*entries: tuple[str, bytes | None]) -> bytes:
+    """A layer tar of directories (data None: mode 0755) and files, root's, written at BASE_TIME + 60."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            info.mtime = BASE_TIME + 60
+            if data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                archive.addfile(info)
+            else:
+                info.size, info.mode = len(data), 0o644
+                archive.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_docker_and_podman_layers_of_one_step_make_one_release_layer_whatever_the_saves_order(tmp_path):
+    """Docker's overlay2 marks the directories a step created opaque (`etc/ssl/.wh..wh..opq`), buildah leaves
+    its /run mount point in the step's layer: each dropped only where the layers below say it changes nothing
+    (image/artefacts.py), which the save, listing its layers in an order of its own, tells only once read."""
+    base = _entries(("etc", None), ("etc/os-release", b"debian\n"), ("run", None))
+    recipe = Recipe(EPOCH, BASE_TIME, 1, base_chain([_digest(base)]))
+    docker = _entries(("etc", None), ("etc/.wh..wh..opq", b""), ("etc/ssl", None), ("etc/ssl/.wh..wh..opq", b""),
+                      ("etc/ssl/cert.pem", b"pem\n"))
+    podman = _entries(("etc", None), ("etc/ssl", None), ("etc/ssl/cert.pem", b"pem\n"), ("run", None))
+    made = {}
+    for name, layer, top_first in (("docker", docker, False), ("docker-top-first", docker, True),
+                                   ("podman", podman, True)):
+        engine = _Engine([base, layer], recipe, top_first=top_first)
+        kept = {}
+        made[name] = make_release(engine, engine.answer, recipe, tmp_path / name,
+                                  lambda path, diff_id, kept=kept: kept.setdefault(diff_id, path.read_bytes()))
+        assert list((tmp_path / name).iterdir()) == [], name  # no spool left behind
+        with tarfile.open(fileobj=io.BytesIO(made[name].layers[1])) as tar:
+            names = tar.getnames()
+        assert "etc/ssl/.wh..wh..opq" not in names and "run" not in names and "etc/ssl/cert.pem" in names, name
+    assert made["docker"].diff_ids == made["docker-top-first"].diff_ids
+    # the marker on etc, which the base holds, hides something: Docker's layer keeps it, so it differs there only
+    with tarfile.open(fileobj=io.BytesIO(made["docker"].layers[1])) as tar:
+        assert "etc/.wh..wh..opq" in tar.getnames()
+    without = _entries(("etc", None), ("etc/ssl", None), ("etc/ssl/.wh..wh..opq", b""), ("etc/ssl/cert.pem", b"pem\n"))
+    engine = _Engine([base, without], recipe, top_first=True)
+    assert release_image_id(engine, engine.answer, recipe, tmp_path / "w").diff_ids[1] == made["podman"].diff_ids[1]
+    assert made["docker"].removed["etc/ssl/.wh..wh..opq"].startswith("an opaque marker")
+
+
+def test_a_layer_waiting_for_the_layers_below_is_removed_when_the_save_fails(tmp_path):
+    base = _entries(("etc", None), ("etc/os-release", b"debian\n"))
+    recipe = Recipe(EPOCH, BASE_TIME, 1, base_chain([_digest(base)]))
+    engine = _Engine([base, _entries(("opt", None), ("opt/.wh..wh..opq", b""))], recipe, top_first=True)
+    engine.save = engine.save[:engine.save.index(engine.image_id[7:].encode())]  # cut after the layers
+    with pytest.raises(OperationError):
+        make_release(engine, engine.answer, recipe, tmp_path / "work", lambda path, diff_id: diff_id)
+    assert list((tmp_path / "work").iterdir()) == []

@@ -23,7 +23,7 @@ from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.core.text import safe
 from ngcbuild.engine.image_save import read_save
 from ngcbuild.image.config import normalised_config
-from ngcbuild.image.layer_tar import Rewritten, Times, rewrite_layer
+from ngcbuild.image.layer_tar import Rewritten, Times, layer_dirs, lower_dirs_by_layer, rewrite_layer
 from ngcbuild.image.recipe import Recipe
 from ngcbuild.image.save import SaveUnreadable
 
@@ -52,10 +52,22 @@ class Made:
                 f"{len(self.removed)} volatile files removed, {self.pyc_clamped} .pyc headers set")
 
 
+@dataclass
+class _Layer:
+    """One distinct layer of the save, once made: its release diff id, and what `keep` returned for it."""
+
+    diff_id: str = ""
+    kept: object = None
+
+
 def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Made:
     """The release image of the engine's `image` (its inspect answer) by `recipe`: `keep(path, diff_id)` is
     called once per distinct layer with a plain tar in `folder` (removed after it returns, unless `keep`
-    moved it) and its release diff id; what it returns stands for that layer in Made.layers."""
+    moved it) and its release diff id; what it returns stands for that layer in Made.layers.
+
+    A build layer whose rewrite reads the layers below it (an opaque marker, /run: image/artefacts.py) waits,
+    spooled, until the save has been read whole: a save lists its layers in an order of its own, and the
+    directories below a layer are known only in the image's order (its inspect answer's)."""
     started = time.monotonic()
     declared = (image.get("RootFS") or {}).get("Layers") if isinstance(image, dict) else None
     wrong = recipe.check(declared) if isinstance(declared, list) else "its inspect answer lists no layers"
@@ -65,43 +77,65 @@ def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Mad
     times = Times(recipe.epoch, recipe.made_after)
     folder.mkdir(parents=True, exist_ok=True)
     made = Made()
-    by_raw: dict[str, tuple[str, object]] = {}  # the save's diff id -> (the release's diff id, keep's result)
+    by_raw: dict[str, _Layer] = {}  # the save's diff id -> that layer made
+    dirs: dict[str, set[str]] = {}  # the save's diff id -> the directories the layer holds
+    waiting: dict[str, Path] = {}  # the save's diff id -> its spool, rewritten once the layers below are known
     numbers = itertools.count()
 
-    def take(source) -> tuple[str, object]:
-        number = next(numbers)
-        spooled, raw = spool(source, folder / f"{number}.tar")
+    def release(layer: _Layer, spooled: Path, lower_dirs, raw: str | None = None) -> bool:
+        """`spooled` rewritten (given the directories below it) and kept as `layer`; with `raw` (nothing known
+        below yet), False and nothing kept when its rewrite would read the layers below (it waits)."""
+        plain = spooled.with_suffix(".release.tar")
+        try:
+            done = _rewritten(spooled, plain, times, image, lower_dirs)
+            if raw is not None:
+                dirs[raw] = done.dirs
+                if any(done.opaque) or "run" in done.dirs:
+                    return False
+            layer.diff_id, layer.kept = done.diff_id, keep(plain, done.diff_id)
+        finally:
+            plain.unlink(missing_ok=True)
+        made.rewritten += 1
+        made.removed.update(done.removed)
+        made.pyc_clamped += done.pyc_clamped
+        return True
+
+    def take(source) -> _Layer:
+        spooled, raw = spool(source, folder / f"{next(numbers)}.tar")
         try:
             if raw in by_raw:  # a layer the image holds twice
                 return by_raw[raw]
-            plain, diff_id = spooled, raw
-            if raw not in base:
-                plain = folder / f"{number}.release.tar"
-                layer = _rewritten(spooled, plain, times, image)
-                spooled.unlink()
-                diff_id = layer.diff_id
-                made.rewritten += 1
-                made.removed.update(layer.removed)
-                made.pyc_clamped += layer.pyc_clamped
-            by_raw[raw] = (diff_id, keep(plain, diff_id))
-            return by_raw[raw]
+            layer = by_raw[raw] = _Layer()
+            if raw in base:  # kept as it is; the directories it holds are the layers' above
+                dirs[raw] = _dirs_of(spooled, image)
+                layer.diff_id, layer.kept = raw, keep(spooled, raw)
+            elif not release(layer, spooled, None, raw):
+                waiting[raw], spooled = spooled, None  # kept on disk until the save is read
+            return layer
         finally:
-            spooled.unlink(missing_ok=True)
-            (folder / f"{number}.release.tar").unlink(missing_ok=True)
+            if spooled is not None:
+                spooled.unlink(missing_ok=True)
 
-    saved = read_save(client, image, take)  # read by what it declares, checked against the inspect answer
-    for layer in saved.layers:
-        if by_raw.get(layer.diff_id) is not layer.result:
-            raise OperationError(f"the release layer made from {layer.diff_id[:19]} of {_shown_id(image)} "
-                                 "is not of that layer's bytes (other or fewer bytes were read): nothing made")
+    try:
+        saved = read_save(client, image, take)  # read by what it declares, checked against the inspect answer
+        for layer in saved.layers:
+            if by_raw.get(layer.diff_id) is not layer.result:
+                raise OperationError(f"the release layer made from {layer.diff_id[:19]} of {_shown_id(image)} "
+                                     "is not of that layer's bytes (other or fewer bytes were read): nothing made")
+        below = lower_dirs_by_layer([layer.diff_id for layer in saved.layers], dirs)
+        for raw, spooled in waiting.items():
+            release(by_raw[raw], spooled, below[raw])
+    finally:
+        for spooled in waiting.values():
+            spooled.unlink(missing_ok=True)
     try:
         config = load_json(saved.config, "the image's config")
     except JsonRefused as exc:
         raise SaveUnreadable(f"the engine's save of {_shown_id(image)}: {exc}") from None
     if not isinstance(config, dict):
         raise SaveUnreadable(f"the engine's save of {_shown_id(image)}: its config is not an object")
-    made.diff_ids = tuple(by_raw[layer.diff_id][0] for layer in saved.layers)
-    made.layers = tuple(by_raw[layer.diff_id][1] for layer in saved.layers)
+    made.diff_ids = tuple(by_raw[layer.diff_id].diff_id for layer in saved.layers)
+    made.layers = tuple(by_raw[layer.diff_id].kept for layer in saved.layers)
     try:
         made.config = normalised_config(config, list(made.diff_ids), times, recipe.base_layers)
     except (ValueError, TypeError, AttributeError) as exc:  # a history entry or time out of shape
@@ -116,13 +150,24 @@ def release_image_id(client, image: dict, recipe: Recipe, folder: Path) -> Made:
     return make_release(client, image, recipe, folder, lambda path, diff_id: diff_id)
 
 
-def _rewritten(spool: Path, target: Path, times: Times, image: dict) -> Rewritten:
+def _rewritten(spool: Path, target: Path, times: Times, image: dict, lower_dirs) -> Rewritten:
     with spool.open("rb") as source, target.open("wb") as out:
         try:
-            return rewrite_layer(source, out, times)
+            return rewrite_layer(source, out, times, lower_dirs=lower_dirs)
         except tarfile.TarError as exc:
-            raise SaveUnreadable(f"the engine's save of {_shown_id(image)}: a layer that is not a tar "
-                                 f"({safe(str(exc), 200)})") from None
+            raise _not_a_tar(image, exc) from None
+
+
+def _dirs_of(spool: Path, image: dict) -> set[str]:
+    with spool.open("rb") as source:
+        try:
+            return layer_dirs(source)
+        except tarfile.TarError as exc:
+            raise _not_a_tar(image, exc) from None
+
+
+def _not_a_tar(image: dict, exc: Exception) -> SaveUnreadable:
+    return SaveUnreadable(f"the engine's save of {_shown_id(image)}: a layer that is not a tar ({safe(str(exc), 200)})")
 
 
 def spool(source, path: Path) -> tuple[Path, str]:

@@ -230,6 +230,18 @@ def lower_dirs_by_layer(layers: list[str], dirs: dict[str, set[str] | frozenset[
     return found
 
 
+def layer_dirs(source: BinaryIO) -> set[str]:
+    """The directories the layer tar `source` (seekable) holds, as `Rewritten.dirs` counts them, its headers
+    read (bounded as a rewrite reads them), its data passed over: a base layer's, never rewritten, for the
+    `lower_dirs` of the layers above it."""
+    found: set[str] = set()
+    with tarfile.open(fileobj=source, mode="r:", tarinfo=_Bounded) as raw:
+        while (member := raw.next()) is not None:
+            found.update(holds(member))
+            raw.members.clear()  # headers read one at a time, none kept: a base of a million entries is fine
+    return found
+
+
 class _Hashing:
     """A writable file that hashes and counts what passes through it."""
 
