@@ -247,7 +247,7 @@ def test_two_podman_builds_configs_are_the_same_once_normalised():
     assert first == second
     assert "parent" not in first
     comments = [entry.get("comment") for entry in first["history"]]
-    assert comments == [None, "FROM docker.io/library/debian:bookworm-slim", None, None, None, None]
+    assert comments == [None] * 6  # Docker writes none: buildah's FROM comments, by id or by name, go
 
 
 def test_labels_are_sorted_only_within_a_run_of_label_entries_that_wrote_no_layer():
@@ -263,3 +263,60 @@ def test_labels_are_sorted_only_within_a_run_of_label_entries_that_wrote_no_laye
 
     history = json.loads(normalised_config(config, ["sha256:" + "1" * 64], TIMES))["history"]
     assert [entry["created_by"][-3:] for entry in history] == ["a=1", "b=1", "n /", "d=1", "X=1", "c=1"]
+
+
+# --- cause 6: what made Docker's and Podman's configs of one build differ (live, dev at 1110be9: the same layers)
+
+_BASE_HISTORY = [{"created": "2023-11-14T22:13:20Z", "created_by": "/bin/sh -c #(nop) ADD file:abc in / "},
+                 {"created": "2023-11-14T22:13:20Z", "created_by": "/bin/sh -c #(nop)  CMD [\"bash\"]",
+                  "empty_layer": True}]
+_SETTINGS = {"Env": ["PATH=/usr/bin", "NVIDIA_PRODUCT_NAME=PyTorch", "LD_LIBRARY_PATH=/usr/local/lib/torch/lib"],
+             "Entrypoint": ["/opt/nvidia/nvidia_entrypoint.sh"], "WorkingDir": "/workspace",
+             "Labels": {"org.opencontainers.image.description": "CPU-only release with a PyTorch wheel",
+                        "io.ngcbuild.release-image": "epoch=1 made-after=2 base-layers=1 base=0d17313eaa379987"}}
+
+
+def _engines_config(steps: list[str], settings: dict, comment: str | None = None) -> dict:
+    history = [dict(entry) for entry in _BASE_HISTORY]
+    history.append({"created": "2030-01-01T00:00:00Z", "created_by": "/bin/sh -c apt-get install -y python3"})
+    for text in steps:
+        history.append({"created": "2030-01-01T00:00:01Z", "created_by": text, "empty_layer": True})
+    if comment:
+        history[2]["comment"] = comment
+    return {"architecture": "amd64", "os": "linux", "history": history, "config": settings}
+
+
+def test_dockers_and_buildahs_configs_of_one_build_are_the_same_once_normalised():
+    """Docker writes a metadata step's words evaluated and unquoted after two spaces, empty settings as null;
+    buildah the Dockerfile's words as written (quotes, continuation spaces, `${VAR:+...}`), empty settings as
+    [] or {}, its version as a label and the base's name as a comment: the same image, once normalised."""
+    docker = _engines_config([
+        "/bin/sh -c #(nop)  ENV NVIDIA_PRODUCT_NAME=PyTorch LD_LIBRARY_PATH=/usr/local/lib/torch/lib",
+        "/bin/sh -c #(nop)  LABEL org.opencontainers.image.description=CPU-only release with a PyTorch wheel",
+        "/bin/sh -c #(nop) WORKDIR /workspace",
+        '/bin/sh -c #(nop)  ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]',
+        "/bin/sh -c #(nop)  LABEL io.ngcbuild.release-image=epoch=1 made-after=2 base-layers=1 base=0d17313eaa379987",
+    ], {**_SETTINGS, "Cmd": None, "OnBuild": None, "Volumes": None})
+    buildah = _engines_config([
+        '/bin/sh -c #(nop) ENV NVIDIA_PRODUCT_NAME="PyTorch"     LD_LIBRARY_PATH="/usr/local/lib/torch/lib'
+        '${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"',
+        '/bin/sh -c #(nop) LABEL org.opencontainers.image.description="CPU-only release with a PyTorch wheel"',
+        "/bin/sh -c #(nop) WORKDIR /workspace",
+        '/bin/sh -c #(nop) ENTRYPOINT ["/opt/nvidia/nvidia_entrypoint.sh"]',
+        '/bin/sh -c #(nop) LABEL "io.ngcbuild.release-image"="epoch=1 made-after=2 base-layers=1 base=0d17313eaa379987"',
+    ], {**_SETTINGS, "Cmd": [], "OnBuild": [], "Volumes": {},
+        "Labels": {**_SETTINGS["Labels"], "io.buildah.version": "1.28.2"}},
+        comment="FROM localhost/debian:bookworm-slim")
+    ours = _normalised(docker)
+    assert ours == _normalised(buildah)
+    texts = [entry["created_by"] for entry in ours["history"]]
+    assert texts[0] == _BASE_HISTORY[0]["created_by"] and texts[1] == _BASE_HISTORY[1]["created_by"]  # the base's
+    assert texts[3] == "/bin/sh -c #(nop) ENV NVIDIA_PRODUCT_NAME=PyTorch LD_LIBRARY_PATH=/usr/local/lib/torch/lib"
+    assert texts[-1].endswith("LABEL io.ngcbuild.release-image=epoch=1 made-after=2 base-layers=1 base=0d17313eaa379987")
+    assert ours["config"]["Cmd"] is None and "io.buildah.version" not in ours["config"]["Labels"]
+    assert _normalised(ours) == ours  # a release image made again is itself
+
+
+def test_a_setting_steps_words_that_are_no_key_of_the_image_are_left_as_written():
+    config = _engines_config(["/bin/sh -c #(nop)  ENV GONE=1"], {"Env": ["PATH=/usr/bin"]})
+    assert _normalised(config)["history"][-1]["created_by"] == "/bin/sh -c #(nop) ENV GONE=1"

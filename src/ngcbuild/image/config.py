@@ -16,10 +16,17 @@ CREATED_LABEL = "org.opencontainers.image.created"
 # What a config says about the container and engine that ran the last step, never about the image; `parent`:
 # buildah's id of the last step's parent image, made anew on every build (Podman's run-to-run difference)
 _ENGINE_KEYS = ("container", "container_config", "docker_version", "parent")
-# buildah's history comment naming the image a step started from by the engine's id of it, which differs on
-# every build: dropped (a comment naming the base by its reference stays)
-_PARENT_COMMENT_RE = re.compile(r"FROM [0-9a-f]{12,64}")
+# buildah's history comment naming the image a step started from (the engine's id of it, new on every build,
+# or the base's local name): Docker writes none; the base is named by its label and its layers
+_PARENT_COMMENT_RE = re.compile(r"FROM \S+")
+# what a config says about the engine alone (buildah's version): a label Docker's image has no counterpart of
+_ENGINE_LABELS = ("io.buildah.version",)
 _LABEL_STEP = "#(nop) LABEL "
+# a metadata step's history text, as each engine writes it: Docker `#(nop)  ENV A=1 B=x y` (values evaluated,
+# unquoted, two spaces), buildah `#(nop) ENV A="1"     B="x y"` (the Dockerfile's words as written)
+_NOP_RE = re.compile(r"#\(nop\) +")
+_SETTING_STEP_RE = re.compile(r"(.*#\(nop\) )(ENV|LABEL) (.*)", re.S)
+_SETTING_KEY_RE = re.compile(r'(?:^|\s)"?([^\s"=]+)"?=')
 _TIME_RE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _SOURCE_HASH_RE = re.compile(r"\b(dir|file|multi):[0-9a-f]{64}\b")
 
@@ -50,7 +57,10 @@ def normalised_config(raw: dict, diff_ids: list[str], times: Times, kept: int = 
     for entry in raw.get("history") or []:
         entry = dict(entry)
         if "created" in entry:
-            entry["created"] = rfc3339(times(seconds(entry["created"])))
+            made = seconds(entry["created"])
+            entry["created"] = rfc3339(times(made))
+            if made > times.made_after and isinstance(entry.get("created_by"), str):  # the build's step
+                entry["created_by"] = _engine_free(entry["created_by"], raw.get("config") or {})
         if _PARENT_COMMENT_RE.fullmatch(entry.get("comment", "")):
             del entry["comment"]
         if not entry.get("empty_layer"):
@@ -66,9 +76,33 @@ def normalised_config(raw: dict, diff_ids: list[str], times: Times, kept: int = 
     inner = dict(config.get("config") or {})
     inner["Hostname"] = ""  # the id of the build's last container
     inner["Image"] = ""  # the engine's id of the last step's parent image
-    inner["Labels"] = {**(inner.get("Labels") or {}), CREATED_LABEL: rfc3339(times.epoch)}
+    for key, value in inner.items():  # an empty setting: null on Docker, [] or {} on buildah
+        if value == [] or value == {}:
+            inner[key] = None
+    labels = {key: value for key, value in (inner.get("Labels") or {}).items() if key not in _ENGINE_LABELS}
+    inner["Labels"] = {**labels, CREATED_LABEL: rfc3339(times.epoch)}
     config["config"] = inner
     return json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _engine_free(created_by: str, settings: dict) -> str:
+    """A build step's history text as no engine in particular writes it: `#(nop)` and one space, and an ENV or
+    LABEL step as `KEY=VALUE ...`, its keys in the step's order, each value the image's (its config's Env or
+    Labels), so that Docker's evaluated words and buildah's quoted ones read the same. A key the config does
+    not hold is not one (a word of a value that has `=` in it); a step none of whose keys it holds is left."""
+    text = _NOP_RE.sub("#(nop) ", created_by)
+    step = _SETTING_STEP_RE.fullmatch(text)
+    if step is None:
+        return text
+    if step[2] == "ENV":
+        env = settings.get("Env") if isinstance(settings.get("Env"), list) else []
+        values = dict(item.split("=", 1) for item in env if isinstance(item, str) and "=" in item)
+    else:
+        values = settings.get("Labels") if isinstance(settings.get("Labels"), dict) else {}
+    keys = [key for key in dict.fromkeys(_SETTING_KEY_RE.findall(step[3])) if key in values]
+    if not keys:
+        return text
+    return step[1] + step[2] + " " + " ".join(f"{key}={values[key]}" for key in keys)
 
 
 def _labels_in_order(history: list[dict]) -> list[dict]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ngcbuild.core.text import safe
 from ngcbuild.image.config import seconds
 
-VERSION = 6  # of the rules (layer_tar.py, volatile.py, config.py): a change makes other release images
+VERSION = 7  # of the rules (layer_tar.py, volatile.py, config.py): a change makes other release images
 RECIPE_LABEL = "io.ngcbuild.release-image"
 _FORM = re.compile(r"epoch=([0-9]{1,12}) made-after=([0-9]{1,12}) base-layers=([0-9]{1,4}) base=([0-9a-f]{16})")
 
