@@ -434,8 +434,11 @@ def pypi():
 # emulate arm64), so no build runs.
 
 def tiny_image(engine, label_hash: str, ref: str) -> str:
+    """An image of one small layer that says it is a finished build of the context `label_hash`: its context
+    label, and the recipe of its release image (image/recipe.py; every layer the build's), which a build
+    reuses an image by."""
     from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL
-    from ngcbuild.image.config import CREATED_LABEL
+    from ngcbuild.image.recipe import RECIPE_LABEL, Recipe, base_chain
 
     payload = io.BytesIO()
     with tarfile.open(fileobj=payload, mode="w") as tar:
@@ -444,8 +447,9 @@ def tiny_image(engine, label_hash: str, ref: str) -> str:
         info.size = len(body)
         tar.addfile(info, io.BytesIO(body))
     repo, tag = ref.rsplit(":", 1)
+    recipe = Recipe(1_767_225_600, 1_767_225_600, 0, base_chain([])).label()[RECIPE_LABEL]
     engine.import_image_from_data(payload.getvalue(), repository=repo, tag=tag,
-                                  changes=[f"LABEL {CONTEXT_HASH_LABEL}={label_hash} {CREATED_LABEL}=2026-01-01T00:00:00Z"])
+                                  changes=[f'LABEL {CONTEXT_HASH_LABEL}={label_hash} {RECIPE_LABEL}="{recipe}"'])
     return engine.inspect_image(ref)["Id"]
 
 
@@ -477,6 +481,8 @@ def as_arm64(engine, source_ref: str, target_ref: str) -> str:
 @pytest.fixture
 def multiarch_release(engine, scratch):
     """A scratch copy of `dev` that lists amd64 and arm64, published under a unique repository."""
+    import docker
+
     from ngcbuild.core.project import Project
     from ngcbuild.render.context import render_release
 
@@ -491,8 +497,9 @@ def multiarch_release(engine, scratch):
     ids = {"linux/amd64": tiny_image(engine, context_hash, created[0])}
     ids["linux/arm64"] = as_arm64(engine, created[0], created[1])
     yield {"scratch": scratch, "name": name, "repository": repository, "hash": context_hash, "ids": ids}
-    for image_id in set(ids.values()):  # every tag of the two images this test made
-        engine.remove_image(image_id, force=True)
+    for image_id in set(ids.values()):  # every tag of the two images this test made (a test may have removed one)
+        with contextlib.suppress(docker.errors.NotFound):
+            engine.remove_image(image_id, force=True)
 
 
 @pytest.fixture

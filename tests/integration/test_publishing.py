@@ -115,7 +115,11 @@ def test_publish_refuses_a_missing_platform_then_writes_a_multiarch_list(multiar
     pulled = scratch.invoke("build", "--release", name, "--platform", "linux/arm64", "--registry", registry)
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
     assert f"is already built in {registry}" in pulled.stdout
-    assert engine.inspect_image(f"{registry}/{repository}:pubtest-py3-{short}-arm64")["Architecture"] == "arm64"
+    pulled_image = engine.inspect_image(f"{registry}/{repository}:pubtest-py3-{short}-arm64")
+    assert pulled_image["Architecture"] == "arm64"
+    # what was pulled is the release image push made from the engine's (another id): nothing of it stays
+    assert pulled_image["Id"] != m["ids"]["linux/arm64"]
+    engine.remove_image(pulled_image["Id"], force=True)
 
 
 def _served(registry: str, repository: str, tag: str) -> bool:
