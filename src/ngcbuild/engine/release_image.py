@@ -90,7 +90,7 @@ def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Mad
             done = _rewritten(spooled, plain, times, image, lower_dirs)
             if raw is not None:
                 dirs[raw] = done.dirs
-                if any(done.opaque) or "run" in done.dirs:
+                if done.reads_lower:
                     return False
             layer.diff_id, layer.kept = done.diff_id, keep(plain, done.diff_id)
         finally:

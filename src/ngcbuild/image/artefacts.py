@@ -36,7 +36,7 @@ MOUNT_POINT_DIR = ("a build engine's mount point (buildah's /run), which the lay
 # where an engine bind-mounts a file of its own in every container (buildah creates the file when the image
 # has none): seen live, etc/hosts; etc/hostname and etc/resolv.conf are mounted by the same code
 _MOUNTED_FILES = frozenset({"etc/hosts", "etc/hostname", "etc/resolv.conf"})
-_MOUNTED_DIRS = frozenset({"run"})  # seen live: buildah's /run, in the first and last RUN steps' layers of dev
+MOUNTED_DIRS = frozenset({"run"})  # seen live: buildah's /run, in the first and last RUN steps' layers of dev
 _ENGINE_MODE = 0o755  # what buildah gives a mount point it creates (a step's file gets 0644 by umask)
 
 
@@ -74,7 +74,7 @@ def why_artefact(member: tarfile.TarInfo, lower_dirs: frozenset[str] | set[str] 
         return None
     if path in _MOUNTED_FILES and member.isreg() and member.size == 0 and _by_the_engine(member):
         return MOUNT_POINT_FILE
-    if path in _MOUNTED_DIRS and member.isdir() and lower_dirs is not None and path in lower_dirs and \
+    if path in MOUNTED_DIRS and member.isdir() and lower_dirs is not None and path in lower_dirs and \
             _by_the_engine(member):
         return MOUNT_POINT_DIR
     return None

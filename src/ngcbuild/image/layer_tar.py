@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ngcbuild.core.text import safe
-from ngcbuild.image.artefacts import OPAQUE, holds, plain, why_artefact
+from ngcbuild.image.artefacts import MOUNTED_DIRS, OPAQUE, holds, plain, why_artefact
 from ngcbuild.image.volatile import why_volatile
 
 _PYC_MAGIC_TAIL = b"\r\n"  # every CPython .pyc magic number ends so
@@ -203,6 +203,12 @@ class Rewritten:
     dirs: set[str] = field(default_factory=set)
     # the directories whose opaque marker the rewrite kept: those a rewrite given `lower_dirs` may still drop
     opaque: set[str] = field(default_factory=set)
+
+    @property
+    def reads_lower(self) -> bool:
+        """Whether a rewrite given `lower_dirs` may write this layer otherwise (artefacts.py's rules that read
+        the layers below: an opaque marker below the root, an engine's mount point directory)."""
+        return any(self.opaque) or bool(self.dirs & MOUNTED_DIRS)
 
     def held(self, member: tarfile.TarInfo) -> None:
         """`member`, written to the rewritten layer, counted in `dirs` and `opaque`."""
