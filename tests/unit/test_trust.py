@@ -159,9 +159,23 @@ def test_workers_hand_out_no_job_after_a_stop_and_raise_a_job_s_failure():
     assert len(started) < 100  # the rest never started
     gate = threading.Event()
     workers = Workers(range(10), lambda i: gate.wait(5), 2)
+    threading.Thread(target=lambda: list(workers.as_done()), daemon=True).start()
+    time.sleep(0.1)
     workers.stop()
     gate.set()
     assert workers.wait(5)
+
+
+def test_workers_start_no_job_before_as_done_so_a_job_may_use_the_workers_object():
+    # mutate's jobs read `workers.stopping`; a job that ran while Workers() was still being assigned
+    # met an unbound name (CI: NameError in a planted-defect run)
+    ran = threading.Event()
+    workers = Workers(range(3), lambda i: (ran.set(), workers.stopping())[1], 3)
+    time.sleep(0.2)
+    assert not ran.is_set()
+    assert workers.results() == [False, False, False]
+    idle = Workers(range(3), lambda i: i, 2)
+    assert idle.wait(0.1)  # never started: nothing to wait for
 
 
 def test_the_one_writer_never_writes_through_a_link_into_a_fifo_or_outside(tmp_path):

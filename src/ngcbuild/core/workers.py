@@ -23,7 +23,10 @@ Result = TypeVar("Result")
 
 class Workers:
     """`work(item)` for every item on at most `count` threads; `as_done()` yields (index, item, result)
-    as each finishes and raises in the caller the first exception a job raised."""
+    as each finishes and raises in the caller the first exception a job raised.
+
+    No job runs before `as_done()` is first called: a job may use the object its caller is still
+    assigning (mutate's jobs ask `workers.stopping`), so the threads start only once it is bound."""
 
     def __init__(self, items: Iterable[Item], work: Callable[[Item], Result], count: int, name: str = "worker"):
         self.items = list(items)
@@ -34,8 +37,13 @@ class Workers:
             self._jobs.put((index, item))
         self._threads = [threading.Thread(target=self._run, args=(work,), daemon=True, name=f"{name}-{n}")
                          for n in range(max(1, min(count, len(self.items))))]
-        for thread in self._threads:
-            thread.start()
+        self._started = False
+
+    def _start(self) -> None:
+        if not self._started:
+            self._started = True
+            for thread in self._threads:
+                thread.start()
 
     def _run(self, work) -> None:
         while not self._stop.is_set():
@@ -49,6 +57,7 @@ class Workers:
                 self._done.put((index, item, None, exc))
 
     def as_done(self) -> Iterator[tuple[int, Item, Result]]:
+        self._start()
         try:
             for _ in self.items:
                 index, item, result, failure = self._done.get()  # an interrupt wakes this wait at once
@@ -73,6 +82,8 @@ class Workers:
 
     def wait(self, seconds: float) -> bool:
         """Wait at most `seconds` for the running jobs to return; whether they all did."""
+        if not self._started:
+            return True
         ends = time.monotonic() + seconds
         for thread in self._threads:
             thread.join(max(0.0, ends - time.monotonic()))
