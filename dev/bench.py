@@ -27,12 +27,12 @@ from ngcbuild.core.text import safe
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.container import run_once
 from ngcbuild.engine.events import BuildStream, PushStream
-from ngcbuild.engine.image_build import python_tag, write_context
+from ngcbuild.engine.image_build import machine_inputs, python_tag, write_context
 from ngcbuild.engine.options import options_from
 from ngcbuild.engine.wheelhouse import select_wheels
 from ngcbuild.manifest.loader import load_release
 from ngcbuild.render.context import render_files
-from ngcbuild.workspace.record import read_record
+from ngcbuild.workspace.record import record_path
 
 RELEASE = "dev"
 # Per release, a small pin with older releases on PyPI that the rest accepts: the one-pin-change
@@ -80,6 +80,11 @@ def timed_process(argv: list[str], cwd: Path, extra_env: dict | None = None) -> 
     return elapsed
 
 
+def flat_record(root: Path, release: str) -> dict:
+    """build/R/record.json as its JSON: the build's keys (image_id, steps, step_log...) at the top."""
+    return json.loads(record_path(root / "build" / release).read_text())
+
+
 class ChildFailed(OperationError):
     """A command the bench runs as a process failed: one line naming it, its status and its own last line
     (an engine it cannot reach, a build that failed), never a traceback of the bench (exit 1)."""
@@ -107,18 +112,22 @@ class Bench:
         # --force: the skip-by-hash shortcut would answer instead of the engine
         args = ["build", "--release", self.release, "--force"] + (["--no-cache"] if no_cache else [])
         elapsed = self.command(project, *args)
-        record = read_record(project.out(self.release))
+        record = flat_record(project.root, self.release)
         self.created.add(record["image_id"])
         return elapsed, record
+
+    def context(self, fileobj, project: Project, rendered) -> None:
+        """The context tar `build` sends for `rendered`: the same files and this machine's inputs."""
+        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints,
+                               python_tag(rendered.plan.release)) \
+            if self.options.wheelhouse else []
+        write_context(fileobj, project, rendered, self.options, machine_inputs(rendered, self.options, wheels))
 
     def plain(self, project: Project, no_cache: bool) -> float:
         """`docker build` (classic builder, as docker-py uses) of the very same context tar."""
         rendered = render_files(project, load_release(project, self.release))
-        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints,
-                               python_tag(rendered.plan.release)) \
-            if self.options.wheelhouse else []
         with tempfile.TemporaryFile() as context:
-            write_context(context, project, rendered, self.options, wheels)
+            self.context(context, project, rendered)
             context.seek(0)
             command = ["docker", "build", "-q", "-t", "ngcbuild-bench/plain:latest", "-"]
             if no_cache:
@@ -292,12 +301,9 @@ class Bench:
         files = dict(rendered.files)
         files["Dockerfile"] = dockerfile.encode()
         naive = type(rendered)(rendered.release, rendered.directory, files, rendered.plan)
-        wheels = select_wheels(self.options.wheelhouse, rendered.plan.loaded.constraints,
-                               python_tag(rendered.plan.release)) \
-            if self.options.wheelhouse else []
         stream = BuildStream()
         with tempfile.TemporaryFile() as context:
-            write_context(context, self.project, naive, self.options, wheels)
+            self.context(context, self.project, naive)
             context.seek(0)
             for event in self.client.build(fileobj=context, custom_context=True, decode=True, rm=True,
                                            forcerm=True, tag="ngcbuild-bench/naive:latest"):
@@ -378,7 +384,7 @@ def registry_cache(project: Project, log=print) -> list[Figure]:
         elapsed = time.monotonic() - started
         if result.returncode != 0:
             raise RuntimeError(f"invoke {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
-        return elapsed, json.loads((scratch / "build" / RELEASE / "record.json").read_text())
+        return elapsed, flat_record(scratch, RELEASE)
 
     with tempfile.TemporaryDirectory(prefix="ngcbuild-bench-cache-") as tmp:
         scratch = Path(tmp) / "project"
