@@ -2,6 +2,10 @@
 directory, and in a wheel usually its `.dist-info` files too), then only what is still missing, each
 read checked against what was asked: a few kilobytes of a wheel that may weigh a gigabyte.
 
+A server that ignores Range (devpi's mirror of PyPI does: it answers 200 and the whole file) is read
+whole instead, once, within the same MAX_READ as all the range reads of one file: an ordinary wheel
+fits, and a larger one is refused saying why rather than downloaded.
+
 The one reader of remote zips: verify reads each wheel's METADATA and WHEEL files here where the index
 serves no metadata file of its own (PEP 658)."""
 
@@ -12,7 +16,7 @@ import re
 import zipfile
 from collections.abc import Callable
 
-from ngcbuild.core.http import HttpFailure
+from ngcbuild.core.http import AnswerTooLarge, HttpFailure
 
 TAIL = 16 << 10  # the first read, from the end: the end record, and in most wheels the directory and .dist-info too
 BLOCK = 8 << 10  # every later read is at least this long: zipfile reads a member in small pieces
@@ -90,7 +94,14 @@ class RangeFile(io.RawIOBase):
     def _read_tail(self) -> int:
         """The last TAIL bytes (all of a smaller file): the file's size from the answer's Content-Range."""
         self._spend(TAIL)
-        answer = self._get(f"bytes=-{TAIL}", TAIL)
+        try:
+            answer = self.fetch(self.url, limit=TAIL, headers={"Range": f"bytes=-{TAIL}"})
+        except AnswerTooLarge:  # more than asked: the server ignores Range and sends the whole file
+            return self._read_whole()
+        except HttpFailure as exc:
+            raise RemoteZipError(str(exc)) from None
+        if answer.status not in (200, 206):
+            raise RemoteZipError(f"HTTP {answer.status}")
         body = answer.body
         if answer.status == 200:  # the whole file: a server may answer so when it is no longer than asked
             self.spans = [(0, body)]
@@ -101,6 +112,21 @@ class RangeFile(io.RawIOBase):
                                  f"and holds {len(body)}")
         self.spans = [(first, body)]
         return size
+
+    def _read_whole(self) -> int:
+        """The whole file in one answer, within what is left of MAX_READ."""
+        try:
+            answer = self.fetch(self.url, limit=self.budget)
+        except AnswerTooLarge:
+            raise RemoteZipError(f"the index ignores range requests, and the whole file is over the {MAX_READ} "
+                                 "bytes read") from None
+        except HttpFailure as exc:
+            raise RemoteZipError(str(exc)) from None
+        if answer.status != 200:
+            raise RemoteZipError(f"HTTP {answer.status}")
+        self._spend(len(answer.body))
+        self.spans = [(0, answer.body)]
+        return len(answer.body)
 
     def _read_range(self, first: int, length: int) -> None:
         last = min(first + max(length, BLOCK), self.size) - 1
