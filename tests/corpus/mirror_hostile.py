@@ -60,6 +60,13 @@ def mirror_cases(add) -> None:
         add(HostileCase(f"{task}-apt-proxy-env-file-scheme", klass, TASKS[task], dev,
                         extra_env={"NGCBUILD_APT_PROXY": f"ftp://{LOGIN}@apt-cache.example/"},
                         mentions=("$NGCBUILD_APT_PROXY",), absent=(SECRET,), after=untouched))
+    for task in ("build", "repro"):
+        # a mirror on this machine's loopback is read on the host's network: not through a remote engine
+        for name, option in (("index", f"--index-url=http://{LOGIN}@127.0.0.1:9/simple"),
+                             ("apt-proxy", f"--apt-proxy=http://{LOGIN}@localhost:9")):
+            add(HostileCase(f"{task}-loopback-{name}-through-a-remote-engine", klass, (*TASKS[task], option), dev,
+                            extra_env={"DOCKER_HOST": "tcp://gpu-runner.example:2375"},
+                            mentions=("loopback", "gpu-runner.example"), absent=(SECRET,), after=untouched))
     lock_cases(add, klass)
     # the audit's advisories follow the index setting where the mirror serves PyPI's JSON API beside
     # its simple index (/pypi beside /simple); its login goes to that host alone and is never shown

@@ -94,7 +94,9 @@ def test_the_context_sent_holds_pip_conf_without_a_login_and_the_netrc_for_the_b
                            apt_proxy=f"http://u:{SECRET}@cache.example:3142")
     inputs = machine_inputs(rendered, options, [])
     assert inputs.login_hosts == ("mirror.example",) and SECRET not in inputs.described()
-    assert inputs.build_args() == {"http_proxy": f"http://u:{SECRET}@cache.example:3142"}  # Docker's predefined
+    assert inputs.build_args() == {"http_proxy": f"http://u:{SECRET}@cache.example:3142",  # Docker's predefined
+                                   "no_proxy": "localhost,127.0.0.1,::1"}
+    assert not inputs.host_network
     buffer = io.BytesIO()
     write_context(buffer, project, rendered, options, inputs)
     buffer.seek(0)
@@ -109,6 +111,28 @@ def test_the_context_sent_holds_pip_conf_without_a_login_and_the_netrc_for_the_b
     assert inputs.secret_stages == ("builder",)
     assert inputs.kept({"runtime": "sha256:1", "builder": "sha256:2", "final": "sha256:3"}) == \
         {"runtime": "sha256:1", "final": "sha256:3"}
+
+
+def test_a_mirror_on_the_loopback_is_read_on_the_hosts_network_through_a_local_engine_only():
+    from ngcbuild.core.errors import UserError
+    from ngcbuild.engine.options import options_from
+
+    project, rendered = _dev()
+    for index, proxy in (("http://127.0.0.1:3141/root/pypi/+simple", None), (None, "http://localhost:3142")):
+        options = BuildOptions(indexes=index_setting(index, None, {}), apt_proxy=proxy)
+        inputs = machine_inputs(rendered, options, [])
+        assert inputs.host_network and "steps on the host's network" in inputs.described()
+    far = BuildOptions(indexes=index_setting("https://mirror.example/simple", None, {}), apt_proxy="http://cache.example:3142")
+    assert not machine_inputs(rendered, far, []).host_network
+    local = {"DOCKER_HOST": "unix:///run/podman.sock"}
+    assert options_from(None, None, None, False, local, index_url="http://127.0.0.1:3141/simple").indexes.index_url \
+        == "http://127.0.0.1:3141/simple"
+    remote = {"DOCKER_HOST": "tcp://gpu-runner.example:2375"}
+    for kwargs in ({"index_url": f"http://ops:{SECRET}@127.0.0.1:3141/simple"}, {"apt_proxy": "http://[::1]:3142"}):
+        with pytest.raises(UserError, match="loopback, but the engine .*gpu-runner.example") as refused:
+            options_from(None, None, None, False, remote, **kwargs)
+        assert SECRET not in str(refused.value)
+    assert options_from(None, None, None, False, remote, index_url="https://mirror.example/simple")
 
 
 def test_without_a_login_every_stage_is_cached_and_pip_reads_pypi_and_the_releases_own():

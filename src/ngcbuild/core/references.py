@@ -130,14 +130,22 @@ def parse_index_url(value: str) -> str:
     if parts.query or parts.fragment or "?" in value or "#" in value:
         raise ReferenceProblem(f"'{shown_url(value)[:80]}': expected a URL without a query or fragment")
     if parts.scheme == "http":
-        try:
-            loopback = parts.hostname == "localhost" or ipaddress.ip_address(parts.hostname).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
+        if not on_loopback(value):
             raise ReferenceProblem(f"'{shown_url(value)[:80]}': plain http:// is refused off the loopback (what it "
                                    "answers could be changed on the way); expected https://")
     return value.rstrip("/")
+
+
+def on_loopback(url: str) -> bool:
+    """Whether a checked URL's host is this machine's loopback (localhost, 127.0.0.0/8, ::1): a mirror a
+    build reaches only on the host's network (engine/image_build.py)."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import http.client
 import os
 
 from ngcbuild.core.errors import UserError
-from ngcbuild.core.references import ReferenceProblem, parse_engine_url
+from ngcbuild.core.references import ReferenceProblem, on_loopback, parse_engine_url, shown_url
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 # A live engine answers a ping at once; one that accepts and never answers is as good as none.
@@ -27,6 +27,20 @@ def engine_address(environ=os.environ) -> str:
         return parse_engine_url(value)
     except ReferenceProblem as exc:
         raise UserError(f"DOCKER_HOST: {exc}") from None
+
+
+def loopback_engine_problem(urls: list[str], environ=os.environ) -> str | None:
+    """What is wrong with reading a mirror on this machine's loopback through this engine, or None. A build
+    reaches such a mirror on the host's network (engine/image_build.py), which is this machine's only
+    when the engine is reached by a unix socket: a remote engine would read its own loopback."""
+    if not any(on_loopback(url) for url in urls):
+        return None
+    address = engine_address(environ)
+    if address.startswith("unix://"):
+        return None
+    return (f"an index or the apt proxy is on this machine's loopback, but the engine ({shown_url(address)}, "
+            "from DOCKER_HOST) is reached over the network and would read its own loopback: serve the mirror "
+            "on an address that engine's machine reaches")
 
 
 def unreachable_reason(where: str, exc: Exception, waited_s: float = PING_TIMEOUT_S) -> str:

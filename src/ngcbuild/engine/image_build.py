@@ -12,6 +12,7 @@ applied only after the build succeeded.
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import tarfile
 import tempfile
@@ -25,13 +26,14 @@ import docker
 import requests
 import urllib3
 
-from ngcbuild.core.errors import BuildFailed
+from ngcbuild.core.errors import BuildFailed, UserError
 from ngcbuild.core.indexes import build_logins, netrc_text, release_indexes
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
-from ngcbuild.core.references import ImageRef, shown_url
+from ngcbuild.core.references import ImageRef, on_loopback, shown_url
 from ngcbuild.core.text import safe
 from ngcbuild.engine import layer_cache
+from ngcbuild.engine.address import loopback_engine_problem
 from ngcbuild.engine.base_image import ensure_base
 from ngcbuild.engine.client import connect
 from ngcbuild.engine.epoch import Epoch, source_date_epoch
@@ -73,6 +75,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
         if options.wheelhouse else []
     inputs = machine_inputs(rendered, options, wheels)
+    _check_loopback_reachable(inputs)
     say(f"building {release.release} from {rendered.directory} "
         f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
         f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'}; {inputs.described()})")
@@ -111,6 +114,14 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record.build.layers} layers); tagged {', '.join(tags)}; record: {path}")
     return record
+
+
+def _check_loopback_reachable(inputs: MachineInputs) -> None:
+    """The manifest's own indexes too (options_from checked the user's before anything was asked)."""
+    problem = loopback_engine_problem([*inputs.indexes, *([inputs.apt_proxy] if inputs.apt_proxy else [])],
+                                      os.environ)
+    if problem:
+        raise UserError(problem)
 
 
 def _gone_before_tagged(release: str, image_id: str, exc: BaseException) -> BuildFailed:
@@ -162,6 +173,7 @@ def _run_build(client, project: Project, rendered: Rendered, options: BuildOptio
             events = client.build(
                 fileobj=context, custom_context=True, encoding=None, decode=True,
                 rm=True, forcerm=True, nocache=options.no_cache, pull=False,
+                network_mode="host" if inputs.host_network else None,
                 platform=platform, cache_from=cache_sources or None, buildargs=inputs.build_args() or None,
                 labels={**dict(options.labels), CONTEXT_HASH_LABEL: rendered.context_hash,
                         RELEASE_LABEL: rendered.release, **recipe.label()},
@@ -208,6 +220,9 @@ def _first_line(exc: BaseException) -> str:
     return safe(text.splitlines()[0]) if text else type(exc).__name__
 
 
+LOOPBACK_NAMES = "localhost,127.0.0.1,::1"
+
+
 @dataclass(frozen=True)
 class MachineInputs:
     """This machine's inputs of one build: its wheels, the indexes its pip reads (core/indexes.py, each
@@ -220,11 +235,18 @@ class MachineInputs:
     apt_proxy: str | None
     secret_stages: tuple[str, ...]  # the stages that copy the netrc in: kept from the cache while it holds a login
 
+    @property
+    def host_network(self) -> bool:
+        """Whether an index or the apt proxy is on this machine's loopback: a build on the engine's bridge
+        cannot reach it there, so its steps run on the host's network (where the engine is this machine's)."""
+        return any(on_loopback(url) for url in [*self.indexes, *([self.apt_proxy] if self.apt_proxy else [])])
+
     def described(self) -> str:
         """For the build's first line: the index, whose logins (hosts only), the apt proxy (its host only)."""
         logins = f"logins for {', '.join(self.login_hosts)} (builder stage only)" if self.login_hosts else "no login"
         proxy = urlsplit(self.apt_proxy).hostname if self.apt_proxy else None
-        return f"index: {shown_url(self.indexes[0])}, {logins}; apt proxy: {proxy or 'none'}"
+        network = "; steps on the host's network (a mirror on its loopback)" if self.host_network else ""
+        return f"index: {shown_url(self.indexes[0])}, {logins}; apt proxy: {proxy or 'none'}{network}"
 
     def kept(self, stages: dict[str, str]) -> dict[str, str]:
         """The stage images that may be tagged for the layer cache and recorded: with a login, not those
@@ -235,9 +257,9 @@ class MachineInputs:
 
     def build_args(self) -> dict[str, str]:
         # Docker's predefined proxy arguments are kept out of `docker history` and the cache key, and
-        # no ARG declares them: apt reads http_proxy; pip's indexes are https:// (the loopback is not
-        # the build's), which it does not send through.
-        return {"http_proxy": self.apt_proxy} if self.apt_proxy else {}
+        # no ARG declares them: apt reads http_proxy; pip reads it too for a plain-HTTP index, which is
+        # on the loopback (core/references.parse_index_url) and never goes through the proxy: no_proxy.
+        return {"http_proxy": self.apt_proxy, "no_proxy": LOOPBACK_NAMES} if self.apt_proxy else {}
 
 
 def machine_inputs(rendered: Rendered, options: BuildOptions, wheels: list[Path]) -> MachineInputs:

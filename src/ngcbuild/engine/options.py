@@ -14,6 +14,7 @@ from ngcbuild.core.errors import UserError, excerpt, shown_path
 from ngcbuild.core.indexes import IndexSetting, apt_proxy_setting, build_logins, index_setting
 from ngcbuild.core.names import ImageNames
 from ngcbuild.core.references import registry_host
+from ngcbuild.engine.address import loopback_engine_problem
 from ngcbuild.engine.epoch import VARIABLE, parse_epoch
 from ngcbuild.engine.reuse import parse_labels
 
@@ -64,6 +65,11 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
     platform = checked_platform(platform)
     indexes = index_setting(index_url, extra_index_urls, environ)
     build_logins([indexes.index_url, *indexes.extra], environ)  # two logins for one host, a bad netrc: refused now
+    apt_proxy = apt_proxy_setting(apt_proxy, environ)
+    problem = loopback_engine_problem([indexes.index_url, *indexes.extra, *([apt_proxy] if apt_proxy else [])],
+                                      environ)
+    if problem:  # before anything is rendered or asked of the engine
+        raise UserError(problem)
     return BuildOptions(registry=tags, ca_bundle=ca, wheelhouse=house, no_cache=no_cache,
                         base=_checked_base(base), platform=platform, force=force,
                         reuse_from=checked_reuse_from(reuse_from, registry and tags),
@@ -71,7 +77,7 @@ def options_from(registry: str | None, ca_bundle: str | None, wheelhouse: str | 
                         cache_from=None if cache_from is None else registry_host(cache_from, "--cache-from"),
                         cache_to=None if cache_to is None else registry_host(cache_to, "--cache-to"),
                         force_platform=bool(force_platform), indexes=indexes,
-                        apt_proxy=apt_proxy_setting(apt_proxy, environ), other_lock_index=bool(other_lock_index))
+                        apt_proxy=apt_proxy, other_lock_index=bool(other_lock_index))
 
 
 ENGINE_ONLY = "local"  # --reuse-from local: this engine only (no registry host is named so: it has no dot or port)
