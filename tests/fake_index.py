@@ -179,6 +179,7 @@ class Misbehaviour:
     endless_pages: bool = False  # project pages whose body never ends (no length declared)
     huge_pages: bool = False  # project pages declaring 10 GB (and sending a few bytes)
     page_body: bytes | None = None  # every project page answers this instead
+    no_upload_times: bool = False  # files listed without an upload time (PEP 700), as devpi's mirror lists them
     served: set[str] = field(default_factory=set)  # file names whose metadata the index serves (PEP 658)
 
 
@@ -288,6 +289,8 @@ class FakeIndex:
                      "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
                      "requires-python": _requires_python(filename, data), "yanked": False, "size": len(data),
                      "upload-time": self.uploaded.get(filename, UPLOADED)}
+            if self.misbehaviour.no_upload_times:
+                del entry["upload-time"]
             if filename in self.misbehaviour.served:
                 metadata = _wheel_metadata(data)
                 digest = hashlib.sha256(metadata + (b"x" if self.misbehaviour.metadata_hash else b"")).hexdigest()

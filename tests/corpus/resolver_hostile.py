@@ -210,6 +210,16 @@ def resolver_cases(add) -> None:
          ("nowhere.txt", "not found"), ('"error": ', '"exit": 2'), nothing_built, 30),
         ("resolve-refusal-as-json", ("resolve", "--release", "team-y", "--json", "--index-url", "ftp://x.example/s"),
          team_y, None, {}, 2, ("--index-url",), ('"error": ', '"exit": 2'), no_lock_written, 30),
+        # read "as of a day" from an index that says no file's upload time (devpi's mirror): one line, exit 1,
+        # never "no version of ..." conflicts
+        ("resolve-as-of-an-index-without-upload-times", (*resolve_y, "--index-url", "http://INDEX/simple"),
+         setup_all(team_y, edit("manifests/derived/team-y.yaml", "derive:\n", "derive:\n  index_as_of: 2026-11-20\n")),
+         index(einops, no_upload_times=True), {}, 1, ("derive.index_as_of", "no upload time", "einops"), (),
+         no_lock_written, 60),
+        ("fit-as-of-an-index-without-upload-times", ("fit", "--requirements", "requirements/team-y.txt", "--wheelhouse",
+                                                     "wh", "--index-as-of", "2026-11-20", "--index-url",
+                                                     "http://INDEX/simple"),
+         team_y, index(einops, no_upload_times=True), {}, 1, ("--index-as-of", "no upload time"), (), nothing_built, 60),
         ("fit-index-as-of-not-a-day", ("fit", "--requirements", "requirements/team-y.txt", "--index-as-of",
                                        "yesterday"), team_y, None, {}, 2, ("--index-as-of",), (), nothing_built, 30),
     ]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from ngcbuild.core.errors import ManifestError, OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.core.project import Project
+from ngcbuild.derive.as_of_index import check_dates_served
 from ngcbuild.derive.resolve import machine_inputs
 from ngcbuild.manifest.derived import built_from_source, protected_names
 from ngcbuild.manifest.loader import LoadedRelease, buildable_releases, load_release
@@ -64,15 +65,18 @@ def fit_rows(project: Project, file: str, setting: IndexSetting, wheelhouse: str
     path = path if path.is_absolute() else Path.cwd() / path
     requirements = _team_requirements(project, path)
     team = shown_path(path)
-    rows = []
+    rows, dates_checked = [], False
     for name in buildable_releases(project):
         loaded = load_release(project, name)
         if loaded.release.os is None or loaded.release.os.glibc is None:
             rows.append(FitRow(name, NOT_CHECKED, ("its manifest names no os.glibc (which wheels it installs)",)))
             continue
+        problem = fit_problem(loaded, requirements, team, house, ca_bundle, setting, day_end(index_as_of))
+        if not dates_checked:  # the first index is every release's: asked once
+            check_dates_served(problem, "--index-as-of")
+            dates_checked = True
         try:
-            outcome = resolve(fit_problem(loaded, requirements, team, house, ca_bundle, setting, day_end(index_as_of)),
-                              deadline=deadline)
+            outcome = resolve(problem, deadline=deadline)
         except IndexRefused:
             raise  # our credentials refused: no release can be judged, and none is "no"
         except UnresolvedError as exc:

@@ -18,6 +18,7 @@ from ngcbuild.core.errors import UserError, shown_path
 from ngcbuild.core.indexes import IndexSetting, day_end, release_indexes
 from ngcbuild.core.outputs import write_file
 from ngcbuild.core.project import Project
+from ngcbuild.derive.as_of_index import check_dates_served
 from ngcbuild.derive.lockfile import lock_entries
 from ngcbuild.derive.report import Conflicts, conflicts_json, conflicts_text
 from ngcbuild.engine.options import checked_ca_bundle, checked_wheelhouse, default_wheelhouse
@@ -77,7 +78,9 @@ def resolve_release(project: Project, name: str, setting: IndexSetting, wheelhou
     house, ca_bundle = machine_inputs(wheelhouse)
     loaded, stand_ins = derived_release(project, name)
     derived = loaded.derived
-    outcome = resolve(problem_of(loaded, house, ca_bundle, setting, stand_ins))
+    problem = problem_of(loaded, house, ca_bundle, setting, stand_ins)
+    check_dates_served(problem, f"derive.index_as_of in {shown_path(loaded.path)}")
+    outcome = resolve(problem)
     manifest = shown_path(loaded.path)
     if not outcome.fits:
         where = f"Python {outcome.target.python} on {outcome.target.platform}"
