@@ -67,6 +67,13 @@ def mirror_cases(add) -> None:
             add(HostileCase(f"{task}-loopback-{name}-through-a-remote-engine", klass, (*TASKS[task], option), dev,
                             extra_env={"DOCKER_HOST": "tcp://gpu-runner.example:2375"},
                             mentions=("loopback", "gpu-runner.example"), absent=(SECRET,), after=untouched))
+        # a chosen mirror that is down: one line before the engine is asked, not a failed step in a build's log
+        for name, option, where in (("index", f"--index-url=http://{LOGIN}@127.0.0.1:9/simple", "--index-url"),
+                                    ("extra-index", f"--extra-index-url=https://{LOGIN}@mirror.invalid/simple",
+                                     "name not found"),
+                                    ("apt-proxy", f"--apt-proxy=http://{LOGIN}@localhost:9", "the apt proxy")):
+            add(HostileCase(f"{task}-{name}-takes-no-connection", klass, (*TASKS[task], option), dev, exit_status=1,
+                            mentions=("takes no connection", where), absent=(SECRET,), after=untouched))
     lock_cases(add, klass)
     # the audit's advisories follow the index setting where the mirror serves PyPI's JSON API beside
     # its simple index (/pypi beside /simple); its login goes to that host alone and is never shown

@@ -158,3 +158,24 @@ def test_audit_asks_beside_a_mirrors_simple_index_or_says_why_not():
     assert base == PYPI_JSON_API and "serves no JSON API known to ngcbuild" in why
     assert mirror_setting("https://m.example/pypi", {}, index_setting("https://mirror.example/simple", None, {})) \
         == ("https://m.example/pypi", None)  # --pypi-mirror wins
+
+
+def test_a_chosen_mirror_that_takes_no_connection_is_said_before_the_build():
+    import socket
+
+    from ngcbuild.core.errors import OperationError
+    from ngcbuild.core.http import not_listening
+    from ngcbuild.engine.image_build import check_mirrors_answer
+
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert not_listening(f"http://127.0.0.1:{port}/simple") is None
+    assert not_listening(f"http://127.0.0.1:{port}/simple") == "connection refused"
+    assert not_listening("https://mirror.invalid/simple") == "mirror.invalid: name not found"
+    check_mirrors_answer(BuildOptions())  # PyPI by default: nothing asked
+    down = BuildOptions(indexes=index_setting(f"http://ops:{SECRET}@127.0.0.1:{port}/simple", None, {}))
+    with pytest.raises(OperationError, match=r"127.0.0.1:\d+/simple \(--index-url\) takes no connection") as said:
+        check_mirrors_answer(down)
+    assert SECRET not in str(said.value)

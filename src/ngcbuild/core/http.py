@@ -329,3 +329,29 @@ def _watched_pools() -> dict:
     http_pool = type("WatchedHTTPConnectionPool", (HTTPConnectionPool,), {"ConnectionCls": watched(HTTPConnection)})
     https_pool = type("WatchedHTTPSConnectionPool", (HTTPSConnectionPool,), {"ConnectionCls": watched(HTTPSConnection)})
     return {"http": http_pool, "https": https_pool}
+
+
+# --- whether a server listens --------------------------------------------------------------------
+
+CONNECT_S = 5.0
+
+
+def not_listening(url: str, timeout_s: float = CONNECT_S) -> str | None:
+    """Why nothing takes a connection at the host and port of a checked URL (its name not found, refused,
+    no answer within `timeout_s`), or None when something does. A step that hands a mirror to another
+    program (the build's pip and apt) asks first, so that a mirror that is down is one line before any
+    work, not a failure deep in a build's log."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout_s):
+            return None
+    except socket.gaierror:
+        return f"{parts.hostname}: name not found"
+    except TimeoutError:
+        return f"no answer within {timeout_s:.0f} s"
+    except OSError as exc:
+        return (exc.strerror or type(exc).__name__).lower()
