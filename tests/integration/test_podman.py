@@ -1,9 +1,9 @@
 """dev's pipeline end to end on Podman, through its Docker-compatible API service (`podman system service`,
 as `.ci/engine` starts it on a socket of its own; docs/engines.md): the base (the Docker engine's, else made
 there), a cold build (buildah
-behind the API; the save Podman writes, each layer a file named by its diff id; a load that must hold every
-layer), the smoke suite with the limits Podman may set, ngcbuild's own push to a registry of the test's own,
-read back by skopeo, and the skip by context hash. Needs no Docker engine: it runs beside the engine's lane."""
+behind the API; nothing saved or loaded back), the smoke suite with the limits Podman may set, ngcbuild's
+own push of the release image made from Podman's save (each layer a file named by its diff id) to a
+registry of the test's own, read back by skopeo, and the skip by context hash. Needs no Docker engine: it runs beside the engine's lane."""
 
 import hashlib
 import json
