@@ -7,55 +7,33 @@ registry of the test's own, read back by skopeo, and the skip by context hash. N
 
 import hashlib
 import json
-import os
 import subprocess
 
 import pytest
 
 from ngcbuild.image.recipe import RECIPE_LABEL
 
-from ..conftest import IN_CI, REPO
+from ..conftest import REPO
+from .podman_engine import PODMAN_SOCKET, base_from_docker_or_made, empty, podman_client
 
 pytestmark = pytest.mark.podman
-
-PODMAN_SOCKET = os.environ.get("NGCBUILD_PODMAN_SOCKET", "/run/ngcbuild-podman/podman.sock")
 
 
 @pytest.fixture(scope="module")
 def podman():
     """Podman's API, emptied of images (a fresh runner's: the build is cold); fails in CI, skips elsewhere,
     where no Podman answers."""
-    import docker
-
-    client = docker.APIClient(base_url=f"unix://{PODMAN_SOCKET}", timeout=600)
-    try:
-        components = client.version().get("Components") or []
-    except Exception as exc:  # noqa: BLE001 - whatever keeps the service from answering
-        message = f"no Podman API service at unix://{PODMAN_SOCKET} (`bash .ci/engine` starts it): {exc}"
-        if IN_CI:
-            pytest.fail(f"CI=true and {message}", pytrace=False)
-        pytest.skip(message)
-    assert any("podman" in part.get("Name", "").lower() for part in components), components
-    _empty(client)
+    client = podman_client()
+    empty(client)
     yield client
-    _empty(client)  # gigabytes of layers: nothing of the test's stays on the machine
-
-
-def _empty(client) -> None:
-    for container in client.containers(all=True):
-        client.remove_container(container["Id"], force=True)
-    for image in client.images():
-        try:
-            client.remove_image(image["Id"], force=True)
-        except Exception:  # noqa: BLE001, S110 - an image removed with its child already
-            pass
+    empty(client)  # gigabytes of layers: nothing of the test's stays on the machine
 
 
 def test_dev_is_built_smoked_and_pushed_on_podman(podman, scratch, private_registry_of_its_own):
     scratch.copy_release("dev")
     env = {"DOCKER_HOST": f"unix://{PODMAN_SOCKET}"}
 
-    _base_from_docker_or_made(podman, scratch, env)
+    base_from_docker_or_made(podman, scratch, env)
 
     built = scratch.invoke_env(env, "build", "--release", "dev", timeout=1800)
     assert built.returncode == 0, built.stdout[-6000:] + built.stderr[-3000:]
@@ -112,26 +90,6 @@ def _docker_dev_facts() -> dict | None:
         return _facts(docker.APIClient(timeout=60), "nvcr.io/nvidia/pytorch:dev-py3")
     except docker.errors.DockerException:
         return None
-
-
-def _base_from_docker_or_made(podman, scratch, env) -> None:
-    """dev's base in Podman: the Docker engine's (the same base by digest: debootstrap is not reproducible,
-    and a second one costs minutes), else made there by `invoke base`."""
-    import docker
-
-    base = "docker.io/library/debian:bookworm-slim"
-    try:
-        saved = docker.APIClient(timeout=600).get_image("debian:bookworm-slim")
-        for event in podman.load_image(saved):
-            assert "error" not in event, event
-        loaded = [tag for image in podman.images() for tag in image.get("RepoTags") or []
-                  if tag.endswith("debian:bookworm-slim")]
-        podman.tag(loaded[0], base.rsplit(":", 1)[0], "bookworm-slim")
-        return
-    except (docker.errors.DockerException, IndexError):
-        pass
-    made = scratch.invoke_env(env, "base", "--release", "dev", timeout=900)
-    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
 
 
 @pytest.fixture
