@@ -165,7 +165,7 @@ def test_a_chosen_mirror_that_takes_no_connection_is_said_before_the_build():
 
     from ngcbuild.core.errors import OperationError
     from ngcbuild.core.http import not_listening
-    from ngcbuild.engine.image_build import check_mirrors_answer
+    from ngcbuild.engine.options import check_mirrors_answer
 
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))

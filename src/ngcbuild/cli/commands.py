@@ -34,8 +34,7 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
           force_platform=False, reuse_from=None, index_url=None, extra_index_urls=None, apt_proxy=None,
           other_lock_index=False) -> None:
     from ngcbuild.engine.build import build_release
-    from ngcbuild.engine.image_build import check_mirrors_answer
-    from ngcbuild.engine.options import options_from
+    from ngcbuild.engine.options import check_mirrors_answer, options_from
 
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
@@ -54,8 +53,7 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
 def repro(release: str, against=None, registry=None, ca_bundle=None, wheelhouse=None, base=None, platform=None,
           engine=None, index_url=None, extra_index_urls=None, apt_proxy=None) -> None:
     from ngcbuild.core.references import image_ref
-    from ngcbuild.engine.image_build import check_mirrors_answer
-    from ngcbuild.engine.options import options_from
+    from ngcbuild.engine.options import check_mirrors_answer, options_from
     from ngcbuild.engine.repro import run_repro
 
     if against is not None:  # an image reference (credentials refused, never shown) before the engine is asked

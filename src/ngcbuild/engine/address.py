@@ -4,7 +4,6 @@ answer, why, in words. Both engine clients use it: the standard library's on the
 
 from __future__ import annotations
 
-import http.client
 import os
 
 from ngcbuild.core.errors import UserError
@@ -65,6 +64,8 @@ def unreachable_reason(where: str, exc: Exception, waited_s: float = PING_TIMEOU
     if isinstance(exc, BlockingIOError) or "Resource temporarily unavailable" in text:
         # a unix socket whose listener takes no connections (its backlog full): hung, as above, said at once
         return "it accepts no more connections: the engine is hung or this is not a Docker engine"
+    import http.client  # here: engine/options.py imports this module on the path of a build skipped by hash
+
     if ("Connection aborted" in text or "RemoteDisconnected" in text
             or isinstance(exc, (ConnectionResetError, http.client.HTTPException))):
         return "the connection was closed without an answer: this is not a Docker engine"

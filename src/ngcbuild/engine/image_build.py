@@ -26,8 +26,7 @@ import docker
 import requests
 import urllib3
 
-from ngcbuild.core.errors import BuildFailed, OperationError, UserError
-from ngcbuild.core.http import not_listening
+from ngcbuild.core.errors import BuildFailed, UserError
 from ngcbuild.core.indexes import build_logins, netrc_text, release_indexes
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
@@ -115,20 +114,6 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     say(f"built {stream.image_id[:19]} in {duration:.1f}s ({stream.cached_steps}/{stream.steps} steps cached, "
         f"{image['Size'] / 1e6:.0f} MB, {record.build.layers} layers); tagged {', '.join(tags)}; record: {path}")
     return record
-
-
-def check_mirrors_answer(options: BuildOptions) -> None:
-    """The indexes and the apt proxy this machine's user chose take a connection, asked by `build` and
-    `repro` before the engine is: a mirror that is down is one line, not a failed step in a build's log."""
-    setting = options.indexes
-    chosen = [(setting.index_url, setting.index_from)] if setting.index_from != "default" else []
-    chosen += [(url, "an extra index") for url in setting.extra]
-    chosen += [(options.apt_proxy, "the apt proxy")] if options.apt_proxy else []
-    for url, where in chosen:
-        why = not_listening(url)
-        if why:
-            raise OperationError(f"the index or proxy {shown_url(url)} ({where}) takes no connection ({why}): "
-                                 "start it, or build without it; nothing was built")
 
 
 def _check_loopback_reachable(inputs: MachineInputs) -> None:

@@ -10,10 +10,10 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ngcbuild.core.errors import UserError, excerpt, shown_path
+from ngcbuild.core.errors import OperationError, UserError, excerpt, shown_path
 from ngcbuild.core.indexes import IndexSetting, apt_proxy_setting, build_logins, index_setting
 from ngcbuild.core.names import ImageNames
-from ngcbuild.core.references import registry_host
+from ngcbuild.core.references import registry_host, shown_url
 from ngcbuild.engine.address import loopback_engine_problem
 from ngcbuild.engine.epoch import VARIABLE, parse_epoch
 from ngcbuild.engine.reuse import parse_labels
@@ -160,3 +160,19 @@ def image_repository(registry: str, names: ImageNames) -> str:
     return f"{registry}/{names.repository_path}"
 
 
+def check_mirrors_answer(options: BuildOptions) -> None:
+    """The indexes and the apt proxy this machine's user chose take a connection, asked by `build` and
+    `repro` before the engine is: a mirror that is down is one line, not a failed step in a build's log."""
+    setting = options.indexes
+    chosen = [(setting.index_url, setting.index_from)] if setting.index_from != "default" else []
+    chosen += [(url, "an extra index") for url in setting.extra]
+    chosen += [(options.apt_proxy, "the apt proxy")] if options.apt_proxy else []
+    if not chosen:
+        return
+    from ngcbuild.core.http import not_listening  # requests: not imported on the path of a build skipped by hash
+
+    for url, where in chosen:
+        why = not_listening(url)
+        if why:
+            raise OperationError(f"the index or proxy {shown_url(url)} ({where}) takes no connection ({why}): "
+                                 "start it, or build without it; nothing was built")
