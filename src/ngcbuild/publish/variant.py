@@ -82,7 +82,7 @@ def make_variant(registry: Registry, repository: str, tag: str, digest: str, rec
     else:  # last: every blob and manifest it names is in the registry
         maker.retried(f"PUT {vtag}", lambda: registry.put_and_read_back(repository, vtag, body, media_type))
     gzip_bytes, zstd_bytes = maker.gzip_bytes, maker.zstd_bytes
-    say(f"zstd variant {where}@{made}: layers {zstd_bytes / 1e6:.1f} MB against {gzip_bytes / 1e6:.1f} MB gzip "
+    say(f"zstd variant {where}@{made}: layers {_shown(zstd_bytes)} against {_shown(gzip_bytes)} gzip "
         f"({zstd_bytes / max(1, gzip_bytes):.3f}x); {maker.sent} blob(s) sent, {maker.held} already in the "
         f"registry, in {time.monotonic() - started:.1f}s")
     return PromotedVariant.of(tag=vtag, digest=made, media_type=media_type, made_from=digest, level=LEVEL,
@@ -195,7 +195,7 @@ class _Maker:
         path.unlink()
         self.sent, self.held = self.sent + sent, self.held + (not sent)
         self.gzip_bytes, self.zstd_bytes = self.gzip_bytes + size, self.zstd_bytes + made.size
-        self.say(f"    layer {number}/{count}: {size / 1e6:.1f} MB gzip -> {made.size / 1e6:.1f} MB zstd "
+        self.say(f"    layer {number}/{count}: {_shown(size)} gzip -> {_shown(made.size)} zstd "
                  f"{made.digest[:19]} ({'sent' if sent else 'already in the registry'})")
         self.made[key] = made
         return made
@@ -229,3 +229,7 @@ def _diff_ids(config: bytes, where: str) -> list[str]:
     if not isinstance(diff_ids, list) or not all(is_digest(d) for d in diff_ids):
         raise VariantFailed(f"{where}: its config names no list of diff ids (rootfs.diff_ids)")
     return diff_ids
+
+
+def _shown(size: int) -> str:
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size / 1e3:.1f} kB"
