@@ -297,3 +297,24 @@ def test_a_tag_too_long_for_its_variant_is_refused():
     with pytest.raises(UserError, match="over the 128"):
         variant_tag("t" * 124)
 
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, OSError])
+def test_an_interrupt_or_a_failure_between_two_layers_leaves_no_tag_and_no_scratch(fake, tmp_path, monkeypatch, stop):
+    from ngcbuild.publish import variant
+
+    digest, _ = _image(fake.content, "amd64", [BIG[:300_000], BIG[300_000:600_000]], tag="dev-py3")
+    sent = []
+
+    def upload(self, repository, path, blob_digest, size):
+        if sent:
+            raise stop("stopped between two layers")
+        sent.append(blob_digest)
+        return True
+
+    monkeypatch.setattr(Registry, "put_blob_file", upload)
+    with pytest.raises(stop):
+        variant.make_variant(Registry(fake.address), REPOSITORY, "dev-py3", digest, out=io.StringIO())
+    assert len(sent) == 1 and "dev-py3-zstd" not in fake.content.tags
+    assert not [r for r in fake.requests() if r["method"] == "PUT" and "/manifests/" in r["path"]]
+    assert not list((tmp_path / "tmp").iterdir())
