@@ -234,7 +234,7 @@ def _report(image: dict, variant: dict, making: float, pulls: dict[str, list[flo
         f"Measured {time.strftime('%Y-%m-%d', time.gmtime())} from commit {head} on {platform.node()} "
         f"({platform.machine()}, {os.cpu_count()} cores; {_version('podman', '--version')}; Docker engine 20.10, which "
         f"cannot pull zstd layers (Docker 23 and later can): not measured), {elapsed / 60:.0f} minutes, the load "
-        f"average {load[0]:.1f} as it began and {load[-1]:.1f} as it ended): an image of two layers of this "
+        f"average {load[0]:.1f} as it began and {load[-1]:.1f} as it ended: an image of two layers of this "
         "machine's own files (each a deterministic tar: names sorted, one time, owner root), its gzip blobs made "
         "as `push` makes them (level 6), sent to a registry of the bench's own, its variant made there "
         f"by `promote --zstd`'s own code (level 3); then `podman pull` of each tag, {runs} runs alternating (the order "

@@ -166,13 +166,13 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
           "(digest verified on the target; attestations copied)", file=out, flush=True)
     if not zstd:
         if earlier is not None and earlier.zstd is not None and kept is None:
-            print(f"note: {target}/{repository}:{earlier.zstd.tag} still names the zstd variant of "
+            print(f"note: {target}/{repository}:{earlier.zstd.tag or variant_tag(tag)} still names the zstd variant of "
                   f"{earlier.zstd.made_from}, not of this image; promote with --zstd to make it anew",
                   file=out, flush=True)
         return result
     try:
         variant = make_variant(target_registry, repository, tag, digest, kept, out=out)
-    except VariantFailed as exc:
+    except OperationError as exc:  # a registry's failure or refusal, an image the variant cannot be made of
         raise VariantFailed(f"the zstd variant was not made, {target}/{repository}:{variant_tag(tag)} not "
                             f"written (the promotion of {tag} is done and recorded): {exc}") from None
     result = replace(result, zstd=variant, present=result.present | {"zstd"})

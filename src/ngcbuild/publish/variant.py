@@ -65,7 +65,7 @@ def make_variant(registry: Registry, repository: str, tag: str, digest: str, rec
         say(f"{where} holds the zstd variant already (manifest {recorded.digest}): nothing read or sent")
         return recorded
     maker = _Maker(registry, repository, say, sleep)
-    promoted = registry.manifest(repository, digest)
+    promoted = maker.retried(f"GET {digest[:19]}", lambda: registry.manifest(repository, digest))
     if promoted is None:
         raise VariantFailed(f"{registry.host}/{repository}@{digest} is not in the registry after the copy")
     started = time.monotonic()
