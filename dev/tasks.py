@@ -48,7 +48,13 @@ def reference() -> None:
 
 
 def bench(runs=None, registry=None, release="dev", skip_path=False, cache=False, verify=None, repro=False,
-          layers=False) -> None:
+          layers=False, zstd=False) -> None:
+    if zstd:
+        from dev.bench_zstd import run_zstd_bench
+
+        path = run_zstd_bench(project(), runs=whole_number(runs, "--runs", default=3, least=1))
+        print(f"figures written to {path}")
+        return
     if layers:
         from dev.bench_layers import run_layers_bench
 
@@ -111,6 +117,9 @@ TOOLS = (
         Option("layers", "only the bytes-pushed figures: in a git clone of the checkout, R built and pushed to a "
                "registry of the bench's own, then after a commit touching only README.md, a one-pin change and a "
                "second release of the same steps: what each push sent", value=None),
+        Option("zstd", "only the zstd variant figures: an image of this machine's /usr/share and /usr/lib pushed gzip "
+               "to a registry of the bench's own, its variant made as promote --zstd makes it, each tag pulled by "
+               "podman --runs times (default 3), alternating, into a fresh store: sizes and times", value=None),
     ), writes=("BENCHMARKS.md",), guide="testing.md", renamed=(Renamed("--cache", "--cache-figure"),)),
     Task("reliability", DEVELOP, "Refresh RELIABILITY.md: the reliability tests' figures and mutate's tables",
          reliability, (

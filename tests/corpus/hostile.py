@@ -579,6 +579,9 @@ def cases() -> list[HostileCase]:
     from .store_hostile import store_cases  # issue 52: the layer store, whatever is found in it
 
     store_cases(add)
+    from .variant_hostile import variant_cases  # issue 52 item 4: promote --zstd against a hostile target
+
+    variant_cases(add)
     # outcomes are keyed by name: two cases of one name would silently share the first's outcome
     named = Counter(case.name for case in c)
     twice = sorted(name for name, count in named.items() if count > 1)

@@ -175,6 +175,7 @@ WRITES_ITSELF = {
     "engine/release_image.py": "the save's layers spooled and rewritten, in its caller's temporary folder",
     "engine/compare.py": "an image without a recipe: the save's layers spooled, in compare's temporary folder",
     "publish/layer_blobs.py": "each layer compressed as the save streams it, in push's temporary folder",
+    "publish/variant.py": "each layer's zstd blob, made as its gzip blob streams from the registry, in a scratch folder",
 }
 
 

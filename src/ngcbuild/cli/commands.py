@@ -239,10 +239,11 @@ def audit(release: str, pypi_mirror=None, index_url=None, extra_index_urls=None)
     return audit_release(project(), release, out=sys.stdout, mirror=pypi_mirror, setting=setting)
 
 
-def promote(release: str, source: str, target: str, trusted_keys=None) -> dict:
+def promote(release: str, source: str, target: str, trusted_keys=None, zstd=False) -> dict:
     from ngcbuild.publish.promote import promote_release
 
-    return promote_release(project(), release, source, target, trusted_options=trusted_keys, out=sys.stdout)
+    return promote_release(project(), release, source, target, trusted_options=trusted_keys, out=sys.stdout,
+                           zstd=bool(zstd))
 
 
 def keygen(out=None) -> None:

@@ -250,6 +250,8 @@ TASKS = (
              Option("from", "registry to copy from", value=REGISTRY, required=True, dest="source"),
              Option("to", "registry to copy to", value=REGISTRY, required=True, dest="target"),
              TRUSTED_KEY,
+             Option("zstd", "also make its zstd variant on --to from the promoted layers, tagged R-py3-zstd "
+                    "(the tag and -zstd): for Docker 23+, containerd, Podman; a list's per platform", value=None),
          ), writes=("record.json: promoted",), guide="publishing.md"),
     Task("verify-attestation", SHIP, "Check an image's attestations in its registry; print what they say",
          commands.verify_attestation, (

@@ -11,7 +11,9 @@ the whole new state: first the attestations (they name the image's digest, and a
 nothing anyone pulls), then the image by skopeo, which writes every blob and manifest by digest and
 the tag last (every platform of a list, digests preserved), then the tag read back through the
 registry API (its bytes must hash to the digest promoted), and last the record. A rerun after an
-interrupt finds what was copied and finishes.
+interrupt finds what was copied and finishes. With `zstd`, the zstd variant is then made on the target from
+the promoted image's own blobs and tagged `<tag>-zstd` (publish/variant.py: every blob first, the tag last),
+and the record's entry gets it: a variant that fails leaves the promotion recorded, the `-zstd` tag as it was.
 
 Each side is read with its own credentials (registry/auth.py): skopeo gets one private auth file per
 side holding that host's credentials alone, never a command-line argument (which `ps` shows).
@@ -104,7 +106,8 @@ def check_every_platform(record: Record, name: str, published: Published) -> Smo
 
 
 def promote_release(project: Project, name: str, source: str, target: str, trusted_options=None,
-                    out=sys.stdout) -> Promoted:
+                    out=sys.stdout, zstd: bool = False) -> Promoted:
+    from ngcbuild.publish.variant import VariantFailed, make_variant, variant_tag
     from ngcbuild.supply import attachments
     from ngcbuild.supply.attest import subjects_of, trusted_keys, verify_image
 
@@ -114,9 +117,11 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
     check_environment()
     trusted = trusted_keys(trusted_options, project.root)
     release = load_release(project, name).release
+    repository, tag = release.image.repository, release.tag
+    if zstd:
+        variant_tag(tag)  # a tag too long for its variant: refused before anything is copied
     directory = project.out(name)
     record = read_record(directory)
-    repository, tag = release.image.repository, release.tag
     try:
         found = source_entry(record, f"{source}/{repository}:{tag}")
     except (KeyError, TypeError, AttributeError):  # a platform of the list that the record does not hold
@@ -148,12 +153,30 @@ def promote_release(project: Project, name: str, source: str, target: str, trust
     served = target_registry.digest(repository, tag)
     if served != digest:
         raise OperationError(f"{target}/{repository}:{tag} serves {served} after the copy, expected {digest}")
+    ref = f"{target}/{repository}:{tag}"
+    earlier = record.promoted.get(ref)
+    kept = earlier.zstd if earlier is not None and earlier.zstd is not None \
+        and earlier.zstd.made_from == digest else None  # a variant of this very image, made before
     result = Promoted.of(digest=digest, source=source, at=utc_timestamp(),
                          attestations={v.digest: PromotedAttestation.of(key_id=v.key.key_id, attached=sorted(v.found))
-                                       for v in verified})
-    write_record(directory, replace(record, promoted={**record.promoted, f"{target}/{repository}:{tag}": result}))
-    print(f"promoted {target}/{repository}:{tag}@{digest} in {time.monotonic() - started:.1f}s "
+                                       for v in verified}, **({"zstd": kept} if kept is not None else {}))
+    record = replace(record, promoted={**record.promoted, ref: result})
+    write_record(directory, record)
+    print(f"promoted {ref}@{digest} in {time.monotonic() - started:.1f}s "
           "(digest verified on the target; attestations copied)", file=out, flush=True)
+    if not zstd:
+        if earlier is not None and earlier.zstd is not None and kept is None:
+            print(f"note: {target}/{repository}:{earlier.zstd.tag or variant_tag(tag)} still names the zstd variant of "
+                  f"{earlier.zstd.made_from}, not of this image; promote with --zstd to make it anew",
+                  file=out, flush=True)
+        return result
+    try:
+        variant = make_variant(target_registry, repository, tag, digest, kept, out=out)
+    except OperationError as exc:  # a registry's failure or refusal, an image the variant cannot be made of
+        raise VariantFailed(f"the zstd variant was not made, {target}/{repository}:{variant_tag(tag)} not "
+                            f"written (the promotion of {tag} is done and recorded): {exc}") from None
+    result = replace(result, zstd=variant, present=result.present | {"zstd"})
+    write_record(directory, replace(record, promoted={**record.promoted, ref: result}))
     return result
 
 

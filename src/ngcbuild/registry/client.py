@@ -389,7 +389,10 @@ class Registry:
         if answer.status == 404:
             raise BlobMismatch(f"{where} is not in the registry")
         self._check(answer, f"GET blob {digest[:19]}")
-        if count != size or "sha256:" + hashed.hexdigest() != digest:
+        if count != size:
+            raise BlobMismatch(f"{where} holds {count} bytes, not the {size} its descriptor names (truncated or "
+                               "replaced)")
+        if "sha256:" + hashed.hexdigest() != digest:
             raise BlobMismatch(f"{where} holds {count} bytes whose digest is sha256:{hashed.hexdigest()} "
                                "(truncated or replaced)")
 

@@ -2,8 +2,8 @@
 
 The build's own fields lie at the top of the record (`image_id`, `tags`...), each later stage adds
 its section beside them: `smoke`, `pushed`, `cache_pushed`, `sbom`, `audit`, `attested`,
-`published`, `promoted`, and `platforms` (the builds of every platform of one context). A new
-section (a derived image's base, the monthly bump) is one more class here and one more field of
+`published`, `promoted` (with any zstd variant), and `platforms` (the builds of every platform of one
+context). A new section (a derived image's base, the monthly bump) is one more class here and one more field of
 `Record` (record.py). Every field may be missing in a record (a record is written step by step, and
 a platform job's record holds only what that job did): what a step needs, it asks for by name
 (`Record.needed`), and a missing value is then a damaged record naming its key.
@@ -262,13 +262,32 @@ class PromotedAttestation(Section):
 
 
 @dataclass(frozen=True)
+class PromotedVariant(Section):
+    """`promoted.<ref>.zstd`: the zstd variant `promote --zstd` made beside the promoted image (publish/variant.py):
+    its tag, its manifest's digest (an OCI image manifest, or an OCI index for a list: `media_type`), the digest
+    of the promoted image it was made from, the zstd level, and its layers' bytes against the gzip layers' (each
+    distinct layer once, as a registry stores it)."""
+
+    tag: str | None = form(TAG)
+    digest: str | None = form(DIGEST)
+    media_type: str | None = None
+    made_from: str | None = form(DIGEST)
+    level: int | None = None
+    layer_bytes: int | None = None
+    gzip_layer_bytes: int | None = None
+    at: str | None = None
+
+
+@dataclass(frozen=True)
 class Promoted(Section):
-    """One entry of `promoted`: an image copied by digest to another registry, its attestations checked."""
+    """One entry of `promoted`: an image copied by digest to another registry, its attestations checked, and
+    the zstd variant made beside it (`zstd`, with --zstd)."""
 
     digest: str | None = form(DIGEST)
     source: str | None = form(HOST, metadata={"json": "from"})
     at: str | None = None
     attestations: dict[str, PromotedAttestation] = form(None, dict, keys=DIGEST)
+    zstd: PromotedVariant | None = None
 
 
 @dataclass(frozen=True)
