@@ -34,14 +34,13 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
           force_platform=False, reuse_from=None, index_url=None, extra_index_urls=None, apt_proxy=None,
           other_lock_index=False) -> None:
     from ngcbuild.engine.build import build_release
-    from ngcbuild.engine.options import check_mirrors_answer, options_from
+    from ngcbuild.engine.options import options_from
 
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, no_cache, os.environ, base=base, platform=platform,
                            force=force, labels=labels, cache_from=cache_from, cache_to=cache_to,
                            force_platform=force_platform, reuse_from=reuse_from, index_url=index_url,
                            extra_index_urls=extra_index_urls, apt_proxy=apt_proxy, other_lock_index=other_lock_index)
-    check_mirrors_answer(options)
     where = project()
     built = build_release(where, release, options, out=sys.stdout)
     if options.cache_to:  # the build's stage images, for the next engine's --cache-from
@@ -53,7 +52,7 @@ def build(release: str, registry=None, ca_bundle=None, wheelhouse=None, no_cache
 def repro(release: str, against=None, registry=None, ca_bundle=None, wheelhouse=None, base=None, platform=None,
           engine=None, index_url=None, extra_index_urls=None, apt_proxy=None) -> None:
     from ngcbuild.core.references import image_ref
-    from ngcbuild.engine.options import check_mirrors_answer, options_from
+    from ngcbuild.engine.options import options_from
     from ngcbuild.engine.repro import run_repro
 
     if against is not None:  # an image reference (credentials refused, never shown) before the engine is asked
@@ -61,7 +60,6 @@ def repro(release: str, against=None, registry=None, ca_bundle=None, wheelhouse=
     _select_engine(engine)
     options = options_from(registry, ca_bundle, wheelhouse, True, os.environ, base=base, platform=platform, force=True,
                            index_url=index_url, extra_index_urls=extra_index_urls, apt_proxy=apt_proxy)
-    check_mirrors_answer(options)
     run_repro(project(), release, options, against=against, out=sys.stdout)
 
 

@@ -17,7 +17,7 @@ from ngcbuild.core.names import ImageNames, check_release_name
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.engine.local_engine import LocalEngine
-from ngcbuild.engine.options import BuildOptions, check_platform_listed, image_repository
+from ngcbuild.engine.options import BuildOptions, check_mirrors_answer, check_platform_listed, image_repository
 from ngcbuild.engine.reuse import reuse
 from ngcbuild.registry.auth import check_environment, keychain
 from ngcbuild.registry.client import Registry
@@ -61,6 +61,7 @@ def build_release(project: Project, name: str, options: BuildOptions, out=sys.st
     rendered = render_files(project, loaded, base=options.base)  # a derived release's lock checked first
     if loaded.derived is not None:
         check_lock_index(project, loaded, options)
+    check_mirrors_answer(options)  # after every check of the input, before the engine is asked
     with build_lock(project.out(name), name):
         write_rendered(project, loaded, rendered, base=options.base)
         if not options.force:

@@ -15,7 +15,7 @@ from ngcbuild.core.errors import OperationError, UserError, shown_path
 from ngcbuild.core.outputs import printer
 from ngcbuild.core.project import Project
 from ngcbuild.engine.build import build_release
-from ngcbuild.engine.options import BuildOptions, check_platform_listed
+from ngcbuild.engine.options import BuildOptions, check_mirrors_answer, check_platform_listed
 from ngcbuild.workspace.record import previous_record
 
 
@@ -39,6 +39,7 @@ def run_repro(project: Project, release: str, options: BuildOptions, against: st
                         "base images are gone); nothing of it is built, so nothing to reproduce")
     check_platform_listed(options, loaded.release, shown_path(loaded.path))
     say = printer(out)
+    check_mirrors_answer(options)  # before the engine is asked (build_release asks again: a connection, milliseconds)
     client = connect()
     if against is None:
         first = previous_record(project.out(release)).build.image_id
