@@ -14,7 +14,7 @@ import pytest
 
 from ngcbuild.core.errors import UserError
 from ngcbuild.core.project import Project
-from ngcbuild.engine.epoch import parse_epoch, source_date_epoch
+from ngcbuild.engine.epoch import Epoch, parse_epoch, source_date_epoch
 from ngcbuild.image.config import normalised_config, rfc3339, seconds
 from ngcbuild.image.layer_tar import Times, Unstreamable, clamp_pyc, path_order, rewrite_layer, rewrite_stream
 from ngcbuild.image.recipe import RECIPE_LABEL, Recipe, RecipeDamaged
@@ -272,6 +272,24 @@ def test_epoch_sources(tmp_path):
         with pytest.raises(UserError, match="SOURCE_DATE_EPOCH"):
             source_date_epoch(project, None, {"SOURCE_DATE_EPOCH": bad})
     assert parse_epoch("4294967295", "x") == 2**32 - 1
+
+
+def test_a_derived_epoch_is_not_before_the_base_and_two_commits_older_than_the_base_give_one_layer(tmp_path):
+    # a base made after the release's last commit (bootstrapped today, a newer pull): a commit's epoch would
+    # clamp every time the build wrote, so the next commit would change every layer (cuda-dev, 19 of 20)
+    derived = source_date_epoch(Project.at(tmp_path), None, {})  # no checkout: 0
+    raised = derived.not_before(BASE)
+    assert raised.seconds == BASE and "the base image's time" in raised.source and derived.source in raised.source
+    later = Epoch(BASE + 5, "the time of commit x")
+    assert later.not_before(BASE) is later  # a commit after the base: kept
+    for given in (source_date_epoch(Project.at(tmp_path), 1000, {}),
+                  source_date_epoch(Project.at(tmp_path), None, {"SOURCE_DATE_EPOCH": "1000"})):
+        assert given.given and given.not_before(BASE).seconds == 1000  # the user's: honoured, it does not move
+    written = [("etc", "dir", None, BASE + 60), ("etc/x.conf", "file", b"x", BASE + 60),
+               ("usr/pkg.txt", "file", b"p", BASE - 10)]
+    layers = {_rewrite(written, Times(Epoch(commit, "c").not_before(BASE).seconds, BASE))[1]
+              for commit in (BASE - 86400, BASE - 60, BASE, BASE + 86400)}
+    assert len(layers) == 1  # two commits older than the base, the base's own second, one after it
 
 
 def test_epoch_of_a_commit(tmp_path):

@@ -6,7 +6,10 @@ else from the time of the newest commit that touched the release's inputs (its m
 constraints, the templates): a commit that touches nothing the release reads (a README, another release)
 leaves it as it was, and the same checkout gives the same epoch on any machine, any day. Outside a git
 checkout with neither set it is 0 (1970-01-01), and the build says so. The files the build wrote do not
-carry it (image/layer_tar.Times): a new epoch changes the config, never a layer.
+carry it (image/layer_tar.Times): a new epoch changes the config, never a layer. That holds only while the
+epoch is not earlier than the base image's time (a time is clamped to the epoch), so an epoch the build
+derived (a commit's, or 0) is raised to the base's time (`not_before`): an image is not older than its base.
+One the user gave (the manifest's, the environment's) is honoured as it is: it does not move between commits.
 """
 
 from __future__ import annotations
@@ -30,6 +33,15 @@ _SECONDS_RE = re.compile(r"[0-9]{1,10}")
 class Epoch:
     seconds: int
     source: str  # where it came from, in words (the record and the build's line say it)
+    given: bool = False  # by the manifest or the environment: kept as it is
+
+    def not_before(self, base_time: int) -> Epoch:
+        """This epoch, or the base image's time when it is a derived one earlier than that: then every time the
+        build wrote says the base's time whatever the commit (were it clamped to a commit's time, a new commit
+        would change every layer the build wrote)."""
+        if self.given or self.seconds >= base_time:
+            return self
+        return Epoch(base_time, f"the base image's time, later than {self.source}")
 
 
 def parse_epoch(text: str, where: str) -> int:
@@ -45,9 +57,9 @@ def source_date_epoch(project: Project, manifest_value: int | None, environ=os.e
                       inputs: Sequence[Path] = ()) -> Epoch:
     """The release's epoch; `inputs`: the files and folders the release reads (none: the whole checkout)."""
     if manifest_value is not None:
-        return Epoch(manifest_value, "the manifest's build.source_date_epoch")
+        return Epoch(manifest_value, "the manifest's build.source_date_epoch", given=True)
     if environ.get(VARIABLE):
-        return Epoch(parse_epoch(environ[VARIABLE], VARIABLE), f"{VARIABLE} in the environment")
+        return Epoch(parse_epoch(environ[VARIABLE], VARIABLE), f"{VARIABLE} in the environment", given=True)
     commit = _commit_time(project, inputs)
     if commit is not None:
         return Epoch(*commit)

@@ -17,7 +17,7 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -42,6 +42,7 @@ from ngcbuild.engine.leftovers import Journal, remove_containers
 from ngcbuild.engine.options import BuildOptions, image_repository
 from ngcbuild.engine.reuse import CONTEXT_HASH_LABEL, build_tags
 from ngcbuild.engine.wheelhouse import select_wheels
+from ngcbuild.image.config import rfc3339
 from ngcbuild.image.recipe import VERSION, Recipe
 from ngcbuild.registry.auth import keychain
 from ngcbuild.render.image import NETRC_INPUT
@@ -69,7 +70,7 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     epoch = source_date_epoch(project, release.build.source_date_epoch,
                               inputs=epoch_inputs(project, rendered.plan.loaded))
     ensure_base(client, release, log=say, ref=rendered.plan.base_image, platform=platform)
-    recipe = _recipe(client, rendered, epoch)
+    recipe, epoch = _recipe(client, rendered, epoch)
     cache_pulled, cache_sources = _cache_sources(client, rendered, options, platform, out, say)
 
     wheels = select_wheels(options.wheelhouse, rendered.plan.loaded.constraints, python_tag(release)) \
@@ -78,7 +79,8 @@ def build_image(project: Project, rendered: Rendered, options: BuildOptions, out
     _check_loopback_reachable(inputs)
     say(f"building {release.release} from {rendered.directory} "
         f"(context {rendered.context_hash[:12]}; CA bundle: {'yes' if options.ca_bundle else 'no'}; "
-        f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'}; {inputs.described()})")
+        f"wheels from wheelhouse: {', '.join(w.name for w in wheels) or 'none'}; {inputs.described()}; "
+        f"epoch {rfc3339(epoch.seconds)}: {epoch.source})")
     journal = Journal(rendered.directory)
     _remove_leftovers(client, journal, say)
     started = time.monotonic()
@@ -131,11 +133,13 @@ def _gone_before_tagged(release: str, image_id: str, exc: BaseException) -> Buil
         "build (its steps are cached)")
 
 
-def _recipe(client, rendered: Rendered, epoch: Epoch) -> Recipe:
+def _recipe(client, rendered: Rendered, epoch: Epoch) -> tuple[Recipe, Epoch]:
     """How the release image will be made from this build's image (image/recipe.py): known before the build,
-    written into the image as a label."""
+    written into the image as a label; and the epoch it holds (a derived one not before the base's time)."""
     try:
-        return Recipe.of_base(epoch.seconds, client.inspect_image(rendered.plan.base_image))
+        recipe = Recipe.of_base(epoch.seconds, client.inspect_image(rendered.plan.base_image))
+        epoch = epoch.not_before(recipe.made_after)
+        return replace(recipe, epoch=epoch.seconds), epoch
     except ValueError as exc:
         raise BuildFailed(f"build of {rendered.release}: the engine's answer about the base image "
                           f"{safe(rendered.plan.base_image, 200)} is out of shape ({safe(str(exc), 200)}); nothing was "
