@@ -219,16 +219,16 @@ class ReproStarted:
     """`repro` of dev on the second engine (a fresh runner's: its own data root, only the base image in it)
     against the shared engine's dev: that image is loaded there (the image to compare with), then `repro`
     builds dev without the layer cache and compares the two file by file, in a copy of the project (its own
-    build/dev/; no git, so the epoch is given as the checkout's). Started in the background once the
+    build/dev/; no git, so the epoch is given as the session's build took it). Started in the background once the
     session's dev is built, awaited by test_repro.py: its cold build runs while the tests before it do."""
 
-    def __init__(self, second, folder: Path, image_id: str):
+    def __init__(self, second, folder: Path, image_id: str, epoch: int):
         from ..conftest import ScratchProject
 
         self.project = ScratchProject(folder / "project")
         self.project.copy_release("dev")
         self.log = folder / "repro.log"
-        self.epoch = checkout_epoch("dev")
+        self.epoch = epoch  # the shared engine's build's (its commit's time, or its base's when that is later)
         steps = [f"docker save {shlex.quote(image_id)} | docker -H {shlex.quote(second.host)} load -q",
                  " ".join(shlex.quote(part) for part in [sys.executable, "-m", "invoke", "repro", "--release", "dev",
                                                          "--engine", second.host, "--against", image_id])]
@@ -265,8 +265,9 @@ def repro_started(request, tmp_path_factory, cuda_dev_started):
         yield None
         return
     second = request.getfixturevalue("second_engine")
-    image_id = request.getfixturevalue("dev_build")["record"]["image_id"]
-    started = ReproStarted(second, tmp_path_factory.mktemp("repro"), image_id)
+    record = request.getfixturevalue("dev_build")["record"]
+    started = ReproStarted(second, tmp_path_factory.mktemp("repro"), record["image_id"],
+                           record["normalisation"]["epoch"])
     try:
         yield started
     finally:
