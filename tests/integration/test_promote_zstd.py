@@ -36,7 +36,7 @@ TOOLS = ("docker-registry", "skopeo", "podman")
 
 @pytest.fixture(scope="module")
 def registries():
-    from .private import PrivateRegistry
+    from .private import private_registries
 
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
@@ -44,14 +44,8 @@ def registries():
         if IN_CI:
             pytest.fail(f"CI=true and {message}", pytrace=False)
         pytest.skip(message)
-    made = {name: PrivateRegistry() for name in ("staging", "release")}
-    try:
-        for registry in made.values():
-            registry.start()
+    with private_registries("staging", "release") as made:
         yield made
-    finally:
-        for registry in made.values():
-            registry.close()
 
 
 def _tar(files: dict[str, bytes]) -> bytes:
