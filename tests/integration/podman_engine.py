@@ -16,8 +16,9 @@ BASE = "docker.io/library/debian:bookworm-slim"  # dev's base as Podman names it
 def podman_client():
     import docker
 
-    client = docker.APIClient(base_url=f"unix://{PODMAN_SOCKET}", timeout=600)
     try:
+        # the client asks the service its API version as it is made: no service raises here already
+        client = docker.APIClient(base_url=f"unix://{PODMAN_SOCKET}", timeout=600)
         components = client.version().get("Components") or []
     except Exception as exc:  # noqa: BLE001 - whatever keeps the service from answering
         fail_in_ci_else_skip(f"no Podman API service at unix://{PODMAN_SOCKET}: {exc}", "`bash .ci/engine` starts it")
