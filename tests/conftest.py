@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from dev import USER_TASKS
@@ -12,6 +13,17 @@ from dev import USER_TASKS
 REPO = Path(__file__).resolve().parents[1]
 # With CI=true a test missing what it needs (an engine, a browser, a Python) fails instead of skipping.
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def fail_in_ci_else_skip(message: str, hint: str | None = None) -> NoReturn:
+    """What a test does when something it needs (an engine, a tool, a service) is missing: with CI=true it
+    fails, never skipping silently; elsewhere it skips. Both say `message`, then `hint` (how to get it)."""
+    __tracebackhide__ = True  # the skip or failure is reported at the caller's line, as before this helper
+    text = f"{message} ({hint})" if hint else message
+    if IN_CI:
+        pytest.fail(f"CI=true and {text}", pytrace=False)
+    pytest.skip(text)
+
 
 # Every process a test starts (invoke, ngcbuild, act's steps, a helper script) imports the checkout under
 # test first, never whatever copy of ngcbuild is installed (after a CI run in a clone, the editable

@@ -20,7 +20,7 @@ from ngcbuild.render.context import render_files
 from ngcbuild.smoke.runner import CHECKS_DIR, stage_suite, suite_args, suite_command
 from ngcbuild.workspace.release_dir import EXPECTED
 
-from .conftest import IN_CI, REPO
+from .conftest import REPO, fail_in_ci_else_skip
 
 PROJECT = Project.at(REPO)
 
@@ -150,10 +150,7 @@ def interpreter(minor: str) -> str | None:
 def require_interpreter(minor: str) -> str:
     python = interpreter(minor)
     if python is None:
-        message = f"no Python {minor} here (pyenv install {minor}, or python{minor} on PATH)"
-        if IN_CI:
-            pytest.fail(f"CI=true: {message}")
-        pytest.skip(message)
+        fail_in_ci_else_skip(f"no Python {minor} here", f"pyenv install {minor}, or python{minor} on PATH")
     return python
 
 

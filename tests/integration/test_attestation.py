@@ -30,17 +30,10 @@ REPOSITORY = "nvidia/pytorch"
 def registries(engine):
     """Three private registries: staging, release (promoted to), untouched (what refused promotions
     aim at: it must stay empty)."""
-    from .private import PrivateRegistry, untag_registry
+    from .private import private_registries
 
-    made = {name: PrivateRegistry() for name in ("staging", "release", "untouched")}
-    try:
-        for registry in made.values():
-            registry.start()
+    with private_registries("staging", "release", "untouched", engine=engine) as made:
         yield made
-    finally:
-        for registry in made.values():
-            registry.close()
-            untag_registry(engine, registry.address)
 
 
 @pytest.fixture(scope="module")

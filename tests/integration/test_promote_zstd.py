@@ -26,7 +26,7 @@ from ngcbuild.supply import attachments
 from ngcbuild.supply.provenance import PREDICATE_TYPE
 from ngcbuild.supply.signing import sign
 
-from ..conftest import IN_CI
+from ..conftest import fail_in_ci_else_skip
 from ..corpus.fakes import statement
 
 pytestmark = pytest.mark.registry
@@ -36,22 +36,13 @@ TOOLS = ("docker-registry", "skopeo", "podman")
 
 @pytest.fixture(scope="module")
 def registries():
-    from .private import PrivateRegistry
+    from .private import private_registries
 
     missing = [tool for tool in TOOLS if shutil.which(tool) is None]
     if missing:
-        message = f"{', '.join(missing)} not installed (`bash .ci/engine` installs them)"
-        if IN_CI:
-            pytest.fail(f"CI=true and {message}", pytrace=False)
-        pytest.skip(message)
-    made = {name: PrivateRegistry() for name in ("staging", "release")}
-    try:
-        for registry in made.values():
-            registry.start()
+        fail_in_ci_else_skip(f"{', '.join(missing)} not installed", "`bash .ci/engine` installs them")
+    with private_registries("staging", "release") as made:
         yield made
-    finally:
-        for registry in made.values():
-            registry.close()
 
 
 def _tar(files: dict[str, bytes]) -> bytes:

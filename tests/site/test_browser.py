@@ -16,7 +16,7 @@ from ngcbuild.docs import browser
 from ngcbuild.docs.site import build_site
 from ngcbuild.manifest.series import Series
 
-from ..conftest import IN_CI, REPO
+from ..conftest import REPO, fail_in_ci_else_skip
 
 pytestmark = pytest.mark.browser
 PROJECT = Project.at(REPO)
@@ -48,10 +48,7 @@ document.getElementById("f").addEventListener("load", function () {{
 def chromium():
     path = browser.find_chromium()
     if path is None:
-        message = "chromium is not installed (bash .ci/browser installs it)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        fail_in_ci_else_skip("chromium is not installed", "bash .ci/browser installs it")
     return path
 
 

@@ -13,7 +13,7 @@ import pytest
 from ngcbuild.smoke.runner import CHECKS_DIR
 from ngcbuild.smoke.staging import SHARED_MODULES
 
-from ..conftest import IN_CI
+from ..conftest import fail_in_ci_else_skip
 
 # The checks import the shared modules staged beside their expectations (smoke/staging.py): loaded here by path.
 PROBE = f"""
@@ -33,9 +33,7 @@ print(json.dumps(loaded_nccl()))
 
 def fake_nccl(tmp_path, code: int) -> str:
     if shutil.which("gcc") is None:
-        if IN_CI:
-            pytest.fail("CI=true: no gcc to build the stand-in libnccl")
-        pytest.skip("no gcc to build the stand-in libnccl")
+        fail_in_ci_else_skip("no gcc to build the stand-in libnccl")
     folder = tmp_path / str(code)
     folder.mkdir()
     source = folder / "nccl.c"

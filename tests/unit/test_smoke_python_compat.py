@@ -5,12 +5,10 @@ staged beside the expectations) runs on the oldest Python any manifest names, ch
 import subprocess
 import sys
 
-import pytest
-
 from ngcbuild.smoke.runner import CHECKS_DIR
 from ngcbuild.smoke.staging import SHARED_MODULES
 
-from ..conftest import IN_CI
+from ..conftest import fail_in_ci_else_skip
 from ..helpers import oldest_python
 
 
@@ -18,9 +16,7 @@ def vermin(*args: str) -> subprocess.CompletedProcess:
     try:
         import vermin  # noqa: F401
     except ImportError:
-        if IN_CI:
-            pytest.fail("CI=true: vermin is not installed (pip install -e '.[dev]')")
-        pytest.skip("vermin is not installed (pip install -e '.[dev]')")
+        fail_in_ci_else_skip("vermin is not installed", "pip install -e '.[dev]'")
     # vermin has a console script but no __main__; run its main() with this interpreter.
     command = [sys.executable, "-c", "import sys, vermin; sys.argv[0] = 'vermin'; sys.exit(vermin.main())",
                "--no-tips", "--violations", "--eval-annotations", *args]

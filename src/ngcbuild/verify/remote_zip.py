@@ -31,6 +31,11 @@ class RemoteZipError(Exception):
     zip, a member too large or missing."""
 
 
+class _MoreThanAsked(RemoteZipError):
+    """An answer longer than its request's limit (AnswerTooLarge): to a request of the end of the file, a
+    server that ignores Range and sends the whole file."""
+
+
 class RangeFile(io.RawIOBase):
     """A remote file, read-only and seekable. What was read is kept; what is missing is one range
     request, its answer checked against the range asked for (status, Content-Range, length)."""
@@ -82,12 +87,17 @@ class RangeFile(io.RawIOBase):
         if self.budget < 0:
             raise RemoteZipError(f"more than {MAX_READ} bytes would be read")
 
-    def _get(self, range_header: str, limit: int):
+    def _get(self, range_header: str | None, limit: int, statuses: tuple[int, ...] = (200, 206)):
+        """One request of at most `limit` bytes: of a range, or without `range_header` of the whole file. A
+        failure is a RemoteZipError (_MoreThanAsked: a longer answer), as is an answer of another status."""
+        headers = {} if range_header is None else {"headers": {"Range": range_header}}
         try:
-            answer = self.fetch(self.url, limit=limit, headers={"Range": range_header})
+            answer = self.fetch(self.url, limit=limit, **headers)
+        except AnswerTooLarge as exc:
+            raise _MoreThanAsked(str(exc)) from None
         except HttpFailure as exc:
             raise RemoteZipError(str(exc)) from None
-        if answer.status not in (200, 206):
+        if answer.status not in statuses:
             raise RemoteZipError(f"HTTP {answer.status}")
         return answer
 
@@ -95,13 +105,9 @@ class RangeFile(io.RawIOBase):
         """The last TAIL bytes (all of a smaller file): the file's size from the answer's Content-Range."""
         self._spend(TAIL)
         try:
-            answer = self.fetch(self.url, limit=TAIL, headers={"Range": f"bytes=-{TAIL}"})
-        except AnswerTooLarge:  # more than asked: the server ignores Range and sends the whole file
+            answer = self._get(f"bytes=-{TAIL}", TAIL)
+        except _MoreThanAsked:  # the server ignores Range and sends the whole file
             return self._read_whole()
-        except HttpFailure as exc:
-            raise RemoteZipError(str(exc)) from None
-        if answer.status not in (200, 206):
-            raise RemoteZipError(f"HTTP {answer.status}")
         body = answer.body
         if answer.status == 200:  # the whole file: a server may answer so when it is no longer than asked
             self.spans = [(0, body)]
@@ -116,14 +122,10 @@ class RangeFile(io.RawIOBase):
     def _read_whole(self) -> int:
         """The whole file in one answer, within what is left of MAX_READ."""
         try:
-            answer = self.fetch(self.url, limit=self.budget)
-        except AnswerTooLarge:
+            answer = self._get(None, self.budget, statuses=(200,))
+        except _MoreThanAsked:
             raise RemoteZipError(f"the index ignores range requests, and the whole file is over the {MAX_READ} "
                                  "bytes read") from None
-        except HttpFailure as exc:
-            raise RemoteZipError(str(exc)) from None
-        if answer.status != 200:
-            raise RemoteZipError(f"HTTP {answer.status}")
         self._spend(len(answer.body))
         self.spans = [(0, answer.body)]
         return len(answer.body)
