@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from dev import engine_leftovers
+
 ENGINE = "tests/integration"
 LOG = Path("build") / "tests" / "rest.log"
 PARTS = Path("build") / "reliability"
@@ -67,6 +69,7 @@ def run_whole_suite(root: Path, out: TextIO) -> int:
               "both have ended)\n")
     out.flush()
     beside = main = None
+    before = engine_leftovers.snapshot()
     with open(log, "w", encoding="utf-8") as sink:
         try:
             beside = subprocess.Popen([sys.executable, "-m", "pytest", *rest, *network], cwd=root, stdout=sink,
@@ -83,6 +86,7 @@ def run_whole_suite(root: Path, out: TextIO) -> int:
         finally:
             for process in (main, beside):
                 _stop(process)
+            engine_leftovers.remove_left(before, out)
     out.write(f"\n{'=' * 30} {', '.join(rest)} and {len(network)} files of {ENGINE} ({LOG}) {'=' * 30}\n")
     out.write(log.read_text(encoding="utf-8", errors="replace"))
     verdict = judge_parts(root, parts, in_ci)
