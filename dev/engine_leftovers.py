@@ -22,18 +22,21 @@ class EngineImages:
 
 
 def _client():
-    import docker
+    """The engine the tests use: DOCKER_HOST's, as ngcbuild reaches it (engine/client.connect)."""
+    from ngcbuild.engine.client import connect
 
-    return docker.APIClient(timeout=120)
+    return connect()
 
 
 def snapshot() -> EngineImages | None:
     """The engine's images and tags now; None when no engine answers (then nothing is removed after)."""
     import docker
 
+    from ngcbuild.core.errors import EngineUnavailable
+
     try:
         images = _client().images(all=True)
-    except (docker.errors.DockerException, OSError):
+    except (EngineUnavailable, docker.errors.DockerException, OSError):
         return None
     return EngineImages(frozenset(image["Id"] for image in images),
                         frozenset(tag for image in images for tag in image.get("RepoTags") or []))
@@ -43,6 +46,8 @@ def remove_left(before: EngineImages | None, out: TextIO) -> None:
     """Untag what the run tagged under the test registry's name, then remove every image the run made or pulled
     that no tag holds: each removal that the engine refuses (a container or another image uses it) is left."""
     import docker
+
+    from ngcbuild.core.errors import EngineUnavailable
 
     if before is None:
         return
@@ -60,7 +65,7 @@ def remove_left(before: EngineImages | None, out: TextIO) -> None:
             with suppress(docker.errors.APIError):
                 client.remove_image(image["Id"])
                 removed, freed = removed + 1, freed + int(image.get("Size") or 0)
-    except (docker.errors.DockerException, OSError) as exc:
+    except (EngineUnavailable, docker.errors.DockerException, OSError) as exc:
         out.write(f"invoke test: the engine's leftovers were not removed ({str(exc)[:200]})\n")
         return
     if removed:

@@ -201,8 +201,9 @@ def cuda_dev_started(request, tmp_path_factory):
 
 
 def checkout_epoch(release: str) -> int:
-    """The epoch a build of `release` in this checkout takes (its inputs' newest commit): a copy of the
-    project without git is given it as SOURCE_DATE_EPOCH."""
+    """The time of the newest commit to touch `release`'s inputs in this checkout, for a copy of the project
+    without git to be given as SOURCE_DATE_EPOCH (a build here raises it to its base image's time when that is
+    later: engine/epoch.Epoch.not_before)."""
     from ngcbuild.core.project import Project
     from ngcbuild.engine.epoch import source_date_epoch
     from ngcbuild.manifest.loader import load_release
