@@ -20,8 +20,9 @@ PING = b"HTTP/1.1 200 OK\r\nAPI-Version: 1.41\r\nContent-Length: 2\r\n\r\nOK"
 class FakeEngine:
     """Answers a ping, then every other request with `answer(request) -> bytes` (or trickles)."""
 
-    def __init__(self, path, body: bytes = b"", status: int = 200, trickle: bool = False):
+    def __init__(self, path, body: bytes = b"", status: int = 200, trickle: bool = False, declared: int | None = None):
         self.body, self.status, self.trickle, self.stop = body, status, trickle, threading.Event()
+        self.declared = len(body) if declared is None else declared  # the Content-Length it sends
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(path))
         self.server.listen(8)
@@ -54,7 +55,7 @@ class FakeEngine:
                         return
                     time.sleep(0.05)
                 return
-            conn.sendall((head + f"Content-Length: {len(self.body)}\r\n\r\n").encode() + self.body)
+            conn.sendall((head + f"Content-Length: {self.declared}\r\n\r\n").encode() + self.body)
 
     def close(self):
         self.stop.set()
@@ -80,6 +81,18 @@ def test_an_engine_that_trickles_its_answer_is_cut_at_the_calls_deadline(short_s
     finally:
         engine.close()
     assert "no answer within 1s" in str(caught.value)
+
+
+@pytest.mark.parametrize("body", [b"[]", b"[" + b" " * 5000])
+def test_an_answer_cut_short_of_its_length_is_a_broken_connection_not_json(short_socket, body):
+    """`[]` is a whole list of images: read as one, an engine that died mid-answer would say there are none."""
+    engine = FakeEngine(short_socket, body=body, declared=len(body) + 100)
+    try:
+        with pytest.raises(EngineUnavailable) as caught:
+            LocalEngine(short_socket).images()
+    finally:
+        engine.close()
+    assert "the connection was closed without an answer" in str(caught.value), caught.value
 
 
 @pytest.mark.parametrize("body", [b"{}", b'"images"', b"[1, 2]", b'[{"Id": 7}]', b'[{"Id": "x", "RepoTags": "a"}]'],

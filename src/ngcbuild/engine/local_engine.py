@@ -150,11 +150,12 @@ class LocalEngine:
     def _call(self, method: str, target: str, timeout: float) -> _Response:
         """One request and its whole answer within `timeout` seconds: the socket's own timeout
         bounds each read, so an engine that trickles its answer a byte at a time is cut by a timer at
-        the deadline of the whole call."""
+        the deadline of the whole call. An answer shorter than its Content-Length is a broken one."""
         connection = _UnixConnection(self.socket_path, timeout)
-        cut = threading.Timer(timeout, _shut, (connection,))
-        cut.daemon = True
-        cut.start()
+        cut = _Cut(connection)
+        timer = threading.Timer(timeout, cut.shut)
+        timer.daemon = True
+        timer.start()
         try:
             connection.request(method, target, headers={"Content-Type": "application/json"} if method == "POST"
                                else {})
@@ -163,25 +164,35 @@ class LocalEngine:
             if len(body) > MAX_ANSWER_BYTES:
                 raise EngineUnavailable(f"the Docker engine at {self.where} answered {method} {target.split('?')[0]} "
                                         f"with more than {MAX_ANSWER_BYTES} bytes: this is not a Docker engine")
-            if not cut.is_alive():  # the deadline fell while the answer was still coming
+            if cut.fell:  # the deadline fell while the answer was still coming
                 raise TimeoutError(f"timed out: no whole answer within {timeout:g}s")
+            if response.length:  # http.client's read(n) returns what came before the end, short or not
+                raise http.client.IncompleteRead(body, response.length)
             return _Response(response.status, response.headers, body)
         except (OSError, http.client.HTTPException):
-            if not cut.is_alive():
+            if cut.fell:
                 raise TimeoutError(f"timed out: no whole answer within {timeout:g}s") from None
             raise
         finally:
-            cut.cancel()
+            timer.cancel()
             connection.close()
 
 
-def _shut(connection: http.client.HTTPConnection) -> None:
-    sock = connection.sock
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
-        except OSError:
-            pass
+class _Cut:
+    """The deadline of one call: `fell` is set before the socket is shut, so the read that the shutting
+    ends sees it (a timer thread's is_alive() may still be true then)."""
+
+    def __init__(self, connection: http.client.HTTPConnection):
+        self.connection, self.fell = connection, False
+
+    def shut(self) -> None:
+        self.fell = True
+        sock = self.connection.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
+            except OSError:
+                pass
 
 
 @dataclass(frozen=True)
