@@ -235,7 +235,7 @@ def test_no_engine_is_a_clear_message_with_a_fix(kind, path, scratch, tmp_path, 
     report(figures, f"engine unreachable: {kind} ({path} path)", result.stdout + message, [], clean)
     assert "Traceback" not in message
     assert result.returncode == 1, message
-    assert f"cannot reach the Docker engine at {host} ({reason}" in message
+    assert f"cannot reach the Docker engine at {host} ({reason}" in message, message  # whole: pytest cuts its own
     assert "`bash .ci/engine`" in message and "point DOCKER_HOST at one" in message
     assert elapsed < 60
     assert not (scratch.root / "build" / "nothere" / "record.json").exists()

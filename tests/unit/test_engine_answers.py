@@ -20,8 +20,10 @@ PING = b"HTTP/1.1 200 OK\r\nAPI-Version: 1.41\r\nContent-Length: 2\r\n\r\nOK"
 class FakeEngine:
     """Answers a ping, then every other request with `answer(request) -> bytes` (or trickles)."""
 
-    def __init__(self, path, body: bytes = b"", status: int = 200, trickle: bool = False, declared: int | None = None):
+    def __init__(self, path, body: bytes = b"", status: int = 200, trickle: bool = False, declared: int | None = None,
+                 hang: bool = False):
         self.body, self.status, self.trickle, self.stop = body, status, trickle, threading.Event()
+        self.hang = hang  # every request but the ping read and never answered
         self.declared = len(body) if declared is None else declared  # the Content-Length it sends
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(path))
@@ -42,6 +44,9 @@ class FakeEngine:
             request = conn.recv(65536)
             if b"/_ping" in request:
                 conn.sendall(PING)
+                return
+            if self.hang:
+                self.stop.wait(30)
                 return
             head = f"HTTP/1.1 {self.status} X\r\nContent-Type: application/json\r\n"
             if self.trickle:
@@ -81,6 +86,31 @@ def test_an_engine_that_trickles_its_answer_is_cut_at_the_calls_deadline(short_s
     finally:
         engine.close()
     assert "no answer within 1s" in str(caught.value)
+
+
+class _LingeringTimer(threading.Timer):
+    """A timer whose thread is still alive a while after its function ran: as on a loaded machine."""
+
+    def run(self):
+        super().run()
+        if self.finished.is_set():
+            time.sleep(1.5)
+
+
+@pytest.mark.parametrize("trickle", [False, True], ids=["silent", "trickling"])
+def test_the_deadline_is_told_from_a_closed_connection_while_its_timer_thread_lingers(short_socket, monkeypatch,
+                                                                                       trickle):
+    """The deadline shuts the socket, so the read ends as if the engine had closed it (no answer, or
+    an answer cut short): the call must still say the deadline fell, however late the timer's thread ends."""
+    monkeypatch.setattr(local_engine, "CALL_TIMEOUT_S", 1)
+    monkeypatch.setattr(local_engine.threading, "Timer", _LingeringTimer)
+    engine = FakeEngine(short_socket, hang=not trickle, trickle=trickle)
+    try:
+        with pytest.raises(EngineUnavailable) as caught:
+            LocalEngine(short_socket).images()
+    finally:
+        engine.close()
+    assert "no answer within 1s" in str(caught.value), caught.value
 
 
 @pytest.mark.parametrize("body", [b"[]", b"[" + b" " * 5000])
