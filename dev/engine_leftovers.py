@@ -12,7 +12,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TextIO
 
-TEST_REGISTRY = os.environ.get("NGCBUILD_TEST_REGISTRY", "127.0.0.1:5000")  # as tests/integration/conftest.py
+TEST_REGISTRY = os.environ.get("NGCBUILD_TEST_REGISTRY", "127.0.0.1:5000")  # the tests' too (integration/conftest)
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,11 @@ def snapshot() -> EngineImages | None:
                         frozenset(tag for image in images for tag in image.get("RepoTags") or []))
 
 
-def remove_left(before: EngineImages | None, out: TextIO) -> None:
-    """Untag what the run tagged under the test registry's name, then remove every image the run made or pulled
-    that no tag holds: each removal that the engine refuses (a container or another image uses it) is left."""
+def remove_left(before: EngineImages | None, out: TextIO, registry: str = TEST_REGISTRY,
+                who: str = "invoke test") -> None:
+    """Untag what the run tagged under `registry`'s name, then remove every image the run made or pulled that no
+    tag holds: each removal that the engine refuses (a container or another image uses it) is left. `who` begins
+    what it writes to `out`."""
     import docker
 
     from ngcbuild.core.errors import EngineUnavailable
@@ -55,7 +57,7 @@ def remove_left(before: EngineImages | None, out: TextIO) -> None:
         client = _client()
         for image in client.images():
             for tag in image.get("RepoTags") or []:
-                if tag.startswith(f"{TEST_REGISTRY}/") and tag not in before.tags:
+                if tag.startswith(f"{registry}/") and tag not in before.tags:
                     with suppress(docker.errors.APIError):
                         client.remove_image(tag)
         removed, freed = 0, 0
@@ -66,7 +68,7 @@ def remove_left(before: EngineImages | None, out: TextIO) -> None:
                 client.remove_image(image["Id"])
                 removed, freed = removed + 1, freed + int(image.get("Size") or 0)
     except (EngineUnavailable, docker.errors.DockerException, OSError) as exc:
-        out.write(f"invoke test: the engine's leftovers were not removed ({str(exc)[:200]})\n")
+        out.write(f"{who}: the engine's leftovers were not removed ({str(exc)[:200]})\n")
         return
     if removed:
-        out.write(f"invoke test: removed {removed} images the run left without a tag ({freed / 1e9:.1f} GB)\n")
+        out.write(f"{who}: removed {removed} images the run left without a tag ({freed / 1e9:.1f} GB)\n")

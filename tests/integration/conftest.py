@@ -22,10 +22,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from dev.engine_leftovers import TEST_REGISTRY as REGISTRY
 
 from ..conftest import IN_CI, REPO, fail_in_ci_else_skip, run_command
-
-REGISTRY = os.environ.get("NGCBUILD_TEST_REGISTRY", "127.0.0.1:5000")
 
 
 def _missing(what: str):

@@ -127,11 +127,7 @@ def _docker_dev_facts() -> dict | None:
 
 @pytest.fixture
 def private_registry_of_its_own():
-    from .private import PrivateRegistry
+    from .private import private_registries
 
-    registry = PrivateRegistry()
-    registry.start()
-    try:
-        yield registry
-    finally:
-        registry.close()
+    with private_registries("own") as made:
+        yield made["own"]
