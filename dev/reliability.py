@@ -3,7 +3,9 @@
 The figures: run the corpus of broken inputs, the fault tests and the secrets scans (every test marked
 `reliability`) and count what they measured; or, with `--from-run`, take the figures the last whole
 test run left in build/reliability/RELIABILITY.md (tests/reliability_plugin.py: a test run writes
-nothing outside build/). Then the tables of planted defects that `ngcbuild mutate --release R` left in
+nothing outside build/). A whole run counts more hostile inputs than the marked tests alone: the engine tests
+that interrupt `mutate` and `promote` (test_mutants.py, test_attestation.py: minutes each, so not marked) record
+theirs too. Then the tables of planted defects that `ngcbuild mutate --release R` left in
 build/R/mutants.md, each in its own marked section; a release with no table in build/ keeps its
 section as it was.
 
