@@ -30,6 +30,7 @@ from pathlib import Path
 
 from dev.bench import _with_section
 from ngcbuild.core.project import Project
+from ngcbuild.image.blobs import LEVEL as GZIP_LEVEL
 
 REPOSITORY = "ngcbuild-bench/zstd"
 TAG = "bench-py3"
@@ -236,7 +237,7 @@ def _report(image: dict, variant: dict, making: float, pulls: dict[str, list[flo
         f"cannot pull zstd layers (Docker 23 and later can): not measured), {elapsed / 60:.0f} minutes, the load "
         f"average {load[0]:.1f} as it began and {load[-1]:.1f} as it ended: an image of two layers of this "
         "machine's own files (each a deterministic tar: names sorted, one time, owner root), its gzip blobs made "
-        "as `push` makes them (level 6), sent to a registry of the bench's own, its variant made there "
+        f"as `push` makes them (level {GZIP_LEVEL}), sent to a registry of the bench's own, its variant made there "
         f"by `promote --zstd`'s own code (level 3); then `podman pull` of each tag, {runs} runs alternating (the order "
         "swapped each run), each a process timed from outside into a fresh store of its own (pull and extraction: "
         "nothing held before).",

@@ -77,15 +77,21 @@ def short_socket(tmp_path_factory):
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_an_engine_that_trickles_its_answer_is_cut_at_the_calls_deadline(short_socket, monkeypatch):
-    monkeypatch.setattr(local_engine, "CALL_TIMEOUT_S", 1)
-    engine = FakeEngine(short_socket, trickle=True)
+def _images_refused(path, **engine) -> str:
+    """What LocalEngine.images() raises against a FakeEngine(path, **engine), in words."""
+    fake = FakeEngine(path, **engine)
     try:
         with pytest.raises(EngineUnavailable) as caught:
-            LocalEngine(short_socket).images()
+            LocalEngine(path).images()
     finally:
-        engine.close()
-    assert "no answer within 1s" in str(caught.value)
+        fake.close()
+    return str(caught.value)
+
+
+def test_an_engine_that_trickles_its_answer_is_cut_at_the_calls_deadline(short_socket, monkeypatch):
+    monkeypatch.setattr(local_engine, "CALL_TIMEOUT_S", 1)
+    said = _images_refused(short_socket, trickle=True)
+    assert "no answer within 1s" in said, said
 
 
 class _LingeringTimer(threading.Timer):
@@ -104,36 +110,21 @@ def test_the_deadline_is_told_from_a_closed_connection_while_its_timer_thread_li
     an answer cut short): the call must still say the deadline fell, however late the timer's thread ends."""
     monkeypatch.setattr(local_engine, "CALL_TIMEOUT_S", 1)
     monkeypatch.setattr(local_engine.threading, "Timer", _LingeringTimer)
-    engine = FakeEngine(short_socket, hang=not trickle, trickle=trickle)
-    try:
-        with pytest.raises(EngineUnavailable) as caught:
-            LocalEngine(short_socket).images()
-    finally:
-        engine.close()
-    assert "no answer within 1s" in str(caught.value), caught.value
+    said = _images_refused(short_socket, hang=not trickle, trickle=trickle)
+    assert "no answer within 1s" in said, said
 
 
 @pytest.mark.parametrize("body", [b"[]", b"[" + b" " * 5000])
 def test_an_answer_cut_short_of_its_length_is_a_broken_connection_not_json(short_socket, body):
     """`[]` is a whole list of images: read as one, an engine that died mid-answer would say there are none."""
-    engine = FakeEngine(short_socket, body=body, declared=len(body) + 100)
-    try:
-        with pytest.raises(EngineUnavailable) as caught:
-            LocalEngine(short_socket).images()
-    finally:
-        engine.close()
-    assert "the connection was closed without an answer" in str(caught.value), caught.value
+    said = _images_refused(short_socket, body=body, declared=len(body) + 100)
+    assert "the connection was closed without an answer" in said, said
 
 
 @pytest.mark.parametrize("body", [b"{}", b'"images"', b"[1, 2]", b'[{"Id": 7}]', b'[{"Id": "x", "RepoTags": "a"}]'],
                          ids=["object", "string", "numbers", "id-a-number", "tags-a-string"])
 def test_a_list_of_images_of_the_wrong_shape_is_one_message(short_socket, body):
-    engine = FakeEngine(short_socket, body=body)
-    try:
-        with pytest.raises(EngineUnavailable, match="not a list of images"):
-            LocalEngine(short_socket).images()
-    finally:
-        engine.close()
+    assert "not a list of images" in _images_refused(short_socket, body=body)
 
 
 @pytest.mark.parametrize("body", [b"[]", b'{"Id": null}', b'{"Id": "x", "RepoTags": {}}'])

@@ -213,3 +213,69 @@ def test_a_layer_waiting_for_the_layers_below_is_removed_when_the_save_fails(tmp
     with pytest.raises(OperationError):
         make_release(engine, engine.answer, recipe, tmp_path / "work", lambda path, diff_id: diff_id)
     assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_layers_compressed_beside_the_save_are_the_blobs_compressed_one_by_one(tmp_path):
+    """publish/layer_blobs._Compressor: each layer compressed on its own thread while the next is read gives
+    the very blobs the compression of each layer alone gives, in the image's order."""
+    from ngcbuild.image.blobs import compress
+
+    engine = _Engine([BASE, _built(BASE_TIME + 60), _entries(("srv", None), ("srv/x", b"x" * 300_000))], RECIPE)
+    blobs = image_blobs(engine, engine.image_id, tmp_path / "push", lambda line: None, store=None)
+    alone = make_release(engine, engine.answer, RECIPE, tmp_path / "alone",
+                         lambda path, diff_id: compress(path.open("rb"), io.BytesIO())[0])
+    assert [blob.digest for blob in blobs.layers] == list(alone.layers)
+
+
+def test_a_compression_that_fails_beside_the_save_fails_the_push_and_leaves_no_spooled_layer(tmp_path, monkeypatch):
+    from ngcbuild.image.store import LayerStore
+    from ngcbuild.publish import layer_blobs
+
+    real, calls = layer_blobs.compress, []
+
+    def fails_second(source, target, stop=None):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real(source, target, stop=stop)
+
+    monkeypatch.setattr(layer_blobs, "compress", fails_second)
+    engine = _Engine([BASE, _built(BASE_TIME + 60), _entries(("srv", None), ("srv/x", b"x" * 300_000))], RECIPE)
+    store = LayerStore.open(tmp_path / "store", 1 << 30)
+    with pytest.raises(OSError, match="No space left"):
+        image_blobs(engine, engine.image_id, tmp_path / "push", lambda line: None, store=store)
+    assert list((tmp_path / "store" / "tmp").iterdir()) == []  # the push's work folder, spooled layers and all
+
+
+def test_leaving_the_compressor_stops_the_running_compression_and_drops_the_waiting_layers(tmp_path):
+    import threading
+
+    from ngcbuild.image.blobs import Stopped, compress
+    from ngcbuild.publish.layer_blobs import _Compressor
+
+    started, files = threading.Event(), [tmp_path / f"{n}.tar" for n in range(3)]
+    for path in files:
+        path.write_bytes(b"a" * (8 << 20))
+
+    class Endless(io.RawIOBase):  # a layer that never ends: only the stop ends its compression
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            started.set()
+            buffer[:len(buffer)] = b"b" * len(buffer)
+            return len(buffer)
+
+    pending = []
+    with pytest.raises(KeyboardInterrupt):
+        with _Compressor() as compressor:
+            pending.append(compressor.submit(lambda stop: compress(Endless(), io.BytesIO(), stop=stop), files[0]))
+            pending += [compressor.submit(lambda stop: pytest.fail("a waiting layer was compressed"), path)
+                        for path in files[1:]]
+            assert started.wait(10)
+            raise KeyboardInterrupt  # as Ctrl-C raises in the main thread
+    for each in pending:
+        assert each.done.is_set()
+        with pytest.raises(Stopped):
+            each.result()
+    assert not any(path.exists() for path in files)

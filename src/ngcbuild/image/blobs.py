@@ -6,12 +6,13 @@ feeds it an engine's save.
 The compression is one gzip member with a fixed header (no name, no time, no extra flags, OS "unknown")
 around zlib's raw deflate at one fixed level and memory level: the same layer gives the same blob
 wherever zlib is zlib (a Python built on zlib-ng deflates otherwise, and says so in zlib.ZLIB_VERSION).
-Level 6, zlib's default and the level the engines' own pushes use (Go's gzip default): a release is
-pushed once and pulled by every node, so its blobs are as small as the engine's would be (level 1 made
-dev's torch layer 15% larger). To pay for it on every core, the input is cut into blocks of BLOCK bytes,
-each deflated on its own thread primed with the 32 KiB before it (as pigz does) and ended on a byte
-boundary (a sync flush), the last one finishing the stream: the blocks are a fixed function of the
-input, so the blob is the same bytes whatever the number of threads.
+Level 5: a release is pushed once and pulled by every node, so its blobs are at least as small as the
+engine's own push makes them (Go's gzip at its default level; level 1 made dev's torch layer 15% larger),
+and a push is not slower than it has to be: on cuda-dev's CUDA libraries level 5 deflates 1.56× as fast
+as level 6 for 1.4% more bytes, still 4% under the engine's (BENCHMARKS.md). To pay for it on every
+core, the input is cut into blocks of BLOCK bytes, each deflated on its own thread primed with the 32 KiB
+before it (as pigz does) and ended on a byte boundary (a sync flush), the last one finishing the stream:
+the blocks are a fixed function of the input, so the blob is the same bytes whatever the number of threads.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from ngcbuild.image.media import DOCKER_CONFIG, DOCKER_LAYER, DOCKER_MANIFEST
 
-LEVEL = 6
+LEVEL = 5
 MEMORY_LEVEL = 8  # zlib's default, named: a change of it is a change of every blob
 BLOCK = 1 << 20  # input bytes per deflate block: a change of it is a change of every blob
 _WINDOW = 32 << 10  # deflate's window: each block is primed with this much of the input before it
@@ -70,10 +71,16 @@ class ImageBlobs:
         return "sha256:" + hashlib.sha256(self.config).hexdigest()
 
 
-def compress(source, target, workers: int = WORKERS) -> tuple[str, int, str]:
+class Stopped(Exception):
+    """compress() was asked to stop (its caller is being interrupted): what it wrote is not a blob."""
+
+
+def compress(source, target, workers: int = WORKERS, stop=None) -> tuple[str, int, str]:
     """`source` (a file read to its end) as one deterministic gzip member written to `target`: the sha256
     and size of what was written, and the sha256 of what was read (its diff id). `workers` threads deflate
-    at once (the bytes do not depend on it); at most twice as many blocks are held in memory."""
+    at once (the bytes do not depend on it); at most twice as many blocks are held in memory. `stop()`,
+    when given, is asked before each block is read: True raises Stopped (a thread compressing for an
+    interrupted command ends within a block or two)."""
     digest, size = hashlib.sha256(), 0
     plain, crc, length = hashlib.sha256(), 0, 0
 
@@ -89,6 +96,8 @@ def compress(source, target, workers: int = WORKERS) -> tuple[str, int, str]:
         pending: deque = deque()
         primer, block = b"", _read_block(source)
         while True:
+            if stop is not None and stop():
+                raise Stopped("compression stopped")
             following = _read_block(source) if len(block) == BLOCK else b""
             plain.update(block)
             crc, length = zlib.crc32(block, crc), length + len(block)

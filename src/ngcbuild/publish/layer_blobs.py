@@ -10,14 +10,17 @@ layer, it is not even saved."""
 from __future__ import annotations
 
 import itertools
+import queue
 import shutil
+import threading
+from contextlib import suppress
 from pathlib import Path
 
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.engine.image_save import read_save
 from ngcbuild.engine.release_image import make_release, recipe_of, spool
-from ngcbuild.image.blobs import Blob, ImageBlobs, compress
+from ngcbuild.image.blobs import Blob, ImageBlobs, Stopped, compress
 from ngcbuild.image.recipe import Recipe
 from ngcbuild.image.store import LayerStore
 
@@ -49,40 +52,126 @@ def image_blobs(client, image_id: str, folder: Path, say, store=FROM_ENVIRONMENT
 
 def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store: LayerStore | None) -> ImageBlobs:
     """The release image of `image` (release_image.py), each of its layers compressed unless the store holds
-    it (by the release diff id: a layer whose files did not change is compressed once per machine)."""
+    it (by the release diff id: a layer whose files did not change is compressed once per machine). A layer
+    is compressed on a thread of its own while the next ones are read from the save and rewritten."""
     count = len(set((image.get("RootFS") or {}).get("Layers") or []))
     folder.mkdir(parents=True, exist_ok=True)
-    blobs: dict[str, Blob] = {}
+    blobs: dict[str, Blob | _Pending] = {}
     numbers = itertools.count()
 
-    def keep(path: Path, diff_id: str, work: Path) -> Blob:
-        if diff_id in blobs:
-            return blobs[diff_id]
-        stored = store.layer(diff_id) if store is not None else None
-        if stored is not None:
-            blobs[diff_id] = stored
-            say(f"layer {len(blobs)}/{count}: compressed before ({stored.digest[:19]}, layer store)")
-            return stored
-        target = work / f"{next(numbers)}.tar.gz"
+    def compressed(path: Path, diff_id: str, work: Path, number: int, stop) -> Blob:
+        target = work / f"{number}.tar.gz"
         with path.open("rb") as plain, target.open("wb") as packed:
-            digest, size, inflated = compress(plain, packed)
+            digest, size, inflated = compress(plain, packed, stop=stop)
         if inflated != diff_id:
             raise OperationError(f"the blob compressed from release layer {diff_id[:19]} is not that layer's bytes "
                                  "(the compression read other bytes): nothing pushed")
-        blobs[diff_id] = _kept(store, diff_id, Blob(digest, size, target), folder)
-        say(f"compressed layer {len(blobs)}/{count}: {size / 1e6:.1f} MB ({digest[:19]})")
+        blob = _kept(store, diff_id, Blob(digest, size, target), folder)
+        say(f"compressed layer {number + 1}/{count}: {size / 1e6:.1f} MB ({digest[:19]})")
+        return blob
+
+    def keep(path: Path, diff_id: str, work: Path, compressor: _Compressor) -> Blob | _Pending:
+        if diff_id in blobs:
+            return blobs[diff_id]
+        number = len(blobs)
+        stored = store.layer(diff_id) if store is not None else None
+        if stored is not None:
+            blobs[diff_id] = stored
+            say(f"layer {number + 1}/{count}: compressed before ({stored.digest[:19]}, layer store)")
+            return stored
+        owned = work / f"{next(numbers)}.plain.tar"  # make_release removes its file when keep returns: moved out
+        path.rename(owned)
+        blobs[diff_id] = compressor.submit(lambda stop: compressed(owned, diff_id, work, number, stop), owned)
         return blobs[diff_id]
 
+    def made_in(work: Path) -> ImageBlobs:
+        with _Compressor() as compressor:
+            made = make_release(client, image, recipe, work / "layers",
+                                lambda path, diff_id: keep(path, diff_id, work, compressor))
+            layers = tuple(layer.result() if isinstance(layer, _Pending) else layer for layer in made.layers)
+        say(made.said())
+        return ImageBlobs(made.config, layers)
+
     if store is None:
-        made = make_release(client, image, recipe, folder / "layers", lambda path, diff_id: keep(path, diff_id, folder))
-    else:
-        with store.scratch() as work:
-            made = make_release(client, image, recipe, Path(work) / "layers",
-                                lambda path, diff_id: keep(path, diff_id, Path(work)))
-        store.keep_config(made.config)
-        store.trim()
-    say(made.said())
-    return ImageBlobs(made.config, made.layers)
+        return made_in(folder)
+    with store.scratch() as work:
+        blobs_made = made_in(Path(work))
+    store.keep_config(blobs_made.config)
+    store.trim()
+    return blobs_made
+
+
+class _Pending:
+    """A layer handed to the compressor: its blob once made (result() waits), or what went wrong."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.blob: Blob | None = None
+        self.failure: BaseException | None = None
+
+    def result(self) -> Blob:
+        self.done.wait()  # an interrupt wakes this wait at once
+        if self.failure is not None:
+            raise self.failure
+        return self.blob
+
+
+class _Compressor:
+    """One thread that compresses the layers handed to it, in order, while the caller reads and rewrites the
+    next (on two cores, spooling and rewriting leave one idle). At most AHEAD layers wait, spooled, so the
+    disk a push uses stays a few layers. A job's failure is raised at the next hand-out or at result();
+    leaving the block stops the thread: the running compression ends within a block or two (blobs.Stopped),
+    the waiting ones never start, and each waiting layer's file is removed."""
+
+    AHEAD = 2
+
+    def __init__(self):
+        self._jobs: queue.Queue = queue.Queue(maxsize=self.AHEAD)
+        self._stop = threading.Event()
+        self._failed: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, daemon=True, name="compress")
+
+    def __enter__(self) -> _Compressor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        with suppress(queue.Full):
+            self._jobs.put_nowait(None)  # wakes a thread waiting for work
+        self._thread.join(30)  # a block or two of deflate; a thread still busy then ends with the process
+
+    def submit(self, job, owned: Path) -> _Pending:
+        """`job(stop)` -> Blob run on the thread; `owned` (the file it reads) removed once it has run."""
+        if self._failed:
+            raise self._failed[0]
+        pending = _Pending()
+        self._jobs.put((job, owned, pending))  # waits while AHEAD layers are waiting
+        return pending
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            item = self._jobs.get()
+            if item is None:
+                break
+            job, owned, pending = item
+            try:
+                pending.blob = job(self._stop.is_set)
+            except BaseException as exc:  # handed to the caller, who raises it
+                pending.failure = exc
+                self._failed.append(exc)
+            finally:
+                owned.unlink(missing_ok=True)
+                pending.done.set()
+        while True:  # what waits was never started: its spooled file goes now
+            try:
+                item = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                item[1].unlink(missing_ok=True)
+                item[2].failure = Stopped("not compressed: the push stopped")
+                item[2].done.set()
 
 
 def _made_before(store: LayerStore, image: dict, say) -> ImageBlobs | None:
