@@ -57,7 +57,6 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
     count = len(set((image.get("RootFS") or {}).get("Layers") or []))
     folder.mkdir(parents=True, exist_ok=True)
     blobs: dict[str, Blob | _Pending] = {}
-    numbers = itertools.count()
 
     def compressed(path: Path, diff_id: str, work: Path, number: int, stop) -> Blob:
         target = work / f"{number}.tar.gz"
@@ -79,7 +78,7 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
             blobs[diff_id] = stored
             say(f"layer {number + 1}/{count}: compressed before ({stored.digest[:19]}, layer store)")
             return stored
-        owned = work / f"{next(numbers)}.plain.tar"  # make_release removes its file when keep returns: moved out
+        owned = work / f"{number}.plain.tar"  # make_release removes its file when keep returns: moved out
         path.rename(owned)
         blobs[diff_id] = compressor.submit(lambda stop: compressed(owned, diff_id, work, number, stop), owned)
         return blobs[diff_id]
