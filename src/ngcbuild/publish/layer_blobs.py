@@ -27,30 +27,33 @@ from ngcbuild.image.store import LayerStore
 FROM_ENVIRONMENT = object()  # the store the environment names (image/store.py); None: no store
 
 
-def image_blobs(client, image_id: str, folder: Path, say, store=FROM_ENVIRONMENT) -> ImageBlobs:
+def image_blobs(client, image_id: str, folder: Path, say, store=FROM_ENVIRONMENT, ready=None) -> ImageBlobs:
     """The config and compressed layers of `image_id`: from the layer store when it holds all of them, else
     from the engine's save of it (one pass: each layer the store lacks compressed as the save streams it; a
-    layer the image holds twice is compressed once)."""
+    layer the image holds twice is compressed once). `ready(blob)`, when given, is handed each layer's blob
+    as soon as it exists, from whichever thread made it (push sends it meanwhile: blob_sender.py)."""
+    ready = ready or (lambda blob: None)
     image = client.inspect_image(image_id)
     recipe = recipe_of(image)
     if store is FROM_ENVIRONMENT:
         store = LayerStore.from_environment(say)
     if recipe is not None:
-        return _release_blobs(client, image, recipe, folder, say, store)
+        return _release_blobs(client, image, recipe, folder, say, store, ready)
     if store is None:
-        return _from_save(client, image, folder, say, None)
+        return _from_save(client, image, folder, say, None, ready)
     made = _made_before(store, image, say)
     if made is not None:
         return made
     folder.mkdir(parents=True, exist_ok=True)
     with store.scratch() as work:
-        blobs = _from_save(client, image, Path(work), say, store, keep_in=folder)
+        blobs = _from_save(client, image, Path(work), say, store, ready, keep_in=folder)
     store.keep_config(blobs.config)
     store.trim()
     return blobs
 
 
-def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store: LayerStore | None) -> ImageBlobs:
+def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store: LayerStore | None,
+                   ready) -> ImageBlobs:
     """The release image of `image` (release_image.py), each of its layers compressed unless the store holds
     it (by the release diff id: a layer whose files did not change is compressed once per machine). A layer
     is compressed on a thread of its own while the next ones are read from the save and rewritten."""
@@ -67,6 +70,7 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
                                  "(the compression read other bytes): nothing pushed")
         blob = _kept(store, diff_id, Blob(digest, size, target), folder)
         say(f"compressed layer {number + 1}/{count}: {size / 1e6:.1f} MB ({digest[:19]})")
+        ready(blob)
         return blob
 
     def keep(path: Path, diff_id: str, work: Path, compressor: _Compressor) -> Blob | _Pending:
@@ -77,6 +81,7 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
         if stored is not None:
             blobs[diff_id] = stored
             say(f"layer {number + 1}/{count}: compressed before ({stored.digest[:19]}, layer store)")
+            ready(stored)
             return stored
         owned = work / f"{number}.plain.tar"  # make_release removes its file when keep returns: moved out
         path.rename(owned)
@@ -196,7 +201,8 @@ def _made_before(store: LayerStore, image: dict, say) -> ImageBlobs | None:
     return ImageBlobs(config, tuple(layers[diff_id] for diff_id in declared))
 
 
-def _from_save(client, image: dict, folder: Path, say, store: LayerStore | None, keep_in: Path | None = None):
+def _from_save(client, image: dict, folder: Path, say, store: LayerStore | None, ready,
+               keep_in: Path | None = None):
     image_id = image["Id"]
     count = len(set((image.get("RootFS") or {}).get("Layers") or []))
     folder.mkdir(parents=True, exist_ok=True)
@@ -222,6 +228,7 @@ def _from_save(client, image: dict, folder: Path, say, store: LayerStore | None,
                 if stored is not None:
                     blobs[declared] = stored
                     say(f"layer {len(blobs)}/{count}: compressed before ({stored.digest[:19]}, layer store)")
+                    ready(stored)
                     return stored
                 with spooled.open("rb") as plain:
                     diff_id, blob = compressed(plain, number)  # keyed by what the compression read, checked below
@@ -232,6 +239,7 @@ def _from_save(client, image: dict, folder: Path, say, store: LayerStore | None,
             return blobs[diff_id]
         blobs[diff_id] = blob = _kept(store, diff_id, blob, keep_in)
         say(f"compressed layer {len(blobs)}/{count}: {blob.size / 1e6:.1f} MB ({blob.digest[:19]})")
+        ready(blob)
         return blob
 
     saved = read_save(client, image, keep)  # the image as the save declares it, checked against the inspect

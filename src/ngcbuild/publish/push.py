@@ -35,6 +35,7 @@ from ngcbuild.engine.release_image import recipe_of
 from ngcbuild.engine.transfer import TransferProgress
 from ngcbuild.image.blobs import Blob, ImageBlobs
 from ngcbuild.image.media import DOCKER_MANIFEST
+from ngcbuild.publish.blob_sender import BlobSender
 from ngcbuild.publish.layer_blobs import image_blobs
 from ngcbuild.registry.auth import LOGIN_HELP, keychain
 from ngcbuild.registry.client import BlobMismatch, DigestMismatch, Registry, RegistryError, digest_of, is_digest
@@ -231,10 +232,13 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
     # that is down or refuses the login fails before the image is saved or a layer compressed
     config_held = _with_retries(shown, lambda: uploader.has_blob(repository_path, image_id), out, sleep)
     recipe = recipe_of(client.inspect_image(image_id))
-    with scratch_folder("ngcbuild-push-") as tmp:
-        blobs, release_id = None, image_id
+    # each layer's blob sent as soon as it is made, beside the rest (blob_sender.py); the upload below does the rest
+    with scratch_folder("ngcbuild-push-") as tmp, BlobSender(registry.without_retries(), repository_path,
+                                                              say) as early:
+        blobs, release_id, sent_early = None, image_id, frozenset()
         if recipe is not None:  # the release image made from the save (release_image.py): its id known from here
-            blobs = image_blobs(client, image_id, Path(tmp), say)
+            blobs = image_blobs(client, image_id, Path(tmp), say, ready=early.offer)
+            sent_early = early.finish()
             release_id = blobs.image_id
             config_held = _with_retries(shown, lambda: uploader.has_blob(repository_path, release_id), out, sleep)
         held = None
@@ -242,8 +246,9 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
             held = _with_retries(shown, lambda: _held_whole(uploader, repository_path, release_id, before), out,
                                  sleep)
         if held is not None:
+            lacked = f"the {len(sent_early)} blobs it lacked sent" if sent_early else "nothing sent"
             say(f"    {repository} holds this image already (manifest {digest_of(held)}): every layer read back to "
-                "its diff id, nothing sent")
+                f"its diff id, {lacked}")
 
             def write_tags() -> None:
                 for tag in tags:
@@ -253,8 +258,9 @@ def push_and_read_back(client, registry: Registry, repository_path: str, tags: l
             body = held
         else:
             if blobs is None:
-                blobs = image_blobs(client, image_id, Path(tmp), say)
-            body = _upload(uploader, repository, repository_path, tags, blobs, out, sleep)
+                blobs = image_blobs(client, image_id, Path(tmp), say, ready=early.offer)
+                sent_early = early.finish()
+            body = _upload(uploader, repository, repository_path, tags, blobs, out, sleep, sent_early)
     digest = digest_of(body)
     for tag in tags:
         ref = f"{repository}:{tag}"
@@ -352,8 +358,9 @@ def _layer_is(uploader: Registry, repository_path: str, blob: Blob, diff_id: str
 
 
 def _upload(uploader: Registry, repository: str, repository_path: str, tags: list[str], blobs: ImageBlobs, out,
-            sleep) -> bytes:
-    """Each blob the registry lacks sent, the manifest written under every tag: its bytes."""
+            sleep, sent_early: frozenset[str] = frozenset()) -> bytes:
+    """Each blob the registry lacks sent (but those `sent_early`, while the image was made: blob_sender.py), the
+    manifest written under every tag: its bytes."""
     shown = f"{repository}:{tags[0]}"
     say = printer(out)
     body = blobs.manifest()
@@ -361,7 +368,9 @@ def _upload(uploader: Registry, repository: str, repository_path: str, tags: lis
     def upload() -> int:
         sent = 0
         for blob in dict.fromkeys(blobs.layers):
-            if uploader.put_blob_file(repository_path, blob.path, blob.digest, blob.size):
+            if blob.digest in sent_early:
+                sent += 1
+            elif uploader.put_blob_file(repository_path, blob.path, blob.digest, blob.size):
                 sent += 1
                 say(f"    sent {blob.digest[:19]} ({blob.size / 1e6:.1f} MB)")
         uploader.put_blob(repository_path, blobs.config)

@@ -407,17 +407,18 @@ class Registry:
         self._served_after_upload(repository, digest, len(data), claimed)
         return digest
 
-    def put_blob_file(self, repository: str, path, digest: str, size: int) -> bool:
+    def put_blob_file(self, repository: str, path, digest: str, size: int, stop=None) -> bool:
         """Upload the file at `path` (`size` bytes whose sha256 is `digest`) as a blob, unless the registry
         has it already; whether it was sent. The body streams from the file: a session that retries
         requests by itself would send a read file's end again, so the caller's session for this retries
-        nothing (it begins the whole upload again on its own schedule: publish/push.py)."""
+        nothing (it begins the whole upload again on its own schedule: publish/push.py). `stop()`, when
+        given, is asked before each read of the file: True ends the upload there (UploadStopped)."""
         self._checked(repository, digest, digest_only=True)
         claimed = self.holds_blob(repository, digest, size)
         if claimed and self.serves_blob(repository, digest, size):
             return False
         with open(path, "rb") as data:
-            self._upload(repository, digest, data, size)
+            self._upload(repository, digest, data if stop is None else _StoppableFile(data, stop), size)
         self._served_after_upload(repository, digest, size, claimed)
         return True
 
@@ -556,6 +557,35 @@ class Registry:
         if answer.status >= 300:
             again = f" (the same after {retried} retries)" if retried else ""
             raise RegistryError(f"{self.host}: {what}: HTTP {answer.status}{_error_codes(answer.body)}{again}")
+
+
+class UploadStopped(Exception):
+    """An upload whose caller asked it to stop (put_blob_file's `stop`): the registry got part of a blob."""
+
+
+class _StoppableFile:
+    """A file body that asks `stop()` before each read: the HTTP layer reads it a block at a time."""
+
+    def __init__(self, data, stop):
+        self._data, self._stop = data, stop
+
+    def read(self, size: int = -1) -> bytes:
+        if self._stop():
+            raise UploadStopped("the upload was stopped")
+        return self._data.read(size)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._data.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._data.tell()
+
+    def fileno(self) -> int:  # the HTTP layer learns the body's length from it (and checks the mode)
+        return self._data.fileno()
+
+    @property
+    def mode(self) -> str:
+        return self._data.mode
 
 
 def read_token(body: bytes, where: str) -> str:
