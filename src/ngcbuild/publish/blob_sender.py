@@ -42,7 +42,9 @@ class BlobSender:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._blobs.put(None)
-        self._thread.join(30)  # a read of a file; a thread still busy then ends with the process
+        # a read of a file, or a request under its own deadline: a command interrupted meanwhile is not held for
+        # it (the thread is a daemon, and ends with the process)
+        self._thread.join(5)
 
     def offer(self, blob: Blob) -> None:
         if blob.digest not in self._offered:
