@@ -372,6 +372,31 @@ def _save_stalled(after: int):
     return answer
 
 
+def _refuses_first_upload(registry, outside):
+    """The registry answers the push's first blob upload (the one sent while the image is still being made:
+    publish/blob_sender.py) with a 503, and takes every later one: the upload after sends that blob."""
+    upload, refused = registry.upload, []
+
+    def once(handler, prefix):
+        if handler.command == "POST" and not refused:
+            refused.append(handler.path)
+            return fakes.send(handler, 503, b'{"errors": [{"code": "UNAVAILABLE"}]}')
+        return upload(handler, prefix)
+
+    registry.upload = once
+    return _keep_stored(registry, outside)
+
+
+def sent_after_a_refusal(check):
+    """`check` (the case's control), and the blob upload opened again after the registry refused the first."""
+    def after(project, outside) -> str | None:
+        posts = (outside / "registry.log").read_text().count('"POST"')
+        if posts < 2:
+            return f"{posts} blob upload(s) opened: the refused one was not sent again"
+        return check(project, outside)
+    return after
+
+
 def layer_sent(project, outside) -> str | None:
     """The layer blob a lying registry claimed was sent after all (a blob upload opened, our manifest recorded)."""
     if '"POST"' not in (outside / "registry.log").read_text():
@@ -620,6 +645,15 @@ def push_cases(add_case) -> None:
     add(HostileCase("push-layer-claimed-with-other-bytes-is-sent", klass, argv, setup, exit_status=0,
                     serve=pushing(_claims_layer(False)), extra_env=env, after=layer_sent,
                     shows=("1 sent, 0 already in the registry",)))
+    # a blob sent while the image is made (publish/blob_sender.py) that the registry refuses is sent by the
+    # upload after, on its first attempt: no retry shown, the push recorded
+    add(HostileCase("push-first-upload-refused-is-sent-by-the-upload-after", klass, argv, setup, exit_status=0,
+                    serve=pushing(_refuses_first_upload), extra_env=env, hides=("retry", "Traceback"),
+                    after=sent_after_a_refusal(recorded_as_stored), shows=("(verified against the registry)",)))
+    add(HostileCase("push-first-upload-refused-of-a-release-image", klass, argv, setup, exit_status=0,
+                    serve=pushing(_refuses_first_upload, labels=_recipe(_WHOLE)), extra_env=env,
+                    hides=("retry", "Traceback"), after=sent_after_a_refusal(release_recorded),
+                    shows=("(verified against the registry)",)))
     add(HostileCase("push-layer-claimed-with-other-bytes-after-sending", klass, argv, setup, exit_status=1,
                     serve=pushing(_claims_layer(True)), extra_env=env, mentions=("before and after it was sent",),
                     absent=("Traceback",), after=nothing_recorded, hides=("retry",)))
