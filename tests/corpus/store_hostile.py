@@ -13,7 +13,18 @@ import os
 import tarfile
 
 from .hostile import HostileCase, dev, setup_all
-from .push_hostile import IMAGE_ID, SAVED, _keep_stored, _record, pushing, recorded_as_stored
+from .push_hostile import (
+    _WHOLE,
+    IMAGE_ID,
+    SAVED,
+    _keep_stored,
+    _pushed,
+    _recipe,
+    _record,
+    pushing,
+    recorded_as_stored,
+    release_recorded,
+)
 
 
 def _tiny_parts() -> tuple[bytes, bytes]:
@@ -86,6 +97,82 @@ def _config_is_another(store, blob, diff_id):
                                                                    + b'"]}}')
 
 
+def _release_layer() -> tuple[str, str, str]:
+    """The tiny image's one layer as a release layer by the cases' recipe (_WHOLE: epoch 1700000000, no base
+    layer): its rewrite's hint key, its release diff id and its blob's digest, as a clean push makes them."""
+    from ngcbuild.image.blobs import compress
+    from ngcbuild.image.layer_tar import LayerRewrite, Times
+
+    _, layer = _tiny_parts()
+    rewrite = LayerRewrite(io.BytesIO(layer), Times(1_700_000_000, 0))
+    plain = io.BytesIO()
+    done = rewrite.write(plain)
+    return rewrite.key, done.diff_id, compress(io.BytesIO(plain.getvalue()), io.BytesIO())[0]
+
+
+def _hinted(write_hint):
+    """A setup leaving OUTSIDE/layer-store with a hint (image/store.py's `rewrites/`) for the tiny image's layer
+    as `write_hint(store, path)` leaves it, and another layer stored (a hint may name it)."""
+    def setup(project, outside):
+        from ngcbuild.image.blobs import Blob, compress
+        from ngcbuild.image.store import LayerStore
+
+        store = LayerStore.open(outside / "layer-store", 1 << 30)
+        path = store.root / "tmp" / "other.gz"
+        with path.open("wb") as target:
+            digest, size, diff_id = compress(io.BytesIO(b"\0" * 10240), target)  # an empty tar: another layer
+        store.keep_layer(diff_id, Blob(digest, size, path))
+        key = _release_layer()[0]
+        write_hint(store, store.root / "rewrites" / "sha256" / key[7:], diff_id)
+    return setup
+
+
+def _hint_names_another_layer(store, path, other):
+    path.write_text(other + "\n")
+
+
+def _hint_is_a_fifo(store, path, other):
+    os.mkfifo(path)
+
+
+def _hint_links_out(store, path, other):
+    path.symlink_to("/etc/passwd")
+
+
+def _hint_escapes(store, path, other):
+    path.write_bytes(b"\x1b]0;owned\x07" + other.encode() + b"\x1b[2J\n")
+
+
+def _hint_names_the_layer(store, path, other):
+    """The control: the store holds the release layer and the hint names it, as a push before left them."""
+    from ngcbuild.image.blobs import Blob, compress
+    from ngcbuild.image.layer_tar import LayerRewrite, Times
+
+    plain = io.BytesIO()
+    done = LayerRewrite(io.BytesIO(_tiny_parts()[1]), Times(1_700_000_000, 0)).write(plain)
+    blob = store.root / "tmp" / "release.gz"
+    with blob.open("wb") as target:
+        digest, size, _ = compress(io.BytesIO(plain.getvalue()), target)
+    store.keep_layer(done.diff_id, Blob(digest, size, blob))
+    path.write_text(done.diff_id + "\n")
+
+
+def pushed_the_release_layer(project, outside) -> str | None:
+    """The release image recorded, and the one layer its manifest names is the blob a clean push makes of the
+    tiny image's layer: no hint put another layer in its place."""
+    import json
+
+    wrong = release_recorded(project, outside)
+    if wrong:
+        return wrong
+    (entry,) = _pushed(project).values()
+    manifest = json.loads((outside / "stored" / entry["digest"].removeprefix("sha256:")).read_bytes())
+    expected = _release_layer()[2]
+    if manifest["layers"][0]["digest"] != expected:
+        return f"the manifest names layer {manifest['layers'][0]['digest'][:19]}, not {expected[:19]}"
+    return None
+
+
 def _store_path_is_a_fifo(project, outside):
     os.mkfifo(outside / "fifo")
 
@@ -111,6 +198,20 @@ def store_cases(add) -> None:
     add(HostileCase("push-layer-store-config-not-its-image", klass, argv, setup_all(base, _stored(_config_is_another)),
                     exit_status=0, serve=pushing(_keep_stored), extra_env=env, after=recorded_as_stored,
                     shows=("passed over", "(verified against the registry)"), absent=("Traceback",)))
+    # a hint of what a build layer's rewrite made before (image/store.py's `rewrites/`) is a guess: one naming
+    # another stored layer is belied by the rewrite and the layer compressed; a FIFO, a link or escapes there
+    # are no hint; the control's names the stored release layer, which is sent without compressing it
+    for name, write_hint in (("names-another-layer", _hint_names_another_layer), ("is-a-fifo", _hint_is_a_fifo),
+                             ("links-out", _hint_links_out), ("escapes", _hint_escapes)):
+        add(HostileCase(f"push-layer-store-rewrite-hint-{name}", klass, argv, setup_all(base, _hinted(write_hint)),
+                        exit_status=0, serve=pushing(_keep_stored, labels=_recipe(_WHOLE)), extra_env=env,
+                        after=pushed_the_release_layer,
+                        shows=("compressed layer 1/1", "(verified against the registry)"),
+                        absent=("\x1b", "Traceback", "root:x:0")))
+    add(HostileCase("push-layer-store-rewrite-hint-names-the-layer", klass, argv,
+                    setup_all(base, _hinted(_hint_names_the_layer)), exit_status=0,
+                    serve=pushing(_keep_stored, labels=_recipe(_WHOLE)), extra_env=env, after=pushed_the_release_layer,
+                    shows=("compressed before", "(verified against the registry)"), hides=("compressed layer",)))
     # the environment names something no store can be: said once, escaped; the push goes on without one
     for name, value in (("a-fifo", "OUTSIDE/fifo"), ("under-a-file", "OUTSIDE/project/README.md/\x1b]0;x\x07s"),
                         ("option-like", "--rm")):

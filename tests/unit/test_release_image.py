@@ -269,8 +269,10 @@ def test_leaving_the_compressor_stops_the_running_compression_and_drops_the_wait
     pending = []
     with pytest.raises(KeyboardInterrupt):
         with _Compressor() as compressor:
-            pending.append(compressor.submit(lambda stop: compress(Endless(), io.BytesIO(), stop=stop), files[0]))
-            pending += [compressor.submit(lambda stop: pytest.fail("a waiting layer was compressed"), path)
+            pending.append(compressor.submit(lambda stop: compress(Endless(), io.BytesIO(), stop=stop),
+                                             lambda: pytest.fail("a running job was discarded")))
+            pending += [compressor.submit(lambda stop: pytest.fail("a waiting layer was compressed"),
+                                          lambda path=path: path.unlink())
                         for path in files[1:]]
             assert started.wait(10)
             raise KeyboardInterrupt  # as Ctrl-C raises in the main thread
@@ -278,4 +280,25 @@ def test_leaving_the_compressor_stops_the_running_compression_and_drops_the_wait
         assert each.done.is_set()
         with pytest.raises(Stopped):
             each.result()
-    assert not any(path.exists() for path in files)
+    assert files[0].exists() and not any(path.exists() for path in files[1:])  # the running job's is its own
+
+
+def test_a_build_layer_cut_short_fails_the_push_where_its_rewrite_streams_into_the_compression(tmp_path):
+    """The rewrite runs on a thread of its own, its output read by the compression (publish/layer_blobs.py):
+    its failure is raised by the push as the rewrite raised it, and nothing of the push is left."""
+    import threading
+
+    from ngcbuild.image.save import SaveUnreadable
+    from ngcbuild.image.store import LayerStore
+
+    whole = _tar({"opt/big": (b"z" * 200_000, BASE_TIME + 60)})
+    cut = whole[:512 * 3 + 100_000]  # the PAX header, the file's header, half its data: the save ends there
+    cut += bytes(-len(cut) % 512)
+    engine = _Engine([BASE, cut], RECIPE)
+    store = LayerStore.open(tmp_path / "store", 1 << 30)
+    before = threading.active_count()
+    with pytest.raises(SaveUnreadable, match="a layer that is not a tar"):
+        image_blobs(engine, engine.image_id, tmp_path / "push", lambda line: None, store=store)
+    assert list((tmp_path / "store" / "tmp").iterdir()) == []
+    assert threading.active_count() <= before  # the rewrite's thread and the compressor's have ended
+    assert list((tmp_path / "store" / "rewrites" / "sha256").iterdir()) == []  # no hint of a layer not made

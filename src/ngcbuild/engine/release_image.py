@@ -4,9 +4,10 @@ as they are, the config normalised (image/config.py) by the recipe the image car
 is loaded back into the engine: the engine keeps the image it built (its local tag still runs), and the release
 image's digest is a function of it, which push sends and records, and `repro` recomputes.
 
-One pass over the save: each layer is spooled (its diff id learnt), rewritten when it is the build's, and
-handed to the caller's `keep` as a plain tar with its release diff id (push compresses it, with the layer
-store: image/store.py; `repro` compares it).
+One pass over the save: each layer is spooled (its diff id learnt); a base layer is handed to the caller's
+`keep` as it is, a build layer to the caller's `rewrites`, which rewrites it where it is kept: push streams
+the rewrite into its compression on threads of its own while the save is read on (publish/layer_blobs.py,
+no rewritten tar on disk), `repro` only hashes it, `diff` keeps the plain tars it compares.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import hashlib
 import itertools
 import tarfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +26,7 @@ from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.core.text import safe
 from ngcbuild.engine.image_save import read_save
 from ngcbuild.image.config import normalised_config
-from ngcbuild.image.layer_tar import Rewritten, Times, layer_dirs, lower_dirs_by_layer, rewrite_layer
+from ngcbuild.image.layer_tar import LayerRewrite, Times, layer_dirs, lower_dirs_by_layer
 from ngcbuild.image.recipe import Recipe
 from ngcbuild.image.save import SaveUnreadable
 
@@ -58,16 +61,85 @@ class _Layer:
 
     diff_id: str = ""
     kept: object = None
+    spool: Path | None = None  # a build layer's, until its rewrite is done
+    pending: object = None  # what `rewrites` handed back for it, until its result is taken
 
 
-def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Made:
-    """The release image of the engine's `image` (its inspect answer) by `recipe`: `keep(path, diff_id)` is
-    called once per distinct layer with a plain tar in `folder` (removed after it returns, unless `keep`
-    moved it) and its release diff id; what it returns stands for that layer in Made.layers.
+@dataclass
+class BuildLayer:
+    """A layer the build wrote, spooled from the save, to be rewritten by whoever keeps it, on any thread. While
+    the layers below are not known (`lower_dirs` None), one whose rewrite reads them `waits`: it is not written
+    and keeps its spool (make_release rewrites it at the end, given them)."""
+
+    spool: Path
+    raw: str  # the save's diff id
+    lower_dirs: frozenset[str] | None
+    times: Times
+    image: dict
+
+    @contextmanager
+    def rewrite(self) -> Iterator[LayerRewrite]:
+        """Its rewrite, its headers read (layer_tar.LayerRewrite), to be written within the block, on any
+        thread (a layer that is not a tar is said as the save's fault wherever it is found); the spool removed
+        when the block ends, unless it waits."""
+        with self.spool.open("rb") as source:
+            try:
+                rewrite = LayerRewrite(source, self.times, lower_dirs=self.lower_dirs)
+                yield rewrite
+            except tarfile.TarError as exc:
+                raise _not_a_tar(self.image, exc) from None
+        if not self.waits(rewrite):
+            self.spool.unlink(missing_ok=True)
+
+    def waits(self, rewrite: LayerRewrite) -> bool:
+        return self.lower_dirs is None and rewrite.done.reads_lower
+
+    def discard(self) -> None:
+        """A rewrite that will never run: its spool removed."""
+        self.spool.unlink(missing_ok=True)
+
+
+class _Done:
+    """A rewrite done at once: its (Rewritten, kept) as result()."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+def in_files(keep):
+    """The `rewrites` of make_release that writes each build layer to a file beside its spool and hands it to
+    `keep(path, diff_id)` at once, on the caller's thread (the file removed after, unless `keep` moved it)."""
+    def rewrites(layer: BuildLayer) -> _Done:
+        plain = layer.spool.with_suffix(".release.tar")
+        try:
+            with layer.rewrite() as rewrite:
+                if layer.waits(rewrite):
+                    return _Done((rewrite.done, None))
+                # the rewrite writes a tar header at a time: a large buffer makes one write of many
+                with plain.open("wb", buffering=_CHUNK) as out:
+                    done = rewrite.write(out)
+            return _Done((done, keep(plain, done.diff_id)))
+        finally:
+            plain.unlink(missing_ok=True)
+    return rewrites
+
+
+def make_release(client, image: dict, recipe: Recipe, folder: Path, keep, rewrites=None) -> Made:
+    """The release image of the engine's `image` (its inspect answer) by `recipe`. A base layer is handed to
+    `keep(path, diff_id)` as the save holds it (a plain tar in `folder`, removed after it returns unless
+    `keep` moved it); each build layer to `rewrites(BuildLayer)`, which gives back something whose `result()`
+    is (Rewritten, what stands for the layer), at once or later (push compresses it on a thread of its own
+    while the save is read on: publish/layer_blobs.py). Without `rewrites`, each build layer is written to a
+    file and handed to `keep` too (in_files). What `keep` or a result returned stands for that layer in
+    Made.layers.
 
     A build layer whose rewrite reads the layers below it (an opaque marker, /run: image/artefacts.py) waits,
     spooled, until the save has been read whole: a save lists its layers in an order of its own, and the
     directories below a layer are known only in the image's order (its inspect answer's)."""
+    rewrites = rewrites or in_files(keep)
     started = time.monotonic()
     declared = (image.get("RootFS") or {}).get("Layers") if isinstance(image, dict) else None
     wrong = recipe.check(declared) if isinstance(declared, list) else "its inspect answer lists no layers"
@@ -79,22 +151,17 @@ def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Mad
     made = Made()
     by_raw: dict[str, _Layer] = {}  # the save's diff id -> that layer made
     dirs: dict[str, set[str]] = {}  # the save's diff id -> the directories the layer holds
-    waiting: dict[str, Path] = {}  # the save's diff id -> its spool, rewritten once the layers below are known
     numbers = itertools.count()
 
-    def release(layer: _Layer, spooled: Path, lower_dirs, raw: str | None = None) -> bool:
-        """`spooled` rewritten (given the directories below it) and kept as `layer`; with `raw` (nothing known
-        below yet), False and nothing kept when its rewrite would read the layers below (it waits)."""
-        plain = spooled.with_suffix(".release.tar")
-        try:
-            done = _rewritten(spooled, plain, times, image, lower_dirs)
-            if raw is not None:
-                dirs[raw] = done.dirs
-                if done.reads_lower:
-                    return False
-            layer.diff_id, layer.kept = done.diff_id, keep(plain, done.diff_id)
-        finally:
-            plain.unlink(missing_ok=True)
+    def taken(layer: _Layer, raw: str) -> bool:
+        """The result of `layer`'s rewrite taken: False when it waits for the layers below."""
+        done, kept = layer.pending.result()
+        layer.pending = None
+        if raw not in dirs:  # a rewrite done at the end is given the dirs: it does not find them again
+            dirs[raw] = done.dirs
+        if not done.written:
+            return False
+        layer.diff_id, layer.kept, layer.spool = done.diff_id, kept, None
         made.rewritten += 1
         made.removed.update(done.removed)
         made.pyc_clamped += done.pyc_clamped
@@ -102,19 +169,20 @@ def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Mad
 
     def take(source) -> _Layer:
         spooled, raw = spool(source, folder / f"{next(numbers)}.tar")
-        try:
-            if raw in by_raw:  # a layer the image holds twice
-                return by_raw[raw]
-            layer = by_raw[raw] = _Layer()
-            if raw in base:  # kept as it is; the directories it holds are the layers' above
+        if raw in by_raw:  # a layer the image holds twice
+            spooled.unlink(missing_ok=True)
+            return by_raw[raw]
+        layer = by_raw[raw] = _Layer()
+        if raw in base:  # kept as it is; the directories it holds are the layers' above
+            try:
                 dirs[raw] = _dirs_of(spooled, image)
                 layer.diff_id, layer.kept = raw, keep(spooled, raw)
-            elif not release(layer, spooled, None, raw):
-                waiting[raw], spooled = spooled, None  # kept on disk until the save is read
-            return layer
-        finally:
-            if spooled is not None:
+            finally:
                 spooled.unlink(missing_ok=True)
+        else:
+            layer.spool = spooled
+            layer.pending = rewrites(BuildLayer(spooled, raw, None, times, image))
+        return layer
 
     try:
         saved = read_save(client, image, take)  # read by what it declares, checked against the inspect answer
@@ -122,12 +190,16 @@ def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Mad
             if by_raw.get(layer.diff_id) is not layer.result:
                 raise OperationError(f"the release layer made from {layer.diff_id[:19]} of {_shown_id(image)} "
                                      "is not of that layer's bytes (other or fewer bytes were read): nothing made")
+        waiting = [raw for raw, layer in by_raw.items() if layer.pending is not None and not taken(layer, raw)]
         below = lower_dirs_by_layer([layer.diff_id for layer in saved.layers], dirs)
-        for raw, spooled in waiting.items():
-            release(by_raw[raw], spooled, below[raw])
+        for raw in waiting:
+            layer = by_raw[raw]
+            layer.pending = rewrites(BuildLayer(layer.spool, raw, below[raw], times, image))
+            taken(layer, raw)
     finally:
-        for spooled in waiting.values():
-            spooled.unlink(missing_ok=True)
+        for layer in by_raw.values():  # a spool a rewrite still reads stays open to it until that ends
+            if layer.spool is not None:
+                layer.spool.unlink(missing_ok=True)
     try:
         config = load_json(saved.config, "the image's config")
     except JsonRefused as exc:
@@ -146,18 +218,20 @@ def make_release(client, image: dict, recipe: Recipe, folder: Path, keep) -> Mad
 
 
 def release_image_id(client, image: dict, recipe: Recipe, folder: Path) -> Made:
-    """The release image of `image` made without keeping a layer: its id and what rewriting did."""
-    return make_release(client, image, recipe, folder, lambda path, diff_id: diff_id)
+    """The release image of `image` made without keeping a layer (none written to disk): its id and what
+    rewriting did."""
+    def rewrites(layer: BuildLayer) -> _Done:
+        with layer.rewrite() as rewrite:
+            done = rewrite.done if layer.waits(rewrite) else rewrite.write(_Nowhere())
+        return _Done((done, done.diff_id))
+    return make_release(client, image, recipe, folder, lambda path, diff_id: diff_id, rewrites)
 
 
-def _rewritten(spool: Path, target: Path, times: Times, image: dict, lower_dirs) -> Rewritten:
-    # the rewrite writes a tar record (10 kB) at a time: a larger buffer makes one write of many (16% less CPU
-    # on 5 GB of /usr; a larger read buffer costs more, the tar reader seeks from member to member)
-    with spool.open("rb") as source, target.open("wb", buffering=_CHUNK) as out:
-        try:
-            return rewrite_layer(source, out, times, lower_dirs=lower_dirs)
-        except tarfile.TarError as exc:
-            raise _not_a_tar(image, exc) from None
+class _Nowhere:
+    """A writable file that keeps nothing (what passes is hashed on its way: layer_tar._Hashing)."""
+
+    def write(self, data) -> int:
+        return len(data)
 
 
 def _dirs_of(spool: Path, image: dict) -> set[str]:

@@ -195,6 +195,7 @@ class Rewritten:
 
     diff_id: str = ""  # sha256:<hex> of the rewritten tar
     size: int = 0
+    written: bool = False  # False: not written (a rewrite that waits for the layers below: engine/release_image.py)
     entries: int = 0
     removed: dict[str, str] = field(default_factory=dict)  # path -> why (volatile.py, artefacts.py)
     pyc_clamped: int = 0
@@ -249,15 +250,20 @@ def layer_dirs(source: BinaryIO) -> set[str]:
 
 
 class _Hashing:
-    """A writable file that hashes and counts what passes through it."""
+    """A writable file that counts (and, with `hashed`, hashes) what passes through it; its position is
+    what it has been given (tarfile's writer asks, and pads the archive by it)."""
 
-    def __init__(self, target: BinaryIO):
-        self.target, self.digest, self.size = target, hashlib.sha256(), 0
+    def __init__(self, target: BinaryIO, hashed: bool = True):
+        self.target, self.digest, self.size = target, hashlib.sha256() if hashed else None, 0
 
     def write(self, data) -> int:
-        self.digest.update(data)
+        if self.digest is not None:
+            self.digest.update(data)
         self.size += len(data)
         return self.target.write(data)
+
+    def tell(self) -> int:
+        return self.size
 
 
 def clamp_pyc(data: bytes, times: Times) -> bytes:
@@ -306,35 +312,68 @@ def rewrite_layer(source: BinaryIO, target: BinaryIO, times: Times, *,
     """Read the layer tar `source` (seekable) and write its normalised form to `target`. `lower_dirs`: the
     directories every layer below this one holds (the union of their `Rewritten.dirs`, the base's included);
     None when they are not known, which keeps every opaque marker (artefacts.py)."""
-    done = Rewritten()
-    hashing = _Hashing(target)
-    with tarfile.open(fileobj=source, mode="r:", tarinfo=_Bounded) as raw:
-        members = raw.getmembers()
-        by_name = {member.name: member for member in members}
+    return LayerRewrite(source, times, lower_dirs=lower_dirs).write(target)
+
+
+class LayerRewrite:
+    """A layer's rewrite, its headers read (`source` seekable, read again by each `write`): what it holds
+    (`done`: its dirs, what it removes, whether it reads the layers below) and `key`, the digest of the
+    headers it writes, are known before a byte of it is written."""
+
+    def __init__(self, source: BinaryIO, times: Times, *, lower_dirs: frozenset[str] | set[str] | None = None):
+        self.source, self.times, self.done = source, times, Rewritten()
+        self.raw = tarfile.open(fileobj=source, mode="r:", tarinfo=_Bounded)
+        members = self.raw.getmembers()
+        self.by_name = {member.name: member for member in members}
         linked = {member.linkname for member in members if member.islnk()}
-        kept = []
+        self.kept = []
         for member in members:
             reason = _why_removed(member, lower_dirs)
             if reason is not None and member.name not in linked and not member.islnk():
-                done.removed[member.name] = reason
+                self.done.removed[member.name] = reason
             else:
-                kept.append(member)
-        carriers = _carriers(kept)
-        with tarfile.open(fileobj=hashing, mode="w|", format=tarfile.PAX_FORMAT) as out:
-            for member in sorted(kept, key=lambda m: path_order(m.name)):
-                carrier = carriers.get(member.name)
+                self.kept.append(member)
+                self.done.held(member)
+        self.kept.sort(key=lambda m: path_order(m.name))
+        self.carriers = _carriers(self.kept)
+        self.done.entries = len(self.kept)
+
+    @property
+    def key(self) -> str:
+        """The digest of every header the rewrite writes, in order (the file's data left out): two layers with
+        one key differ at most in their files' bytes."""
+        digest = hashlib.sha256()
+        for member in self.kept:
+            info = _clean(member, self.times)
+            digest.update(repr((member.name, info.type, info.mode, info.uid, info.gid, info.size, info.mtime,
+                                info.linkname, info.devmajor, info.devminor, sorted(info.pax_headers.items()),
+                                self.carriers.get(member.name))).encode("utf-8", "surrogateescape"))
+        return "sha256:" + digest.hexdigest()
+
+    def write(self, target: BinaryIO, hashed: bool = True) -> Rewritten:
+        """The rewritten layer written to `target`; `hashed=False`: the diff id left to the caller (a compression
+        that hashes what it reads: publish/layer_blobs.py)."""
+        done = Rewritten(entries=self.done.entries, removed=dict(self.done.removed), dirs=set(self.done.dirs),
+                         opaque=set(self.done.opaque))
+        hashing = _Hashing(target, hashed)
+        # written as a file, not a stream ("w|" cuts every write into 10 kB records): the same bytes, with each
+        # file's data copied a MiB at a time (tarfile's default is 16 kB); 12% less CPU on 5 GB of /usr
+        with tarfile.TarFile(fileobj=hashing, mode="w", format=tarfile.PAX_FORMAT, copybufsize=_CHUNK) as out:
+            for member in self.kept:
+                carrier = self.carriers.get(member.name)
                 if carrier is None:
-                    _copy(raw, member.name, member, out, times, done)
+                    _copy(self.raw, member.name, member, out, self.times, done)
                 elif carrier == member.name:  # the first of its group: the file, with the data
-                    _copy(raw, member.name, member if member.isreg() else by_name[member.linkname], out, times, done)
+                    data = member if member.isreg() else self.by_name[member.linkname]
+                    _copy(self.raw, member.name, data, out, self.times, done)
                 else:  # every other path of the group links to the first
-                    info = _clean(member, times)
+                    info = _clean(member, self.times)
                     info.type, info.size, info.linkname = tarfile.LNKTYPE, 0, carrier
                     out.addfile(info)
-                done.held(member)
-                done.entries += 1
-    done.diff_id, done.size = "sha256:" + hashing.digest.hexdigest(), hashing.size
-    return done
+        done.size, done.written = hashing.size, True
+        if hashing.digest is not None:
+            done.diff_id = "sha256:" + hashing.digest.hexdigest()
+        return done
 
 
 class _HashingReader:
@@ -393,7 +432,7 @@ def rewrite_stream(source: BinaryIO, target: Path, times: Times, *,
         pass
     raw_diff_id = "sha256:" + reader.digest.hexdigest()
     if in_order:
-        done.diff_id, done.size = "sha256:" + hashing.digest.hexdigest(), hashing.size
+        done.diff_id, done.size, done.written = "sha256:" + hashing.digest.hexdigest(), hashing.size, True
         return done, raw_diff_id
     unsorted = target.with_name(target.name + ".unsorted")
     target.rename(unsorted)

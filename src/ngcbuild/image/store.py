@@ -9,14 +9,17 @@ Where: $NGCBUILD_LAYER_STORE (a folder; `off` for none), else $XDG_CACHE_HOME/ng
 blobs removed first once a push has added its own.
 
 Layout: `<format>/blobs/sha256/<hex>` (a compressed layer), `<format>/diff/sha256/<hex>` (the layer of that
-diff id: "sha256:<blob hex> <size>"), `configs/sha256/<hex>` (an image's config), `tmp/` (a push's work,
-renamed into place when whole). `<format>` names the compression (image/blobs.py's level, memory level,
-block and zlib's version): a blob another compression made is never taken for ours.
+diff id: "sha256:<blob hex> <size>"), `configs/sha256/<hex>` (an image's config), `rewrites/sha256/<hex>`
+(a hint: the release diff id a build layer's rewrite made before, by the key of what it was made from:
+engine/release_image.BuildLayer.key), `tmp/` (a push's work, renamed into place when whole). `<format>`
+names the compression (image/blobs.py's level, memory level, block and zlib's version): a blob another
+compression made is never taken for ours.
 
 Nothing stored is trusted: a layer is used only after its blob is read whole, its bytes hashing to the
 digest its entry records and the bytes they inflate to hashing to the diff id asked for; a config only when
-its bytes hash to the image id. Anything else there (a link, a FIFO, a damaged or foreign file) is passed
-over, said once, and the layer compressed again.
+its bytes hash to the image id; a hint only as a guess, which the rewrite it names confirms or belies.
+Anything else there (a link, a FIFO, a damaged or foreign file) is passed over, said once, and the layer
+compressed again.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ class LayerStore:
         try:
             root = Path(os.path.realpath(root))
             for folder in (root / FORMAT / "blobs" / "sha256", root / FORMAT / "diff" / "sha256",
-                           root / "configs" / "sha256", root / "tmp"):
+                           root / "configs" / "sha256", root / "rewrites" / "sha256", root / "tmp"):
                 folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             say(f"warning: the layer store {_shown(root)} cannot be used ({exc.strerror or exc}); every layer is "
@@ -129,6 +132,14 @@ class LayerStore:
             return self._pass_over(path, "its bytes are not the image id's")
         return data
 
+    def rewrite_hint(self, key: str) -> str | None:
+        """The release diff id a rewrite of `key` made before, as recorded (a guess: never checked here), or
+        None."""
+        found = _DIGEST.fullmatch(key or "")
+        text = _small_file(self.root / "rewrites" / "sha256" / found.group(1), 100) if found else None
+        named = _DIGEST.fullmatch((text or b"").decode("ascii", "replace").strip())
+        return named.group(0) if named else None
+
     def _pass_over(self, path: Path, why: str) -> None:
         if str(path) not in self._passed:
             self._passed.add(str(path))
@@ -157,6 +168,15 @@ class LayerStore:
         except Exception as exc:  # OSError or the one writer's refusal (a link or FIFO where the entry goes)
             self.say(f"warning: the layer store could not record {blob.digest[:19]} ({exc})")
         return Blob(blob.digest, blob.size, target)
+
+    def keep_rewrite_hint(self, key: str, diff_id: str) -> None:
+        found = _DIGEST.fullmatch(key or "")
+        if not found or not _DIGEST.fullmatch(diff_id or ""):
+            return
+        try:
+            write_file(self.root / "rewrites" / "sha256" / found.group(1), diff_id + "\n", within=self.root)
+        except Exception as exc:  # OSError or the one writer's refusal: the next push compresses it again
+            self.say(f"warning: the layer store could not record a rewrite of {diff_id[:19]} ({exc})")
 
     def keep_config(self, config: bytes) -> None:
         try:

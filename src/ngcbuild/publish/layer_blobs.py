@@ -18,9 +18,11 @@ from pathlib import Path
 
 from ngcbuild.core.errors import OperationError
 from ngcbuild.core.jsonload import JsonRefused, load_json
+from ngcbuild.core.pipe import Pipe
 from ngcbuild.engine.image_save import read_save
-from ngcbuild.engine.release_image import make_release, recipe_of, spool
+from ngcbuild.engine.release_image import BuildLayer, make_release, recipe_of, spool
 from ngcbuild.image.blobs import Blob, ImageBlobs, Stopped, compress
+from ngcbuild.image.layer_tar import LayerRewrite, Rewritten
 from ngcbuild.image.recipe import Recipe
 from ngcbuild.image.store import LayerStore
 
@@ -55,43 +57,69 @@ def image_blobs(client, image_id: str, folder: Path, say, store=FROM_ENVIRONMENT
 def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store: LayerStore | None,
                    ready) -> ImageBlobs:
     """The release image of `image` (release_image.py), each of its layers compressed unless the store holds
-    it (by the release diff id: a layer whose files did not change is compressed once per machine). A layer
-    is compressed on a thread of its own while the next ones are read from the save and rewritten."""
+    it (by the release diff id: a layer whose files did not change is compressed once per machine). A build
+    layer is rewritten and compressed on threads of their own, the rewrite streamed into the compression
+    (no rewritten tar on disk), while the next layers are read from the save. Which release layer a build
+    layer makes is known only once it is rewritten: the store's hint (`rewrite_hint`) says which it made
+    before, and when the store holds that one the rewrite is only hashed; a hint the rewrite belies is passed
+    over and the layer compressed."""
     count = len(set((image.get("RootFS") or {}).get("Layers") or []))
     folder.mkdir(parents=True, exist_ok=True)
-    blobs: dict[str, Blob | _Pending] = {}
+    numbers = itertools.count()
 
-    def compressed(path: Path, diff_id: str, work: Path, number: int, stop) -> Blob:
-        target = work / f"{number}.tar.gz"
-        with path.open("rb") as plain, target.open("wb") as packed:
-            digest, size, inflated = compress(plain, packed, stop=stop)
-        if inflated != diff_id:
-            raise OperationError(f"the blob compressed from release layer {diff_id[:19]} is not that layer's bytes "
-                                 "(the compression read other bytes): nothing pushed")
-        blob = _kept(store, diff_id, Blob(digest, size, target), folder)
-        say(f"compressed layer {number + 1}/{count}: {size / 1e6:.1f} MB ({digest[:19]})")
+    def said_made(blob: Blob, number: int) -> Blob:
+        say(f"compressed layer {number + 1}/{count}: {blob.size / 1e6:.1f} MB ({blob.digest[:19]})")
         ready(blob)
         return blob
 
-    def keep(path: Path, diff_id: str, work: Path, compressor: _Compressor) -> Blob | _Pending:
-        if diff_id in blobs:
-            return blobs[diff_id]
-        number = len(blobs)
+    def stored_before(blob: Blob, number: int) -> Blob:
+        say(f"layer {number + 1}/{count}: compressed before ({blob.digest[:19]}, layer store)")
+        ready(blob)
+        return blob
+
+    def as_is(path: Path, diff_id: str, work: Path, compressor: _Compressor):
+        """A base layer, the file as the save holds it."""
+        number = next(numbers)
         stored = store.layer(diff_id) if store is not None else None
         if stored is not None:
-            blobs[diff_id] = stored
-            say(f"layer {number + 1}/{count}: compressed before ({stored.digest[:19]}, layer store)")
-            ready(stored)
-            return stored
+            return stored_before(stored, number)
         owned = work / f"{number}.plain.tar"  # make_release removes its file when keep returns: moved out
         path.rename(owned)
-        blobs[diff_id] = compressor.submit(lambda stop: compressed(owned, diff_id, work, number, stop), owned)
-        return blobs[diff_id]
+
+        def job(stop) -> Blob:
+            try:
+                with owned.open("rb") as plain:
+                    blob = _compressed(plain, work / f"{number}.tar.gz", diff_id, stop)
+            finally:
+                owned.unlink(missing_ok=True)
+            return said_made(_kept(store, diff_id, blob, folder), number)
+        return compressor.submit(job, lambda: owned.unlink(missing_ok=True))
+
+    def rewritten(layer: BuildLayer, work: Path, compressor: _Compressor) -> _Pending:
+        number = next(numbers)
+
+        def job(stop):
+            with layer.rewrite() as rewrite:
+                if layer.waits(rewrite):
+                    return rewrite.done, None
+                key = rewrite.key
+                hint = store.rewrite_hint(key) if store is not None else None
+                stored = store.layer(hint) if hint else None
+                if stored is not None:  # hashed only: the stored blob is taken when the rewrite is what it made
+                    done = rewrite.write(_Nowhere())
+                    if done.diff_id == hint:
+                        return done, stored_before(stored, number)
+                done, blob = _written_and_compressed(rewrite, work / f"{number}.tar.gz", stop)
+            if store is not None:
+                store.keep_rewrite_hint(key, done.diff_id)
+            return done, said_made(_kept(store, done.diff_id, blob, folder), number)
+        return compressor.submit(job, layer.discard)
 
     def made_in(work: Path) -> ImageBlobs:
         with _Compressor() as compressor:
             made = make_release(client, image, recipe, work / "layers",
-                                lambda path, diff_id: keep(path, diff_id, work, compressor))
+                                lambda path, diff_id: as_is(path, diff_id, work, compressor),
+                                lambda layer: rewritten(layer, work, compressor))
             layers = tuple(layer.result() if isinstance(layer, _Pending) else layer for layer in made.layers)
         say(made.said())
         return ImageBlobs(made.config, layers)
@@ -105,27 +133,75 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
     return blobs_made
 
 
+def _compressed(plain, target: Path, diff_id: str, stop) -> Blob:
+    """The blob of the plain layer `diff_id` read from `plain`, written to `target`."""
+    with target.open("wb") as packed:
+        digest, size, inflated = compress(plain, packed, stop=stop)
+    if inflated != diff_id:
+        raise OperationError(f"the blob compressed from layer {diff_id[:19]} is not that layer's bytes "
+                             "(the compression read other bytes): nothing pushed")
+    return Blob(digest, size, target)
+
+
+def _written_and_compressed(rewrite: LayerRewrite, target: Path, stop) -> tuple[Rewritten, Blob]:
+    """`rewrite` written on a thread of its own into a pipe its compression reads (the two at once, on two
+    cores; nothing between them on disk). The release diff id is what the compression read. A failure of the
+    rewrite is raised here as it was raised there; a compression that fails or stops abandons the pipe, which
+    ends the rewrite at its next write."""
+    pipe = Pipe()
+    result: list[Rewritten] = []
+
+    def write() -> None:
+        try:
+            result.append(rewrite.write(pipe, hashed=False))
+            pipe.close()
+        except BaseException as exc:  # noqa: BLE001 - raised on the compression's side, as it is
+            pipe.fail(exc)
+
+    writer = threading.Thread(target=write, daemon=True, name="rewrite")
+    writer.start()
+    try:
+        with target.open("wb") as packed:
+            digest, size, inflated = compress(pipe, packed, stop=stop)
+    except BaseException:
+        pipe.abandon()
+        writer.join(30)  # a write or two: the spool it reads is closed only once it has ended
+        target.unlink(missing_ok=True)
+        raise
+    writer.join()
+    done = result[0]
+    done.diff_id = inflated
+    return done, Blob(digest, size, target)
+
+
+class _Nowhere:
+    """A writable file that keeps nothing (what passes is hashed on its way: layer_tar's rewrite)."""
+
+    def write(self, data) -> int:
+        return len(data)
+
+
 class _Pending:
-    """A layer handed to the compressor: its blob once made (result() waits), or what went wrong."""
+    """A layer handed to the compressor: what its job made once done (result() waits), or what went wrong."""
 
     def __init__(self):
         self.done = threading.Event()
-        self.blob: Blob | None = None
+        self.value = None
         self.failure: BaseException | None = None
 
-    def result(self) -> Blob:
+    def result(self):
         self.done.wait()  # an interrupt wakes this wait at once
         if self.failure is not None:
             raise self.failure
-        return self.blob
+        return self.value
 
 
 class _Compressor:
-    """One thread that compresses the layers handed to it, in order, while the caller reads and rewrites the
-    next (on two cores, spooling and rewriting leave one idle). At most AHEAD layers wait, spooled, so the
-    disk a push uses stays a few layers. A job's failure is raised at the next hand-out or at result();
-    leaving the block stops the thread: the running compression ends within a block or two (blobs.Stopped),
-    the waiting ones never start, and each waiting layer's file is removed."""
+    """One thread that makes the blobs of the layers handed to it, in order, while the caller reads the next
+    from the save. At most AHEAD layers wait, spooled, so the disk a push uses stays a few layers. A job's
+    failure is raised at the next hand-out or at result(); leaving the block stops the thread: the running
+    compression ends within a block or two (blobs.Stopped), the waiting jobs never start, and each one's
+    `discard` is called (its spooled layer removed)."""
 
     AHEAD = 2
 
@@ -145,12 +221,13 @@ class _Compressor:
             self._jobs.put_nowait(None)  # wakes a thread waiting for work
         self._thread.join(30)  # a block or two of deflate; a thread still busy then ends with the process
 
-    def submit(self, job, owned: Path) -> _Pending:
-        """`job(stop)` -> Blob run on the thread; `owned` (the file it reads) removed once it has run."""
+    def submit(self, job, discard) -> _Pending:
+        """`job(stop)` run on the thread, its result the _Pending's; `discard()` called instead when it never
+        runs (the job removes what it reads once it has run)."""
         if self._failed:
             raise self._failed[0]
         pending = _Pending()
-        self._jobs.put((job, owned, pending))  # waits while AHEAD layers are waiting
+        self._jobs.put((job, discard, pending))  # waits while AHEAD layers are waiting
         return pending
 
     def _run(self) -> None:
@@ -158,14 +235,13 @@ class _Compressor:
             item = self._jobs.get()
             if item is None:
                 break
-            job, owned, pending = item
+            job, _, pending = item
             try:
-                pending.blob = job(self._stop.is_set)
+                pending.value = job(self._stop.is_set)
             except BaseException as exc:  # handed to the caller, who raises it
                 pending.failure = exc
                 self._failed.append(exc)
             finally:
-                owned.unlink(missing_ok=True)
                 pending.done.set()
         while True:  # what waits was never started: its spooled file goes now
             try:
@@ -173,7 +249,7 @@ class _Compressor:
             except queue.Empty:
                 return
             if item is not None:
-                item[1].unlink(missing_ok=True)
+                item[1]()
                 item[2].failure = Stopped("not compressed: the push stopped")
                 item[2].done.set()
 
