@@ -302,3 +302,15 @@ def test_a_build_layer_cut_short_fails_the_push_where_its_rewrite_streams_into_t
     assert list((tmp_path / "store" / "tmp").iterdir()) == []
     assert threading.active_count() <= before  # the rewrite's thread and the compressor's have ended
     assert list((tmp_path / "store" / "rewrites" / "sha256").iterdir()) == []  # no hint of a layer not made
+
+
+def test_a_layer_that_waits_for_the_layers_below_keeps_its_number_in_what_the_push_says(tmp_path):
+    import re
+
+    base = _entries(("etc", None), ("etc/os-release", b"debian\n"))
+    recipe = Recipe(EPOCH, BASE_TIME, 1, base_chain([_digest(base)]))
+    engine = _Engine([base, _entries(("opt", None), ("opt/.wh..wh..opq", b"")), _entries(("srv", None))], recipe)
+    said: list[str] = []
+    blobs = image_blobs(engine, engine.image_id, tmp_path / "push", said.append, store=None)
+    numbers = sorted(re.search(r"compressed layer ([0-9]+/[0-9]+)", line)[1] for line in said if "compressed layer" in line)
+    assert numbers == ["1/3", "2/3", "3/3"] and len(blobs.layers) == 3

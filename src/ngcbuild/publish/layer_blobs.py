@@ -65,7 +65,7 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
     over and the layer compressed."""
     count = len(set((image.get("RootFS") or {}).get("Layers") or []))
     folder.mkdir(parents=True, exist_ok=True)
-    numbers = itertools.count()
+    numbered: dict[str, int] = {}  # the save's diff id -> the layer's number as said (a waiting layer keeps its own)
 
     def said_made(blob: Blob, number: int) -> Blob:
         say(f"compressed layer {number + 1}/{count}: {blob.size / 1e6:.1f} MB ({blob.digest[:19]})")
@@ -79,7 +79,7 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
 
     def as_is(path: Path, diff_id: str, work: Path, compressor: _Compressor):
         """A base layer, the file as the save holds it."""
-        number = next(numbers)
+        number = numbered.setdefault(diff_id, len(numbered))
         stored = store.layer(diff_id) if store is not None else None
         if stored is not None:
             return stored_before(stored, number)
@@ -96,7 +96,7 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
         return compressor.submit(job, lambda: owned.unlink(missing_ok=True))
 
     def rewritten(layer: BuildLayer, work: Path, compressor: _Compressor) -> _Pending:
-        number = next(numbers)
+        number = numbered.setdefault(layer.raw, len(numbered))
 
         def job(stop):
             with layer.rewrite() as rewrite:
