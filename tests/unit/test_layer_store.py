@@ -147,3 +147,25 @@ def test_trim_removes_the_least_recently_used_blobs_never_a_recent_one(tmp_path)
     os.utime(stale, (old - store_module.STALE_TMP_S, old - store_module.STALE_TMP_S))
     store.trim()
     assert not stale.exists()
+
+
+def test_a_rewrite_hint_is_kept_until_the_layer_it_names_is_trimmed(tmp_path):
+    """image/store.py's hints (the release layer a build layer's rewrite made before) are tiny, one per layer
+    made: each goes when the layer it names leaves the store; one that names nothing, or is no hint, at once."""
+    lines: list[str] = []
+    store = _store(tmp_path, lines)
+    image_id, save, layers, diff_ids = docker_20_10_save()
+    made = _push_blobs(SavingClient(image_id, save, diff_ids), image_id, tmp_path, store, lines)
+    keys = ["sha256:" + str(n) * 64 for n in range(4)]
+    for key, diff_id in zip(keys[:3], diff_ids[:2] + ["sha256:" + "e" * 64], strict=True):
+        store.keep_rewrite_hint(key, diff_id)
+    hints = store.root / "rewrites" / "sha256"
+    os.mkfifo(hints / keys[3][7:])  # no hint: never waited on, removed
+    assert store.rewrite_hint(keys[0]) == diff_ids[0] and store.rewrite_hint(keys[3]) is None
+    store.trim()
+    assert sorted(path.name for path in hints.iterdir()) == sorted(key[7:] for key in keys[:2])
+    old = time.time() - 2 * store_module.RECENT_S
+    os.utime(made.layers[0].path, (old, old))
+    store.cap = sum(blob.size for blob in made.layers[1:])
+    store.trim()
+    assert [path.name for path in hints.iterdir()] == [keys[1][7:]]

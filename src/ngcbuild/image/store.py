@@ -24,6 +24,7 @@ compressed again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -187,11 +188,20 @@ class LayerStore:
 
     def trim(self) -> None:
         """Least recently used blobs removed (with their entries) until the store is under its bound; none
-        used in the last RECENT_S seconds; work folders of killed runs removed."""
+        used in the last RECENT_S seconds; work folders of killed runs removed, and hints that name a layer
+        the store no longer holds."""
         now = time.time()
         for work in _entries(self.root / "tmp"):
             if now - work.stat(follow_symlinks=False).st_mtime > STALE_TMP_S:
                 shutil.rmtree(work.path, ignore_errors=True)
+        self._trim_blobs(now)
+        for hint in _entries(self.root / "rewrites" / "sha256"):
+            named = _DIGEST.fullmatch((_small_file(Path(hint.path), 100) or b"").decode("ascii", "replace").strip())
+            if not named or not os.path.lexists(self.layers_root / "diff" / "sha256" / named.group(1)):
+                with contextlib.suppress(OSError):
+                    os.unlink(hint.path)
+
+    def _trim_blobs(self, now: float) -> None:
         blobs = [(entry.stat(follow_symlinks=False), entry)
                  for entry in _entries(self.layers_root / "blobs" / "sha256")]
         total = sum(info.st_size for info, _ in blobs)
