@@ -222,12 +222,12 @@ def release_image_id(client, image: dict, recipe: Recipe, folder: Path) -> Made:
     rewriting did."""
     def rewrites(layer: BuildLayer) -> _Done:
         with layer.rewrite() as rewrite:
-            done = rewrite.done if layer.waits(rewrite) else rewrite.write(_Nowhere())
+            done = rewrite.done if layer.waits(rewrite) else rewrite.write(Nowhere())
         return _Done((done, done.diff_id))
     return make_release(client, image, recipe, folder, lambda path, diff_id: diff_id, rewrites)
 
 
-class _Nowhere:
+class Nowhere:
     """A writable file that keeps nothing (what passes is hashed on its way: layer_tar._Hashing)."""
 
     def write(self, data) -> int:

@@ -20,7 +20,7 @@ from ngcbuild.core.errors import OperationError
 from ngcbuild.core.jsonload import JsonRefused, load_json
 from ngcbuild.core.pipe import Pipe
 from ngcbuild.engine.image_save import read_save
-from ngcbuild.engine.release_image import BuildLayer, make_release, recipe_of, spool
+from ngcbuild.engine.release_image import BuildLayer, Nowhere, make_release, recipe_of, spool
 from ngcbuild.image.blobs import Blob, ImageBlobs, Stopped, compress
 from ngcbuild.image.layer_tar import LayerRewrite, Rewritten
 from ngcbuild.image.recipe import Recipe
@@ -106,7 +106,7 @@ def _release_blobs(client, image: dict, recipe: Recipe, folder: Path, say, store
                 hint = store.rewrite_hint(key) if store is not None else None
                 stored = store.layer(hint) if hint else None
                 if stored is not None:  # hashed only: the stored blob is taken when the rewrite is what it made
-                    done = rewrite.write(_Nowhere())
+                    done = rewrite.write(Nowhere())
                     if done.diff_id == hint:
                         return done, stored_before(stored, number)
                 done, blob = _written_and_compressed(rewrite, work / f"{number}.tar.gz", stop)
@@ -172,13 +172,6 @@ def _written_and_compressed(rewrite: LayerRewrite, target: Path, stop) -> tuple[
     done = result[0]
     done.diff_id = inflated
     return done, Blob(digest, size, target)
-
-
-class _Nowhere:
-    """A writable file that keeps nothing (what passes is hashed on its way: layer_tar's rewrite)."""
-
-    def write(self, data) -> int:
-        return len(data)
 
 
 class _Pending:
